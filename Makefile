@@ -1,0 +1,135 @@
+# npuprof -- hand-written Makefile. Every binary lists its objects.
+#
+#   make                      build everything into build/
+#   make check                unit tests, seqlock torture, CLI tests, a short fuzz run
+#   make demo                 the main job
+#   make bench                fast-path figures, against a baseline measured in the same run
+#   make fuzz                 fuzz the configuration parser (FUZZ_SECONDS=60)
+#   make SANITIZER=address|undefined|thread check
+#   make install PREFIX=/usr/local DESTDIR=
+
+PREFIX     ?= /usr/local
+BINDIR     ?= $(PREFIX)/bin
+MANDIR     ?= $(PREFIX)/share/man
+DESTDIR    ?=
+CC         ?= cc
+CLANG      ?= clang
+SANITIZER  ?=
+FUZZ_SECONDS ?= 60
+FUZZ_CHECK_SECONDS ?= 20
+
+BUILD := build
+ifneq ($(SANITIZER),)
+BUILD := build/$(SANITIZER)
+SAN_FLAGS := -fsanitize=$(SANITIZER) -fno-omit-frame-pointer -fno-sanitize-recover=all
+endif
+
+WARN := -Wall -Wextra -Wformat=2 -Wmissing-prototypes -Wstrict-prototypes -Wshadow \
+        -Wwrite-strings -Wpointer-arith -Wundef
+ifneq ($(CI),)
+WARN += -Werror
+endif
+
+# Dependencies come from Debian; scripts/install-deps installs them as root, or says how.
+ifeq ($(filter clean help,$(MAKECMDGOALS)),)
+DEPS_OK := $(shell scripts/install-deps >&2 && echo yes)
+ifneq ($(DEPS_OK),yes)
+$(error missing build dependencies: see the message above)
+endif
+endif
+
+PKGS      := libuv jansson libsystemd
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+JANSSON_LIBS := $(shell pkg-config --libs jansson 2>/dev/null)
+CMOCKA_LIBS  := $(shell pkg-config --libs cmocka 2>/dev/null)
+
+CFLAGS   ?= -O2 -g
+CFLAGS   += -std=c11 $(WARN) $(SAN_FLAGS) -fPIC
+CPPFLAGS += -D_GNU_SOURCE -I. -Iinclude $(PKG_CFLAGS)
+LDFLAGS  += $(SAN_FLAGS)
+
+# --- modules ----------------------------------------------------------------------------
+SHM_OBJS  := $(BUILD)/shm/shm.o $(BUILD)/shm/slot.o $(BUILD)/shm/proc.o
+CONF_OBJS := $(BUILD)/conf/conf.o $(BUILD)/conf/jsonpos.o
+
+NPUPROFCTL_OBJS := $(BUILD)/client/npuprofctl.o $(BUILD)/client/validate.o $(CONF_OBJS) $(SHM_OBJS)
+
+PROGRAMS := $(BUILD)/npuprofctl
+
+# --- tests ------------------------------------------------------------------------------
+UNIT_TESTS := $(BUILD)/tests/test-shm $(BUILD)/tests/test-slot $(BUILD)/tests/test-proc \
+              $(BUILD)/tests/test-conf $(BUILD)/tests/test-jsonpos
+TORTURE    := $(BUILD)/tests/torture-seqlock
+BENCH      := $(BUILD)/bench/bench-shm
+FUZZ_CONF  := build/fuzz/fuzz-conf
+
+.PHONY: all check demo bench fuzz fuzz-check install clean help
+all: $(PROGRAMS)
+
+$(BUILD)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -MMD -MP -c $< -o $@
+
+$(BUILD)/npuprofctl: $(NPUPROFCTL_OBJS)
+	$(CC) $(LDFLAGS) -o $@ $^ $(JANSSON_LIBS)
+
+$(BUILD)/tests/test-shm: $(BUILD)/tests/test-shm.o $(SHM_OBJS)
+	$(CC) $(LDFLAGS) -o $@ $^ $(CMOCKA_LIBS)
+
+$(BUILD)/tests/test-slot: $(BUILD)/tests/test-slot.o $(SHM_OBJS)
+	$(CC) $(LDFLAGS) -o $@ $^ $(CMOCKA_LIBS)
+
+$(BUILD)/tests/test-proc: $(BUILD)/tests/test-proc.o $(BUILD)/shm/proc.o
+	$(CC) $(LDFLAGS) -o $@ $^ $(CMOCKA_LIBS)
+
+$(BUILD)/tests/test-conf: $(BUILD)/tests/test-conf.o $(CONF_OBJS) $(SHM_OBJS)
+	$(CC) $(LDFLAGS) -o $@ $^ $(CMOCKA_LIBS) $(JANSSON_LIBS)
+
+$(BUILD)/tests/test-jsonpos: $(BUILD)/tests/test-jsonpos.o $(BUILD)/conf/jsonpos.o
+	$(CC) $(LDFLAGS) -o $@ $^ $(CMOCKA_LIBS)
+
+$(TORTURE): $(BUILD)/tests/torture-seqlock.o $(SHM_OBJS)
+	$(CC) $(LDFLAGS) -pthread -o $@ $^
+
+$(BENCH): $(BUILD)/bench/bench-shm.o $(SHM_OBJS)
+	$(CC) $(LDFLAGS) -o $@ $^
+
+check: all $(UNIT_TESTS) $(TORTURE) fuzz-build
+	@tests/run-tests $(BUILD) $(FUZZ_CONF) $(FUZZ_CHECK_SECONDS)
+
+demo: all
+	@scripts/demo $(BUILD)
+
+bench: $(BENCH)
+	@$(BENCH)
+
+# --- fuzzing (libFuzzer: clang only, always with ASan and UBSan) --------------------------
+FUZZ_FLAGS := -std=c11 -g -O1 -D_GNU_SOURCE -I. -Iinclude $(PKG_CFLAGS) \
+              -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
+FUZZ_SRCS  := tests/fuzz/fuzz-conf.c conf/conf.c conf/jsonpos.c shm/shm.c shm/proc.c
+
+.PHONY: fuzz-build
+fuzz-build: $(FUZZ_CONF)
+$(FUZZ_CONF): $(FUZZ_SRCS) conf/conf.h conf/jsonpos.h include/npuprof/shm.h
+	@mkdir -p $(dir $@)
+	$(CLANG) $(FUZZ_FLAGS) -o $@ $(FUZZ_SRCS) $(JANSSON_LIBS)
+
+fuzz: $(FUZZ_CONF)
+	@mkdir -p build/fuzz/corpus-new
+	$(FUZZ_CONF) -max_total_time=$(FUZZ_SECONDS) -max_len=4096 -dict=tests/fuzz/conf.dict \
+		build/fuzz/corpus-new tests/fuzz/corpus-conf
+
+# --- install ----------------------------------------------------------------------------
+install: all
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5
+	install -m 0755 $(BUILD)/npuprofctl $(DESTDIR)$(BINDIR)/
+	install -m 0644 docs/npuprofctl.1 $(DESTDIR)$(MANDIR)/man1/
+	install -m 0644 docs/profiler_config.json.5 $(DESTDIR)$(MANDIR)/man5/
+
+clean:
+	rm -rf build
+
+help:
+	@sed -n '3,10p' Makefile
+
+-include $(shell find build -name '*.d' 2>/dev/null)

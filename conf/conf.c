@@ -1,0 +1,1377 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * profiler_config.json parser. One table lists every key, the dialects that read it and its
+ * parser; dialect detection, unknown-key warnings and the parsing all come from it.
+ */
+#include "conf.h"
+#include "jsonpos.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* Dialect bits of the key table. */
+enum {
+        D_N = 1u << 0,          /* native */
+        D_T = 1u << 1,          /* torch_npu, top level */
+        D_M = 1u << 2,          /* MindSpore */
+        D_X = D_N | D_T | D_M,  /* every dialect: npuprof's extensions and common keys */
+};
+
+#define DURATION_MS_MAX (INT64_C(7) * 24 * 3600 * 1000)
+#define GC_THRESHOLD_MS_MAX 1e9
+#define PATH_DEPTH 4
+
+/* A key path: "experimental_config", "host_sys", [2]. An index is kept as a number. */
+typedef struct path {
+        const char *key[PATH_DEPTH];    /* NULL: the component is index[k] */
+        size_t index[PATH_DEPTH];
+        size_t n;
+} path_t;
+
+typedef struct parse {
+        const char *text;
+        size_t len;
+        npf_conf_report_t *report;
+        npf_shm_config_t *c;
+        uint32_t dialect;
+        json_t *extra;                  /* metadata and mstx domain lists */
+
+        bool has_start, has_stop, has_steps, has_active, has_duration, has_aic, has_analyse_mode;
+        int64_t start, stop, steps, active, warmup;
+        bool start_next;
+        bool analyse, async_mode;
+        bool is_rank;
+        bool ranks_set;
+        json_t *rank_list;              /* borrowed, parsed at the end */
+        path_t rank_list_at;
+} parse_t;
+
+typedef struct key_desc key_desc_t;
+typedef void (*key_parse_fn)(parse_t *p, const path_t *at, json_t *v, const key_desc_t *k);
+
+struct key_desc {
+        const char *name;
+        unsigned dialects;
+        key_parse_fn parse;
+        uint32_t arg;                   /* the flag bit of a switch */
+};
+
+typedef struct name_value {
+        const char *name;
+        int32_t value;
+} name_value_t;
+
+static const name_value_t level_names[] = {
+        { "Level_none", NPF_LEVEL_NONE }, { "LevelNone", NPF_LEVEL_NONE },
+        { "Level0", NPF_LEVEL_0 }, { "Level1", NPF_LEVEL_1 }, { "Level2", NPF_LEVEL_2 },
+        { NULL, 0 },
+};
+
+static const name_value_t aic_names[] = {
+        { "AiCoreNone", NPF_AIC_NONE },
+        { "PipeUtilization", NPF_AIC_PIPE_UTILIZATION },
+        { "ArithmeticUtilization", NPF_AIC_ARITHMETIC_UTILIZATION },
+        { "Memory", NPF_AIC_MEMORY },
+        { "MemoryL0", NPF_AIC_MEMORY_L0 },
+        { "MemoryUB", NPF_AIC_MEMORY_UB },
+        { "ResourceConflictRatio", NPF_AIC_RESOURCE_CONFLICT_RATIO },
+        { "L2Cache", NPF_AIC_L2_CACHE },
+        { "MemoryAccess", NPF_AIC_MEMORY_ACCESS },
+        { NULL, 0 },
+};
+
+static const name_value_t activity_names[] = { { "CPU", NPF_ACT_CPU }, { "NPU", NPF_ACT_NPU }, { NULL, 0 } };
+static const name_value_t export_names[] = { { "text", NPF_EXPORT_TEXT }, { "db", NPF_EXPORT_DB }, { NULL, 0 } };
+static const name_value_t host_sys_names[] = {
+        { "cpu", NPF_HOST_SYS_CPU }, { "mem", NPF_HOST_SYS_MEM }, { "disk", NPF_HOST_SYS_DISK },
+        { "network", NPF_HOST_SYS_NETWORK }, { "osrt", NPF_HOST_SYS_OSRT }, { NULL, 0 },
+};
+static const name_value_t backend_names[] = {
+        { "auto", NPF_BACKEND_AUTO }, { "acl", NPF_BACKEND_ACL }, { "host", NPF_BACKEND_HOST }, { NULL, 0 },
+};
+static const name_value_t analyse_names[] = {
+        { "off", NPF_ANALYSE_OFF }, { "sync", NPF_ANALYSE_SYNC }, { "async", NPF_ANALYSE_ASYNC }, { NULL, 0 },
+};
+static const name_value_t flag_names[] = {
+        { "record_shapes", NPF_FLAG_RECORD_SHAPES },
+        { "profile_memory", NPF_FLAG_PROFILE_MEMORY },
+        { "with_stack", NPF_FLAG_WITH_STACK },
+        { "with_flops", NPF_FLAG_WITH_FLOPS },
+        { "with_modules", NPF_FLAG_WITH_MODULES },
+        { "l2_cache", NPF_FLAG_L2_CACHE },
+        { "op_attr", NPF_FLAG_OP_ATTR },
+        { "mstx", NPF_FLAG_MSTX },
+        { "parallel_strategy", NPF_FLAG_PARALLEL_STRATEGY },
+        { "data_simplification", NPF_FLAG_DATA_SIMPLIFICATION },
+        { "record_op_args", NPF_FLAG_RECORD_OP_ARGS },
+        { "sys_io", NPF_FLAG_SYS_IO },
+        { "sys_interconnection", NPF_FLAG_SYS_INTERCONNECTION },
+        { NULL, 0 },
+};
+
+static const char *name_of(const name_value_t *t, int32_t value)
+{
+        for (; t->name; t++)
+                if (t->value == value)
+                        return t->name;
+        return "invalid";
+}
+
+const char *npf_conf_dialect_name(uint32_t dialect)
+{
+        switch (dialect) {
+        case NPF_DIALECT_NATIVE: return "native";
+        case NPF_DIALECT_TORCH_NPU: return "torch_npu";
+        case NPF_DIALECT_MINDSPORE: return "mindspore";
+        default: return "unknown";
+        }
+}
+
+const char *npf_conf_level_name(int32_t level)
+{
+        return level == NPF_LEVEL_NONE ? "LevelNone" : name_of(level_names, level);
+}
+
+const char *npf_conf_aic_name(int32_t aic_metrics)
+{
+        return name_of(aic_names, aic_metrics);
+}
+
+const char *npf_conf_backend_name(uint32_t backend)
+{
+        return name_of(backend_names, (int32_t) backend);
+}
+
+const char *npf_conf_analyse_name(int32_t analyse_mode)
+{
+        return name_of(analyse_names, analyse_mode);
+}
+
+/* --- key paths and diagnostics ------------------------------------------------------- */
+
+static path_t path_key(const path_t *at, const char *key)
+{
+        path_t p = at ? *at : (path_t) { .n = 0 };
+
+        if (p.n < PATH_DEPTH)
+                p.key[p.n++] = key;
+        return p;
+}
+
+static path_t path_index(const path_t *at, size_t i)
+{
+        path_t p = *at;
+
+        if (p.n < PATH_DEPTH) {
+                p.key[p.n] = NULL;
+                p.index[p.n++] = i;
+        }
+        return p;
+}
+
+/* Spell @at's components as strings ("[2]" for an index) into @bufs, pointed at by @ret. */
+static void path_components(const path_t *at, char bufs[PATH_DEPTH][24], const char *ret[PATH_DEPTH])
+{
+        for (size_t k = 0; k < at->n; k++) {
+                if (at->key[k]) {
+                        ret[k] = at->key[k];
+                } else {
+                        snprintf(bufs[k], sizeof(bufs[k]), "[%zu]", at->index[k]);
+                        ret[k] = bufs[k];
+                }
+        }
+}
+
+static void path_string(const path_t *at, char *buf, size_t len)
+{
+        char bufs[PATH_DEPTH][24];
+        const char *c[PATH_DEPTH];
+        size_t used = 0;
+
+        buf[0] = '\0';
+        if (!at)
+                return;
+        path_components(at, bufs, c);
+        for (size_t k = 0; k < at->n && used < len; k++) {
+                const char *sep = (k == 0 || !at->key[k]) ? "" : ".";
+                int n = snprintf(buf + used, len - used, "%s%s", sep, c[k]);
+                if (n < 0)
+                        break;
+                used += (size_t) n;
+        }
+}
+
+static void vdiag(parse_t *p, bool error, const path_t *at, const char *fmt, va_list ap)
+{
+        npf_conf_report_t *r = p->report;
+        uint32_t *count = error ? &r->n_errors : &r->n_warnings;
+        npf_conf_diag_t *d;
+
+        if (*count >= NPF_CONF_DIAG_MAX) {
+                (*count)++;
+                return;
+        }
+        d = &(error ? r->errors : r->warnings)[*count];
+        (*count)++;
+        memset(d, 0, sizeof(*d));
+        path_string(at, d->key, sizeof(d->key));
+        vsnprintf(d->message, sizeof(d->message), fmt, ap);
+        if (at && at->n > 0) {
+                char bufs[PATH_DEPTH][24];
+                const char *c[PATH_DEPTH];
+                path_components(at, bufs, c);
+                npf_jsonpos_find(p->text, p->len, c, at->n, &d->line, &d->column);
+        }
+}
+
+static void error_at(parse_t *p, const path_t *at, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void error_at(parse_t *p, const path_t *at, const char *fmt, ...)
+{
+        va_list ap;
+
+        va_start(ap, fmt);
+        vdiag(p, true, at, fmt, ap);
+        va_end(ap);
+}
+
+static void warn_at(parse_t *p, const path_t *at, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void warn_at(parse_t *p, const path_t *at, const char *fmt, ...)
+{
+        va_list ap;
+
+        va_start(ap, fmt);
+        vdiag(p, false, at, fmt, ap);
+        va_end(ap);
+}
+
+/* Say what a JSON value is, for "found ..." in messages. */
+static const char *describe(const json_t *v, char *buf, size_t len)
+{
+        switch (json_typeof(v)) {
+        case JSON_INTEGER: snprintf(buf, len, "%" JSON_INTEGER_FORMAT, json_integer_value(v)); break;
+        case JSON_REAL: snprintf(buf, len, "the real number %g", json_real_value(v)); break;
+        case JSON_STRING: snprintf(buf, len, "the string \"%.60s\"", json_string_value(v)); break;
+        case JSON_TRUE: snprintf(buf, len, "true"); break;
+        case JSON_FALSE: snprintf(buf, len, "false"); break;
+        case JSON_NULL: snprintf(buf, len, "null"); break;
+        case JSON_OBJECT: snprintf(buf, len, "an object"); break;
+        case JSON_ARRAY: snprintf(buf, len, "a list"); break;
+        default: snprintf(buf, len, "a value"); break;
+        }
+        return buf;
+}
+
+#define FOUND(v) describe((v), (char[96]) { 0 }, 96)
+
+/* --- value parsers ------------------------------------------------------------------- */
+
+/* An integer in [min, max]. Return: true and the value in @ret, else an error is reported. */
+static bool get_int(parse_t *p, const path_t *at, json_t *v, int64_t min, int64_t max, const char *allowed,
+                    int64_t *ret)
+{
+        if (!json_is_integer(v)) {
+                error_at(p, at, "expected an integer (%s), found %s", allowed, FOUND(v));
+                return false;
+        }
+        json_int_t x = json_integer_value(v);
+        if (x < min || x > max) {
+                error_at(p, at, "%" JSON_INTEGER_FORMAT " is out of range: allowed %s", x, allowed);
+                return false;
+        }
+        *ret = x;
+        return true;
+}
+
+static bool get_bool(parse_t *p, const path_t *at, json_t *v, bool *ret)
+{
+        if (!json_is_boolean(v)) {
+                error_at(p, at, "expected true or false, found %s", FOUND(v));
+                return false;
+        }
+        *ret = json_is_true(v);
+        return true;
+}
+
+static void list_names(const name_value_t *t, char *buf, size_t len)
+{
+        size_t used = 0;
+
+        buf[0] = '\0';
+        for (; t->name && used < len; t++) {
+                int n = snprintf(buf + used, len - used, "%s\"%s\"", used ? ", " : "", t->name);
+                if (n < 0)
+                        break;
+                used += (size_t) n;
+        }
+}
+
+/* A name of @t (compared with case when @exact), or else an error listing the names. */
+static bool get_name(parse_t *p, const path_t *at, json_t *v, const name_value_t *t, bool exact, int32_t *ret)
+{
+        char names[320];
+
+        if (json_is_string(v)) {
+                const char *s = json_string_value(v);
+                for (const name_value_t *e = t; e->name; e++) {
+                        if (exact ? strcmp(s, e->name) == 0 : strcasecmp(s, e->name) == 0) {
+                                *ret = e->value;
+                                return true;
+                        }
+                }
+        }
+        list_names(t, names, sizeof(names));
+        error_at(p, at, "expected one of %s, found %s", names, FOUND(v));
+        return false;
+}
+
+/* A list of names of @t, OR-ed into a mask; a lone name is taken as a list of one. */
+static bool get_name_mask(parse_t *p, const path_t *at, json_t *v, const name_value_t *t, bool allow_single,
+                          bool allow_empty, uint32_t *ret)
+{
+        uint32_t mask = 0;
+        int32_t bit;
+        bool ok = true;
+        size_t i;
+        json_t *e;
+
+        if (allow_single && json_is_string(v)) {
+                if (!get_name(p, at, v, t, false, &bit))
+                        return false;
+                *ret = (uint32_t) bit;
+                return true;
+        }
+        if (!json_is_array(v)) {
+                char names[320];
+                list_names(t, names, sizeof(names));
+                error_at(p, at, "expected a list of %s, found %s", names, FOUND(v));
+                return false;
+        }
+        json_array_foreach(v, i, e) {
+                path_t ai = path_index(at, i);
+                if (get_name(p, &ai, e, t, false, &bit))
+                        mask |= (uint32_t) bit;
+                else
+                        ok = false;
+        }
+        if (ok && !allow_empty && mask == 0) {
+                error_at(p, at, "the list is empty: at least one value is needed");
+                return false;
+        }
+        if (ok)
+                *ret = mask;
+        return ok;
+}
+
+/* A name of @t, or for dialects in @int_dialects an integer from @min to @max. */
+static bool get_enum(parse_t *p, const path_t *at, json_t *v, const name_value_t *t, unsigned int_dialects,
+                     int64_t min, int64_t max, int32_t *ret)
+{
+        if (json_is_integer(v) && (int_dialects & (1u << (p->dialect - 1)))) {
+                int64_t x;
+                char allowed[64];
+                snprintf(allowed, sizeof(allowed), "%" PRId64 " to %" PRId64 " or a name", min, max);
+                if (!get_int(p, at, v, min, max, allowed, &x))
+                        return false;
+                *ret = (int32_t) x;
+                return true;
+        }
+        return get_name(p, at, v, t, true, ret);
+}
+
+static void parse_switch(parse_t *p, const path_t *at, json_t *v, const key_desc_t *k)
+{
+        bool on;
+
+        if (!get_bool(p, at, v, &on))
+                return;
+        if (on)
+                p->c->args.flags |= k->arg;
+        else
+                p->c->args.flags &= ~k->arg;
+}
+
+static void parse_start_step(parse_t *p, const path_t *at, json_t *v, const key_desc_t *k)
+{
+        (void) k;
+        int64_t x;
+
+        switch (p->dialect) {
+        case NPF_DIALECT_MINDSPORE:
+                if (json_is_integer(v) && json_integer_value(v) == 0) {
+                        error_at(p, at, "0 is not a step: MindSpore counts steps from 1 (-1 disables profiling)");
+                        return;
+                }
+                if (!get_int(p, at, v, -1, NPF_STEP_MAX, "-1 to disable, or a step from 1", &x))
+                        return;
+                break;
+        case NPF_DIALECT_TORCH_NPU:
+                if (!get_int(p, at, v, -1, NPF_STEP_MAX, "-1 for the next step, 0 for never, or a step from 1", &x))
+                        return;
+                break;
+        default:
+                if (json_is_string(v) && strcmp(json_string_value(v), "next") == 0) {
+                        x = -1;
+                        break;
+                }
+                if (!get_int(p, at, v, -1, NPF_STEP_MAX, "a step from 0, or -1 or \"next\" for the next step", &x))
+                        return;
+                break;
+        }
+        p->has_start = true;
+        p->start = x;
+}
+
+static void parse_stop_step(parse_t *p, const path_t *at, json_t *v, const key_desc_t *k)
+{
+        (void) k;
+        if (json_is_integer(v) && json_integer_value(v) == 0) {
+                error_at(p, at, "0 is not a step: MindSpore counts steps from 1 (-1 disables profiling)");
+                return;
+        }
+        if (get_int(p, at, v, -1, NPF_STEP_MAX, "-1 to disable, or a step from 1", &p->stop))
+                p->has_stop = true;
+}
+
+static void parse_steps(parse_t *p, const path_t *at, json_t *v, const key_desc_t *k)
+{
+        (void) k;
+        if (get_int(p, at, v, 1, NPF_STEP_MAX, "a step count from 1", &p->steps))
+                p->has_steps = true;
+}
+
+static void parse_active(parse_t *p, const path_t *at, json_t *v, const key_desc_t *k)
+{
+        (void) k;
+        if (get_int(p, at, v, 1, NPF_STEP_MAX, "a step count from 1", &p->active))
+                p->has_active = true;
+}
+
+static void parse_warmup(parse_t *p, const path_t *at, json_t *v, const key_desc_t *k)
+{
+        (void) k;
+        get_int(p, at, v, 0, NPF_STEP_MAX, "a step count from 0", &p->warmup);
+}
+
+static void parse_duration(parse_t *p, const path_t *at, json_t *v, const key_desc_t *k)
+{
+        (void) k;
+        int64_t x;
+
+        if (get_int(p, at, v, 1, DURATION_MS_MAX, "milliseconds from 1 to 604800000 (7 days)", &x)) {
+                p->c->args.duration_ms = (uint64_t) x;
+                p->has_duration = true;
+        }
+}
+
+static void parse_multiple(parse_t *p, const path_t *at, json_t *v, const key_desc_t *k)
+{
+        (void) k;
+        int64_t x;
+
+        if (get_int(p, at, v, 1, NPF_STEP_MAX, "a step count from 1", &x))
+                p->c->args.start_at_multiple_of = (uint64_t) x;
+}
+
+static void parse_backend(parse_t *p, const path_t *at, json_t *v, const key_desc_t *k)
+{
+        (void) k;
+        int32_t b;
+
+        if (get_name(p, at, v, backend_names, true, &b))
+                p->c->args.backend = (uint32_t) b;
+}
+
+static void parse_dir(parse_t *p, const path_t *at, json_t *v, const key_desc_t *k)
+{
+        (void) k;
+        if (!json_is_string(v)) {
+                error_at(p, at, "expected a directory path, found %s", FOUND(v));
+                return;
+        }
+        size_t n = json_string_length(v);
+        if (n == 0) {
+                error_at(p, at, "the directory path is empty");
+                return;
+        }
+        if (n >= NPF_SHM_PATH_MAX) {
+                error_at(p, at, "the directory path is %zu bytes long; at most %u are allowed", n,
+                         NPF_SHM_PATH_MAX - 1);
+                return;
+        }
+        memcpy(p->c->prof_dir, json_string_value(v), n + 1);
+        p->c->args.prof_dir_len = (uint32_t) n;
+}
+
+static void parse_activities(parse_t *p, const path_t *at, json_t *v, const key_desc_t *k)
+{
+        (void) k;
+        uint32_t mask;
+
+        if (json_is_integer(v) && p->dialect == NPF_DIALECT_MINDSPORE) {
+                static const uint32_t codes[] = { NPF_ACT_CPU | NPF_ACT_NPU, NPF_ACT_CPU, NPF_ACT_NPU };
+                int64_t x;
+                if (get_int(p, at, v, 0, 2, "0 for CPU and NPU, 1 for CPU, 2 for NPU", &x))
+                        p->c->args.activities = codes[x];
+                return;
+        }
+        if (get_name_mask(p, at, v, activity_names, false, false, &mask))
+                p->c->args.activities = mask;
+}
+
+static void parse_level(parse_t *p, const path_t *at, json_t *v, const key_desc_t *k)
+{
+        (void) k;
+        int32_t level;
+
+        if (get_enum(p, at, v, level_names, D_N | D_M, NPF_LEVEL_NONE, NPF_LEVEL_2, &level))
+                p->c->args.level = level;
+}
+
+static void parse_aic(parse_t *p, const path_t *at, json_t *v, const key_desc_t *k)
+{
+        (void) k;
+        int32_t aic;
+
+        if (get_enum(p, at, v, aic_names, D_N | D_M, NPF_AIC_NONE, NPF_AIC_MEMORY_ACCESS, &aic)) {
+                p->c->args.aic_metrics = aic;
+                p->has_aic = true;
+        }
+}
+
+static void parse_analyse(parse_t *p, const path_t *at, json_t *v, const key_desc_t *k)
+{
+        (void) k;
+        int32_t mode;
+
+        if (p->dialect == NPF_DIALECT_NATIVE && json_is_string(v)) {
+                if (get_name(p, at, v, analyse_names, true, &mode)) {
+                        p->analyse = mode != NPF_ANALYSE_OFF;
+                        p->async_mode = mode == NPF_ANALYSE_ASYNC;
+                }
+                return;
+        }
+        get_bool(p, at, v, &p->analyse);
+}
+
+static void parse_async_mode(parse_t *p, const path_t *at, json_t *v, const key_desc_t *k)
+{
+        (void) k;
+        get_bool(p, at, v, &p->async_mode);
+}
+
+static void parse_analyse_mode(parse_t *p, const path_t *at, json_t *v, const key_desc_t *k)
+{
+        (void) k;
+        int64_t x;
+
+        if (get_int(p, at, v, -1, 1, "-1 for off, 0 for sync, 1 for async", &x)) {
+                p->c->args.analyse_mode = (int32_t) x;
+                p->has_analyse_mode = true;
+        }
+}
+
+static void parse_export_type(parse_t *p, const path_t *at, json_t *v, const key_desc_t *k)
+{
+        (void) k;
+        uint32_t mask;
+
+        if (get_name_mask(p, at, v, export_names, true, false, &mask))
+                p->c->args.export_type = mask;
+}
+
+static void parse_host_sys(parse_t *p, const path_t *at, json_t *v, const key_desc_t *k)
+{
+        (void) k;
+        uint32_t mask;
+
+        if (get_name_mask(p, at, v, host_sys_names, false, true, &mask))
+                p->c->args.host_sys = mask;
+}
+
+static void parse_string_list(parse_t *p, const path_t *at, json_t *v, const key_desc_t *k)
+{
+        size_t i;
+        json_t *e;
+        bool ok = true;
+
+        if (!json_is_array(v)) {
+                error_at(p, at, "expected a list of strings, found %s", FOUND(v));
+                return;
+        }
+        json_array_foreach(v, i, e) {
+                path_t ai = path_index(at, i);
+                if (!json_is_string(e) || json_string_length(e) == 0) {
+                        error_at(p, &ai, "expected a non-empty string, found %s", FOUND(e));
+                        ok = false;
+                }
+        }
+        if (ok && json_array_size(v) > 0)
+                json_object_set(p->extra, k->name, v);
+}
+
+static void parse_gc_threshold(parse_t *p, const path_t *at, json_t *v, const key_desc_t *k)
+{
+        (void) k;
+        if (json_is_null(v)) {
+                p->c->args.gc_detect_threshold_us = -1;
+                return;
+        }
+        if (!json_is_number(v) || json_number_value(v) < 0 || json_number_value(v) > GC_THRESHOLD_MS_MAX) {
+                error_at(p, at, "expected null or milliseconds from 0 to 1e9, found %s", FOUND(v));
+                return;
+        }
+        p->c->args.gc_detect_threshold_us = (int64_t) (json_number_value(v) * 1000.0);
+}
+
+static void parse_metadata(parse_t *p, const path_t *at, json_t *v, const key_desc_t *k)
+{
+        (void) k;
+        if (!json_is_object(v)) {
+                error_at(p, at, "expected an object of user metadata, found %s", FOUND(v));
+                return;
+        }
+        if (json_object_size(v) > 0)
+                json_object_set(p->extra, "metadata", v);
+}
+
+static void parse_is_rank(parse_t *p, const path_t *at, json_t *v, const key_desc_t *k)
+{
+        (void) k;
+        get_bool(p, at, v, &p->is_rank);
+}
+
+static void parse_rank_list(parse_t *p, const path_t *at, json_t *v, const key_desc_t *k)
+{
+        (void) k;
+        if (!json_is_array(v)) {
+                error_at(p, at, "expected a list of global rank ids, found %s", FOUND(v));
+                return;
+        }
+        p->rank_list = v;
+        p->rank_list_at = *at;
+}
+
+static void set_rank(npf_shm_config_t *c, int64_t r)
+{
+        uint8_t *byte = &c->rank_bitmap[r / 8];
+        uint8_t bit = (uint8_t) (1u << (r % 8));
+
+        if (!(*byte & bit))
+                c->args.rank_count++;
+        *byte |= bit;
+}
+
+/* One "A" or "A-B" of a ranks string. Return: true if it was well-formed and in range. */
+static bool parse_rank_range(parse_t *p, const path_t *at, const char *s, size_t n)
+{
+        char buf[48], *end;
+        long long a, b;
+
+        if (n == 0 || n >= sizeof(buf)) {
+                error_at(p, at, "\"%.*s\" is not a rank or a range of ranks like \"0-7\"", (int) (n < 40 ? n : 40), s);
+                return false;
+        }
+        memcpy(buf, s, n);
+        buf[n] = '\0';
+        errno = 0;
+        a = strtoll(buf, &end, 10);
+        b = a;
+        if (end != buf && *end == '-')
+                b = strtoll(end + 1, &end, 10);
+        if (errno || end == buf || *end || buf[0] == '-' || buf[0] == '+') {
+                error_at(p, at, "\"%s\" is not a rank or a range of ranks like \"0-7\"", buf);
+                return false;
+        }
+        if (a < 0 || b >= (long long) NPF_SHM_MAX_RANKS || a > b) {
+                error_at(p, at, "\"%s\" is out of range: ranks are 0 to %u, and a range goes upwards", buf,
+                         NPF_SHM_MAX_RANKS - 1);
+                return false;
+        }
+        for (long long r = a; r <= b; r++)
+                set_rank(p->c, r);
+        return true;
+}
+
+static bool parse_rank_string(parse_t *p, const path_t *at, const char *s)
+{
+        bool ok = true;
+
+        if (strcmp(s, "all") == 0 || strcmp(s, "*") == 0) {
+                p->c->args.rank_filter = NPF_RANKS_ALL;
+                return true;
+        }
+        while (*s) {
+                while (*s == ' ')
+                        s++;
+                size_t n = strcspn(s, ",");
+                size_t t = n;
+                while (t > 0 && s[t - 1] == ' ')
+                        t--;
+                ok = parse_rank_range(p, at, s, t) && ok;
+                s += n;
+                if (*s == ',')
+                        s++;
+        }
+        return ok;
+}
+
+static void parse_ranks(parse_t *p, const path_t *at, json_t *v, const key_desc_t *k)
+{
+        (void) k;
+        size_t i;
+        json_t *e;
+
+        p->ranks_set = true;
+        p->c->args.rank_filter = NPF_RANKS_LIST;
+        if (json_is_string(v)) {
+                if (json_string_length(v) == 0)
+                        error_at(p, at, "the rank list is empty: no rank would collect (use \"all\")");
+                else
+                        parse_rank_string(p, at, json_string_value(v));
+                return;
+        }
+        if (!json_is_array(v)) {
+                error_at(p, at, "expected \"all\", a string like \"0-7,16\" or a list of ranks, found %s", FOUND(v));
+                return;
+        }
+        if (json_array_size(v) == 0)
+                error_at(p, at, "the rank list is empty: no rank would collect (use \"all\")");
+        json_array_foreach(v, i, e) {
+                path_t ai = path_index(at, i);
+                int64_t r;
+                if (json_is_string(e))
+                        parse_rank_string(p, &ai, json_string_value(e));
+                else if (get_int(p, &ai, e, 0, NPF_SHM_MAX_RANKS - 1, "a rank from 0 to 65535", &r))
+                        set_rank(p->c, r);
+        }
+}
+
+static void parse_experimental(parse_t *p, const path_t *at, json_t *v, const key_desc_t *k);
+
+/* Keys of the top level. Keys read by one dialect alone tell the dialect. */
+static const key_desc_t top_keys[] = {
+        { "start_step", D_X, parse_start_step, 0 },
+        { "stop_step", D_M, parse_stop_step, 0 },
+        { "steps", D_N, parse_steps, 0 },
+        { "active", D_T, parse_active, 0 },
+        { "warmup", D_N | D_T, parse_warmup, 0 },
+        { "duration_ms", D_X, parse_duration, 0 },
+        { "start_at_multiple_of", D_X, parse_multiple, 0 },
+        { "backend", D_X, parse_backend, 0 },
+        { "ranks", D_X, parse_ranks, 0 },
+        { "is_rank", D_T, parse_is_rank, 0 },
+        { "rank_list", D_T, parse_rank_list, 0 },
+        { "output_dir", D_N, parse_dir, 0 },
+        { "prof_dir", D_T, parse_dir, 0 },
+        { "prof_path", D_M, parse_dir, 0 },
+        { "activities", D_X, parse_activities, 0 },
+        { "analyse", D_X, parse_analyse, 0 },
+        { "async_mode", D_T, parse_async_mode, 0 },
+        { "analyse_mode", D_M, parse_analyse_mode, 0 },
+        { "level", D_N, parse_level, 0 },
+        { "profiler_level", D_M, parse_level, 0 },
+        { "aic_metrics", D_N | D_M, parse_aic, 0 },
+        { "aicore_metrics", D_M, parse_aic, 0 },
+        { "record_shapes", D_X, parse_switch, NPF_FLAG_RECORD_SHAPES },
+        { "profile_memory", D_X, parse_switch, NPF_FLAG_PROFILE_MEMORY },
+        { "with_stack", D_X, parse_switch, NPF_FLAG_WITH_STACK },
+        { "with_flops", D_N | D_T, parse_switch, NPF_FLAG_WITH_FLOPS },
+        { "with_modules", D_N | D_T, parse_switch, NPF_FLAG_WITH_MODULES },
+        { "l2_cache", D_N | D_M, parse_switch, NPF_FLAG_L2_CACHE },
+        { "op_attr", D_N, parse_switch, NPF_FLAG_OP_ATTR },
+        { "mstx", D_N | D_M, parse_switch, NPF_FLAG_MSTX },
+        { "parallel_strategy", D_N | D_M, parse_switch, NPF_FLAG_PARALLEL_STRATEGY },
+        { "data_simplification", D_N | D_M, parse_switch, NPF_FLAG_DATA_SIMPLIFICATION },
+        { "record_op_args", D_N, parse_switch, NPF_FLAG_RECORD_OP_ARGS },
+        { "sys_io", D_N | D_M, parse_switch, NPF_FLAG_SYS_IO },
+        { "sys_interconnection", D_N | D_M, parse_switch, NPF_FLAG_SYS_INTERCONNECTION },
+        { "export_type", D_N | D_M, parse_export_type, 0 },
+        { "host_sys", D_N | D_M, parse_host_sys, 0 },
+        { "mstx_domain_include", D_N | D_M, parse_string_list, 0 },
+        { "mstx_domain_exclude", D_N | D_M, parse_string_list, 0 },
+        { "gc_detect_threshold", D_N, parse_gc_threshold, 0 },
+        { "experimental_config", D_T, parse_experimental, 0 },
+        { "metadata", D_T, parse_metadata, 0 },
+        { NULL, 0, NULL, 0 },
+};
+
+/* Keys of torch_npu's experimental_config. */
+static const key_desc_t experimental_keys[] = {
+        { "profiler_level", D_T, parse_level, 0 },
+        { "aic_metrics", D_T, parse_aic, 0 },
+        { "l2_cache", D_T, parse_switch, NPF_FLAG_L2_CACHE },
+        { "op_attr", D_T, parse_switch, NPF_FLAG_OP_ATTR },
+        { "gc_detect_threshold", D_T, parse_gc_threshold, 0 },
+        { "data_simplification", D_T, parse_switch, NPF_FLAG_DATA_SIMPLIFICATION },
+        { "record_op_args", D_T, parse_switch, NPF_FLAG_RECORD_OP_ARGS },
+        { "export_type", D_T, parse_export_type, 0 },
+        { "msprof_tx", D_T, parse_switch, NPF_FLAG_MSTX },
+        { "mstx", D_T, parse_switch, NPF_FLAG_MSTX },
+        { "mstx_domain_include", D_T, parse_string_list, 0 },
+        { "mstx_domain_exclude", D_T, parse_string_list, 0 },
+        { "host_sys", D_T, parse_host_sys, 0 },
+        { "sys_io", D_T, parse_switch, NPF_FLAG_SYS_IO },
+        { "sys_interconnection", D_T, parse_switch, NPF_FLAG_SYS_INTERCONNECTION },
+        { NULL, 0, NULL, 0 },
+};
+
+static const key_desc_t *find_key(const key_desc_t *table, const char *name)
+{
+        for (; table->name; table++)
+                if (strcmp(table->name, name) == 0)
+                        return table;
+        return NULL;
+}
+
+static const char *dialects_text(unsigned mask)
+{
+        switch (mask) {
+        case D_N: return "an npuprof";
+        case D_T: return "a torch_npu";
+        case D_M: return "a MindSpore";
+        case D_N | D_T: return "an npuprof or torch_npu";
+        case D_N | D_M: return "an npuprof or MindSpore";
+        default: return "another dialect's";
+        }
+}
+
+static void parse_object(parse_t *p, const path_t *at, json_t *obj, const key_desc_t *table)
+{
+        unsigned mine = 1u << (p->dialect - 1);
+        const char *name;
+        json_t *v;
+
+        json_object_foreach(obj, name, v) {
+                path_t kp = path_key(at, name);
+                const key_desc_t *k = find_key(table, name);
+
+                if (!k) {
+                        if (table == top_keys && find_key(experimental_keys, name) && p->dialect == NPF_DIALECT_TORCH_NPU)
+                                warn_at(p, &kp, "torch_npu reads '%s' inside experimental_config, not at the top level; ignored", name);
+                        else if (table == experimental_keys && find_key(top_keys, name))
+                                warn_at(p, &kp, "torch_npu reads '%s' at the top level, not in experimental_config; ignored", name);
+                        else
+                                warn_at(p, &kp, "unknown key '%s' ignored", name);
+                        continue;
+                }
+                if (!(k->dialects & mine)) {
+                        warn_at(p, &kp, "'%s' is %s key, not read in a %s file; ignored", name,
+                                dialects_text(k->dialects), npf_conf_dialect_name(p->dialect));
+                        continue;
+                }
+                k->parse(p, &kp, v, k);
+        }
+}
+
+static void parse_experimental(parse_t *p, const path_t *at, json_t *v, const key_desc_t *k)
+{
+        (void) k;
+        if (!json_is_object(v)) {
+                error_at(p, at, "expected an object, found %s", FOUND(v));
+                return;
+        }
+        parse_object(p, at, v, experimental_keys);
+}
+
+/* --- dialect, defaults and the window ------------------------------------------------ */
+
+/* Tell the dialect from the keys only one dialect reads. Return: false if they disagree. */
+static bool detect_dialect(parse_t *p, json_t *root)
+{
+        const char *seen[3] = { NULL, NULL, NULL };
+        static const uint32_t dialect_of[3] = { NPF_DIALECT_NATIVE, NPF_DIALECT_TORCH_NPU, NPF_DIALECT_MINDSPORE };
+        const char *name;
+        json_t *v;
+
+        json_object_foreach(root, name, v) {
+                const key_desc_t *k = find_key(top_keys, name);
+                for (int d = 0; k && d < 3; d++) {
+                        if (k->dialects != (1u << d) || seen[d])
+                                continue;
+                        seen[d] = name;
+                        for (int o = 0; o < 3; o++) {
+                                if (o == d || !seen[o])
+                                        continue;
+                                path_t kp = path_key(NULL, name);
+                                error_at(p, &kp, "'%s' is %s key, but '%s' makes this %s file: write one dialect",
+                                         name, dialects_text(1u << d), seen[o], dialects_text(1u << o));
+                                return false;
+                        }
+                }
+        }
+        p->dialect = NPF_DIALECT_NATIVE;
+        for (int d = 0; d < 3; d++)
+                if (seen[d])
+                        p->dialect = dialect_of[d];
+        return true;
+}
+
+static void set_defaults(parse_t *p)
+{
+        npf_shm_args_t *a = &p->c->args;
+
+        a->dialect = p->dialect;
+        a->start_step = NPF_STEP_NONE;
+        a->stop_step = NPF_STEP_NONE;
+        a->gc_detect_threshold_us = -1;
+        a->flags = NPF_FLAG_DATA_SIMPLIFICATION;
+        a->level = NPF_LEVEL_0;
+        a->aic_metrics = NPF_AIC_NONE;
+        a->activities = NPF_ACT_CPU | NPF_ACT_NPU;
+        a->analyse_mode = NPF_ANALYSE_OFF;
+        a->export_type = NPF_EXPORT_TEXT;
+        a->backend = NPF_BACKEND_AUTO;
+        a->rank_filter = NPF_RANKS_ALL;
+        p->start = p->dialect == NPF_DIALECT_TORCH_NPU ? 0 : -1;
+        p->stop = -1;
+        p->steps = 1;
+        p->active = 1;
+}
+
+static const path_t *top(const char *key, path_t *buf)
+{
+        *buf = path_key(NULL, key);
+        return buf;
+}
+
+/* Turn the steps read into the window, per the dialect's rules. */
+static void resolve_window(parse_t *p)
+{
+        npf_shm_args_t *a = &p->c->args;
+        path_t kp;
+        int64_t count = 0;
+
+        switch (p->dialect) {
+        case NPF_DIALECT_TORCH_NPU:
+                a->enabled = p->start != 0;
+                p->start_next = p->start == -1;
+                count = p->warmup + p->active;
+                if (p->has_duration && p->has_active)
+                        error_at(p, top("duration_ms", &kp), "give either active (steps) or duration_ms, not both");
+                break;
+        case NPF_DIALECT_MINDSPORE:
+                if ((p->start == -1) != (p->stop == -1)) {
+                        const char *key = p->start == -1 ? "start_step" : "stop_step";
+                        error_at(p, top(key, &kp),
+                                 "start_step is %" PRId64 " and stop_step is %" PRId64
+                                 ": give both a step from 1, or both -1 to disable profiling",
+                                 p->start, p->stop);
+                        return;
+                }
+                if (p->start > p->stop) {
+                        error_at(p, top("stop_step", &kp), "stop_step %" PRId64 " is before start_step %" PRId64,
+                                 p->stop, p->start);
+                        return;
+                }
+                a->enabled = p->start != -1;
+                count = p->stop - p->start + 1;
+                if (p->has_duration && a->enabled)
+                        warn_at(p, top("stop_step", &kp), "stop_step is ignored: duration_ms bounds the window");
+                break;
+        default:
+                a->enabled = p->has_start;
+                p->start_next = p->start == -1;
+                count = p->warmup + p->steps;
+                if (p->has_duration && p->has_steps)
+                        error_at(p, top("duration_ms", &kp), "give either steps or duration_ms, not both");
+                break;
+        }
+
+        a->warmup = (uint64_t) p->warmup;
+        if (!a->enabled) {
+                a->step_count = 0;
+                return;
+        }
+        a->step_count = p->has_duration ? 0 : (uint64_t) count;
+        if (p->start_next) {
+                a->start_step = NPF_STEP_NEXT;
+                return;
+        }
+        int64_t start = p->start;
+        uint64_t k = a->start_at_multiple_of;
+        if (k > 1 && start % (int64_t) k)
+                start += (int64_t) k - start % (int64_t) k;
+        if (start > NPF_STEP_MAX || (!p->has_duration && count > NPF_STEP_MAX - start)) {
+                error_at(p, top("start_step", &kp), "the window ends past step %" PRId64, NPF_STEP_MAX);
+                return;
+        }
+        a->start_step = start;
+        a->stop_step = p->has_duration ? NPF_STEP_NONE : start + count - 1;
+}
+
+static void resolve(parse_t *p)
+{
+        npf_shm_args_t *a = &p->c->args;
+        path_t kp;
+
+        resolve_window(p);
+
+        if (p->dialect == NPF_DIALECT_TORCH_NPU)
+                a->analyse_mode = !p->analyse ? NPF_ANALYSE_OFF : p->async_mode ? NPF_ANALYSE_ASYNC : NPF_ANALYSE_SYNC;
+        else if (!p->has_analyse_mode)
+                a->analyse_mode = !p->analyse ? NPF_ANALYSE_OFF : p->async_mode ? NPF_ANALYSE_ASYNC : NPF_ANALYSE_SYNC;
+
+        /* Both frameworks collect pipe utilization by default above Level0. */
+        if (!p->has_aic && a->level >= NPF_LEVEL_1)
+                a->aic_metrics = NPF_AIC_PIPE_UTILIZATION;
+
+        if (p->rank_list && p->is_rank) {
+                size_t i;
+                json_t *e;
+                if (p->ranks_set) {
+                        error_at(p, top("ranks", &kp), "give either ranks or is_rank with rank_list, not both");
+                } else if (json_array_size(p->rank_list) == 0) {
+                        error_at(p, &p->rank_list_at, "is_rank is true but rank_list is empty: no rank would collect");
+                } else {
+                        a->rank_filter = NPF_RANKS_LIST;
+                        json_array_foreach(p->rank_list, i, e) {
+                                path_t ai = path_index(&p->rank_list_at, i);
+                                int64_t r;
+                                if (get_int(p, &ai, e, 0, NPF_SHM_MAX_RANKS - 1, "a rank from 0 to 65535", &r))
+                                        set_rank(p->c, r);
+                        }
+                }
+        } else if (p->is_rank) {
+                error_at(p, top("is_rank", &kp), "is_rank is true but there is no rank_list: no rank would collect");
+        }
+
+        json_t *inc = json_object_get(p->extra, "mstx_domain_include");
+        if (inc && json_object_get(p->extra, "mstx_domain_exclude")) {
+                warn_at(p, NULL, "mstx_domain_include and mstx_domain_exclude are both set: the include list wins");
+                json_object_del(p->extra, "mstx_domain_exclude");
+        }
+        if (json_object_size(p->extra) > 0) {
+                char *s = json_dumps(p->extra, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENSURE_ASCII);
+                size_t n = s ? strlen(s) : 0;
+                if (!s)
+                        error_at(p, NULL, "out of memory");
+                else if (n >= NPF_SHM_EXTRA_MAX)
+                        error_at(p, top(json_object_get(p->extra, "metadata") ? "metadata" : "mstx_domain_include", &kp),
+                                 "metadata and mstx domain lists take %zu bytes; at most %u fit", n,
+                                 NPF_SHM_EXTRA_MAX - 1);
+                else {
+                        memcpy(p->c->extra, s, n + 1);
+                        a->extra_len = (uint32_t) n;
+                }
+                free(s);
+        }
+}
+
+/* --- text checks and entry points ---------------------------------------------------- */
+
+/* Return: the offset of the first byte that is not valid UTF-8, or @len. */
+static size_t utf8_invalid_at(const unsigned char *s, size_t len)
+{
+        size_t i = 0;
+
+        while (i < len) {
+                unsigned char c = s[i];
+                size_t need;
+                uint32_t cp;
+                if (c < 0x80) {
+                        i++;
+                        continue;
+                } else if (c >= 0xc2 && c <= 0xdf) {
+                        need = 1;
+                        cp = c & 0x1f;
+                } else if (c >= 0xe0 && c <= 0xef) {
+                        need = 2;
+                        cp = c & 0x0f;
+                } else if (c >= 0xf0 && c <= 0xf4) {
+                        need = 3;
+                        cp = c & 0x07;
+                } else {
+                        return i;
+                }
+                if (len - i <= need)
+                        return i;
+                for (size_t k = 1; k <= need; k++) {
+                        if ((s[i + k] & 0xc0) != 0x80)
+                                return i;
+                        cp = cp << 6 | (s[i + k] & 0x3f);
+                }
+                if ((need == 2 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) ||
+                    (need == 3 && (cp < 0x10000 || cp > 0x10ffff)))
+                        return i;
+                i += need + 1;
+        }
+        return len;
+}
+
+static void error_at_offset(parse_t *p, size_t offset, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void error_at_offset(parse_t *p, size_t offset, const char *fmt, ...)
+{
+        va_list ap;
+        uint32_t n = p->report->n_errors;
+
+        va_start(ap, fmt);
+        vdiag(p, true, NULL, fmt, ap);
+        va_end(ap);
+        if (n < NPF_CONF_DIAG_MAX)
+                npf_jsonpos_line_column(p->text, p->len, offset, &p->report->errors[n].line,
+                                        &p->report->errors[n].column);
+}
+
+int npf_conf_parse(const char *text, size_t len, npf_shm_config_t *ret_config, npf_conf_report_t *report)
+{
+        parse_t p = { .text = text, .len = len, .report = report };
+        json_error_t jerr;
+        json_t *root = NULL;
+        int r = -EINVAL;
+
+        memset(report, 0, sizeof(*report));
+        if (len > NPF_CONF_FILE_MAX) {
+                error_at(&p, NULL, "the file is %zu bytes; at most %u are read", len, NPF_CONF_FILE_MAX);
+                return -EINVAL;
+        }
+        /* A byte-order mark is what some editors write first; it is not JSON. */
+        if (len >= 3 && memcmp(text, "\xef\xbb\xbf", 3) == 0) {
+                text += 3;
+                len -= 3;
+                p.text = text;
+                p.len = len;
+        }
+        size_t bad = utf8_invalid_at((const unsigned char *) text, len);
+        if (bad < len) {
+                error_at_offset(&p, bad, "the file is not UTF-8: byte 0x%02x cannot start or continue a character",
+                                (unsigned char) text[bad]);
+                return -EINVAL;
+        }
+        size_t blank = 0;
+        while (blank < len && strchr(" \t\r\n", text[blank]) && text[blank])
+                blank++;
+        if (blank == len) {
+                error_at(&p, NULL, "the file is empty");
+                return -EINVAL;
+        }
+
+        root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
+        if (!root) {
+                /* jansson's byte position is exact where its column is not (0 at the end). */
+                error_at_offset(&p, jerr.position > 0 ? (size_t) jerr.position : 0, "JSON syntax error: %s",
+                                jerr.text);
+                return -EINVAL;
+        }
+        if (!json_is_object(root)) {
+                error_at(&p, NULL, "the configuration must be a JSON object, found %s", FOUND(root));
+                goto out;
+        }
+        if (!detect_dialect(&p, root))
+                goto out;
+        report->dialect = p.dialect;
+
+        p.c = calloc(1, sizeof(*p.c));
+        p.extra = json_object();
+        if (!p.c || !p.extra) {
+                r = -ENOMEM;
+                goto out;
+        }
+        set_defaults(&p);
+        parse_object(&p, NULL, root, top_keys);
+        if (report->n_errors == 0)
+                resolve(&p);
+        if (report->n_errors == 0) {
+                memcpy(ret_config, p.c, sizeof(*p.c));
+                r = 0;
+        }
+out:
+        free(p.c);
+        json_decref(p.extra);
+        json_decref(root);
+        return r;
+}
+
+static const char *file_kind(mode_t mode)
+{
+        if (S_ISDIR(mode)) return "a directory";
+        if (S_ISFIFO(mode)) return "a FIFO";
+        if (S_ISSOCK(mode)) return "a socket";
+        if (S_ISCHR(mode)) return "a character device";
+        if (S_ISBLK(mode)) return "a block device";
+        return "not a regular file";
+}
+
+int npf_conf_load(const char *path, npf_shm_config_t *ret_config, npf_conf_report_t *report)
+{
+        parse_t p = { .report = report };
+        struct stat st;
+        char *buf = NULL;
+        size_t used = 0;
+        int fd, r;
+
+        memset(report, 0, sizeof(*report));
+        /* O_NONBLOCK: opening a FIFO must not wait for a writer. */
+        fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+        if (fd < 0) {
+                r = -errno;
+                error_at(&p, NULL, "cannot open %s: %s", path, strerror(errno));
+                return r;
+        }
+        if (fstat(fd, &st) < 0) {
+                r = -errno;
+                error_at(&p, NULL, "cannot stat %s: %s", path, strerror(errno));
+                goto out;
+        }
+        if (!S_ISREG(st.st_mode)) {
+                r = -EINVAL;
+                error_at(&p, NULL, "%s is %s, not a regular file", path, file_kind(st.st_mode));
+                goto out;
+        }
+        if ((uint64_t) st.st_size > NPF_CONF_FILE_MAX) {
+                r = -EFBIG;
+                error_at(&p, NULL, "%s is %jd bytes; at most %u are read", path, (intmax_t) st.st_size,
+                         NPF_CONF_FILE_MAX);
+                goto out;
+        }
+        buf = malloc(NPF_CONF_FILE_MAX + 1);
+        if (!buf) {
+                r = -ENOMEM;
+                error_at(&p, NULL, "out of memory");
+                goto out;
+        }
+        /* Read one byte past the cap, so that a file that grew since fstat is caught. */
+        for (;;) {
+                ssize_t n = read(fd, buf + used, NPF_CONF_FILE_MAX + 1 - used);
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n < 0) {
+                        r = -errno;
+                        error_at(&p, NULL, "cannot read %s: %s", path, strerror(errno));
+                        goto out;
+                }
+                if (n == 0)
+                        break;
+                used += (size_t) n;
+                if (used > NPF_CONF_FILE_MAX) {
+                        r = -EFBIG;
+                        error_at(&p, NULL, "%s is over %u bytes; at most that is read", path, NPF_CONF_FILE_MAX);
+                        goto out;
+                }
+        }
+        r = npf_conf_parse(buf, used, ret_config, report);
+out:
+        free(buf);
+        close(fd);
+        return r;
+}
+
+/* --- output -------------------------------------------------------------------------- */
+
+static json_t *mask_names(uint32_t mask, const name_value_t *t)
+{
+        json_t *a = json_array();
+
+        for (; a && t->name; t++)
+                if (mask & (uint32_t) t->value)
+                        json_array_append_new(a, json_string(t->name));
+        return a;
+}
+
+static json_t *step_or_null(int64_t step)
+{
+        return step < 0 ? json_null() : json_integer(step);
+}
+
+/* The rank filter as "0-7,16". */
+static json_t *ranks_string(const npf_shm_config_t *c)
+{
+        char *buf;
+        size_t used = 0, cap = 16 * 1024;
+        json_t *s;
+
+        if (c->args.rank_filter == NPF_RANKS_ALL)
+                return json_string("all");
+        buf = malloc(cap);
+        if (!buf)
+                return NULL;
+        buf[0] = '\0';
+        for (uint32_t r = 0; r < NPF_SHM_MAX_RANKS; r++) {
+                if (!npf_shm_config_selects(c, r))
+                        continue;
+                uint32_t end = r;
+                while (end + 1 < NPF_SHM_MAX_RANKS && npf_shm_config_selects(c, end + 1))
+                        end++;
+                int n = end == r ? snprintf(buf + used, cap - used, "%s%u", used ? "," : "", r)
+                                 : snprintf(buf + used, cap - used, "%s%u-%u", used ? "," : "", r, end);
+                if (n < 0 || (size_t) n >= cap - used)
+                        break;
+                used += (size_t) n;
+                r = end;
+        }
+        s = json_string(buf);
+        free(buf);
+        return s;
+}
+
+json_t *npf_conf_to_json(const npf_shm_config_t *c)
+{
+        const npf_shm_args_t *a = &c->args;
+        json_t *o, *window, *switches, *extra = NULL;
+
+        switches = json_object();
+        for (const name_value_t *f = flag_names; switches && f->name; f++)
+                json_object_set_new(switches, f->name, json_boolean(a->flags & (uint32_t) f->value));
+        window = json_pack("{s:b, s:o, s:o, s:I, s:I, s:o, s:o}",
+                           "enabled", a->enabled != 0,
+                           "start_step", a->enabled && a->start_step == NPF_STEP_NEXT ? json_string("next")
+                                                                                       : step_or_null(a->start_step),
+                           "stop_step", step_or_null(a->stop_step),
+                           "warmup", (json_int_t) a->warmup,
+                           "steps", (json_int_t) a->step_count,
+                           "start_at_multiple_of", a->start_at_multiple_of ? json_integer((json_int_t) a->start_at_multiple_of) : json_null(),
+                           "duration_ms", a->duration_ms ? json_integer((json_int_t) a->duration_ms) : json_null());
+        if (a->extra_len > 0)
+                extra = json_loads(c->extra, 0, NULL);
+        o = json_pack("{s:s, s:o, s:s, s:s, s:o, s:s, s:o, s:o, s:s, s:o, s:s%, s:o, s:o}",
+                      "dialect", npf_conf_dialect_name(a->dialect),
+                      "window", window,
+                      "level", npf_conf_level_name(a->level),
+                      "aic_metrics", npf_conf_aic_name(a->aic_metrics),
+                      "activities", mask_names(a->activities, activity_names),
+                      "analyse", npf_conf_analyse_name(a->analyse_mode),
+                      "export_type", mask_names(a->export_type, export_names),
+                      "host_sys", mask_names(a->host_sys, host_sys_names),
+                      "backend", npf_conf_backend_name(a->backend),
+                      "ranks", ranks_string(c),
+                      "prof_dir", c->prof_dir, (size_t) a->prof_dir_len,
+                      "switches", switches,
+                      "gc_detect_threshold_ms", a->gc_detect_threshold_us < 0 ? json_null()
+                                                : json_real((double) a->gc_detect_threshold_us / 1000.0));
+        if (o && extra)
+                json_object_set_new(o, "extra", extra);
+        else
+                json_decref(extra);
+        return o;
+}
+
+static json_t *diags_to_json(const npf_conf_diag_t *d, uint32_t n)
+{
+        json_t *a = json_array();
+
+        for (uint32_t i = 0; a && i < n && i < NPF_CONF_DIAG_MAX; i++)
+                json_array_append_new(a, json_pack("{s:s, s:o, s:o, s:o}", "message", d[i].message,
+                                                   "line", d[i].line ? json_integer(d[i].line) : json_null(),
+                                                   "column", d[i].column ? json_integer(d[i].column) : json_null(),
+                                                   "key", d[i].key[0] ? json_string(d[i].key) : json_null()));
+        return a;
+}
+
+json_t *npf_conf_report_to_json(const npf_conf_report_t *report)
+{
+        return json_pack("{s:b, s:o, s:o, s:o, s:I, s:I}",
+                         "valid", report->n_errors == 0,
+                         "dialect", report->dialect ? json_string(npf_conf_dialect_name(report->dialect)) : json_null(),
+                         "errors", diags_to_json(report->errors, report->n_errors),
+                         "warnings", diags_to_json(report->warnings, report->n_warnings),
+                         "error_count", (json_int_t) report->n_errors,
+                         "warning_count", (json_int_t) report->n_warnings);
+}

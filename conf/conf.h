@@ -1,0 +1,71 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * profiler_config.json: parse and validate the native, torch_npu and MindSpore dialects into
+ * the one canonical structure that the daemon publishes, npf_shm_config_t. The schema is
+ * documented in docs/profiler_config.json.5.
+ *
+ * Nothing here prints or is fatal: every problem becomes a diagnostic with the key path, the
+ * line and column of the value in the file, and a message saying what was found and what is
+ * allowed.
+ */
+#ifndef NPUPROF_CONF_H
+#define NPUPROF_CONF_H
+
+#include <jansson.h>
+#include <stdint.h>
+
+#include "npuprof/shm.h"
+
+#define NPF_CONF_FILE_MAX   (1u << 20)  /* bytes */
+#define NPF_CONF_DIAG_MAX   32u         /* diagnostics kept of each kind */
+
+typedef struct npf_conf_diag {
+        uint32_t line;                  /* 1-based; 0 when not tied to a place */
+        uint32_t column;                /* 1-based, in bytes */
+        char     key[128];              /* key path, "experimental_config.profiler_level" */
+        char     message[320];
+} npf_conf_diag_t;
+
+/* Everything said about one file. Filled in by npf_conf_parse() whatever it returns. */
+typedef struct npf_conf_report {
+        uint32_t dialect;               /* NPF_DIALECT_*, 0 if it could not be told */
+        uint32_t n_errors;              /* all errors found; the first NPF_CONF_DIAG_MAX kept */
+        uint32_t n_warnings;
+        npf_conf_diag_t errors[NPF_CONF_DIAG_MAX];
+        npf_conf_diag_t warnings[NPF_CONF_DIAG_MAX];
+} npf_conf_report_t;
+
+/*
+ * npf_conf_parse() - parse the @len bytes at @text.
+ * Return: 0 and the configuration in @ret_config when the file is valid (warnings may be
+ * reported); -EINVAL when it is not, with every error in @report. @ret_config is written
+ * only on success; its generation, checksum and published_ns are left zero.
+ * Context: any thread; reentrant.
+ */
+int npf_conf_parse(const char *text, size_t len, npf_shm_config_t *ret_config, npf_conf_report_t *report);
+
+/*
+ * npf_conf_load() - read and parse the file at @path.
+ * Refuses what is not a regular file, over NPF_CONF_FILE_MAX bytes, or not UTF-8.
+ * Return: as npf_conf_parse(), or -errno when the file cannot be read, with the reason as
+ * an error in @report.
+ */
+int npf_conf_load(const char *path, npf_shm_config_t *ret_config, npf_conf_report_t *report);
+
+/*
+ * npf_conf_to_json() - the effective configuration @config as a JSON object, in
+ * npuprof's own terms (names, not numbers). Return: a new reference, or NULL if out of
+ * memory.
+ */
+json_t *npf_conf_to_json(const npf_shm_config_t *config);
+
+/* The report as JSON: valid, dialect, errors and warnings (each message, line, column, key). */
+json_t *npf_conf_report_to_json(const npf_conf_report_t *report);
+
+const char *npf_conf_dialect_name(uint32_t dialect);
+const char *npf_conf_level_name(int32_t level);
+const char *npf_conf_aic_name(int32_t aic_metrics);
+const char *npf_conf_backend_name(uint32_t backend);
+const char *npf_conf_analyse_name(int32_t analyse_mode);
+
+#endif /* NPUPROF_CONF_H */

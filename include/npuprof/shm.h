@@ -1,0 +1,439 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The node's shared-memory segment: the ABI between npuprofd and the training ranks.
+ *
+ * A segment named NAME is two POSIX shared-memory objects:
+ *
+ *   /NAME.ctl    the control block. Only the daemon writes it; it is created with mode
+ *                0644 and ranks map it read-only. It holds the published configuration
+ *                (the packed window arguments) and the state of the configuration file.
+ *   /NAME.ranks  the rank table. Each rank writes only its own slot: pid, step, heartbeat
+ *                and window state. Mode 0666, so that ranks of any user can claim a slot.
+ *
+ * Everything below is an ABI: fixed-width fields at the offsets asserted at the end of this
+ * file. Any change of layout bumps NPF_SHM_ABI_VERSION; attach refuses other versions.
+ *
+ * Memory ordering, in one place
+ * -----------------------------
+ * Both the configuration and the file status are published with a seqlock (one writer, any
+ * number of readers), as in Linux's include/linux/seqlock.h:
+ *
+ *   writer: seq = s + 1 (odd: write in progress); release fence; store the data;
+ *           store-release seq = s + 2.
+ *   reader: s = load-acquire seq, retry while odd; load the data; acquire fence;
+ *           retry if seq != s.
+ *
+ * The data is copied word by word with relaxed atomic loads and stores, so concurrent
+ * access is a race on atomics, not undefined behaviour. The configuration's sequence only
+ * moves when a new configuration is published, and moves by two each time, so a stable
+ * config_seq is always twice the generation: "changed since generation G?" is the single
+ * acquire load of npf_shm_changed(). Slots use the same seqlock for their window state; the
+ * step and heartbeat words are single relaxed stores that readers take as hints.
+ *
+ * Claiming a slot is a compare-and-swap on the slot's pid word (0 = free), then on the
+ * rank's entry of the rank index (0 = unclaimed, else slot + 1), so two processes can never
+ * both hold one rank id.
+ */
+#ifndef NPUPROF_SHM_H
+#define NPUPROF_SHM_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define NPF_SHM_ABI_VERSION    1u
+#define NPF_SHM_CTL_MAGIC      UINT64_C(0x4c5443464f52504e) /* "NPROFCTL" little-endian */
+#define NPF_SHM_RANKS_MAGIC    UINT64_C(0x534b4e52464f524e) /* "NROFRNKS" little-endian */
+
+#define NPF_SHM_NAME_DEFAULT   "npuprof"
+#define NPF_SHM_NAME_MAX       200u     /* bytes of NAME, without the suffix */
+#define NPF_SHM_PATH_MAX       4096u    /* prof_dir, including the NUL */
+#define NPF_SHM_EXTRA_MAX      4096u    /* extra JSON, including the NUL */
+#define NPF_SHM_MAX_RANKS      65536u   /* global rank ids 0 .. 65535 */
+#define NPF_SHM_SLOTS          1024u    /* ranks on one node */
+#define NPF_SHM_ERR_MAX        256u     /* message buffers of the API below */
+
+#define NPF_STEP_NONE          INT64_C(-1)   /* no step: relative or time-bounded windows */
+#define NPF_STEP_NEXT          INT64_C(-1)   /* start_step: the step after the rank reads it */
+#define NPF_STEP_MAX           (INT64_C(1) << 60)
+
+/* Which schema the configuration file was written in. */
+enum {
+        NPF_DIALECT_NATIVE    = 1,
+        NPF_DIALECT_TORCH_NPU = 2,
+        NPF_DIALECT_MINDSPORE = 3,
+};
+
+/* Boolean switches of both frameworks, bits of npf_shm_config_t.flags. */
+enum {
+        NPF_FLAG_RECORD_SHAPES       = 1u << 0,
+        NPF_FLAG_PROFILE_MEMORY      = 1u << 1,
+        NPF_FLAG_WITH_STACK          = 1u << 2,
+        NPF_FLAG_WITH_FLOPS          = 1u << 3,
+        NPF_FLAG_WITH_MODULES        = 1u << 4,
+        NPF_FLAG_L2_CACHE            = 1u << 5,
+        NPF_FLAG_OP_ATTR             = 1u << 6,
+        NPF_FLAG_MSTX                = 1u << 7,
+        NPF_FLAG_PARALLEL_STRATEGY   = 1u << 8,
+        NPF_FLAG_DATA_SIMPLIFICATION = 1u << 9,
+        NPF_FLAG_RECORD_OP_ARGS      = 1u << 10,
+        NPF_FLAG_SYS_IO              = 1u << 11,
+        NPF_FLAG_SYS_INTERCONNECTION = 1u << 12,
+};
+
+enum { NPF_LEVEL_NONE = -1, NPF_LEVEL_0 = 0, NPF_LEVEL_1 = 1, NPF_LEVEL_2 = 2 };
+
+/* AI Core metrics, with MindSpore's integer encoding. */
+enum {
+        NPF_AIC_NONE = -1,
+        NPF_AIC_PIPE_UTILIZATION = 0,
+        NPF_AIC_ARITHMETIC_UTILIZATION = 1,
+        NPF_AIC_MEMORY = 2,
+        NPF_AIC_MEMORY_L0 = 3,
+        NPF_AIC_MEMORY_UB = 4,
+        NPF_AIC_RESOURCE_CONFLICT_RATIO = 5,
+        NPF_AIC_L2_CACHE = 6,
+        NPF_AIC_MEMORY_ACCESS = 7,
+};
+
+enum { NPF_ACT_CPU = 1u << 0, NPF_ACT_NPU = 1u << 1 };
+enum { NPF_ANALYSE_OFF = -1, NPF_ANALYSE_SYNC = 0, NPF_ANALYSE_ASYNC = 1 };
+enum { NPF_EXPORT_TEXT = 1u << 0, NPF_EXPORT_DB = 1u << 1 };
+enum {
+        NPF_HOST_SYS_CPU = 1u << 0,
+        NPF_HOST_SYS_MEM = 1u << 1,
+        NPF_HOST_SYS_DISK = 1u << 2,
+        NPF_HOST_SYS_NETWORK = 1u << 3,
+        NPF_HOST_SYS_OSRT = 1u << 4,
+};
+enum { NPF_BACKEND_AUTO = 0, NPF_BACKEND_ACL = 1, NPF_BACKEND_HOST = 2 };
+enum { NPF_RANKS_ALL = 0, NPF_RANKS_LIST = 1 };
+
+/*
+ * The packed window arguments. A window covers the steps [start_step, stop_step]; its first
+ * `warmup` steps are collected but discarded, as torch_npu's schedule does.
+ */
+typedef struct npf_shm_args {
+        uint64_t generation;            /* copy of config_seq / 2 at publication */
+        uint64_t checksum;              /* npf_shm_config_checksum() of the whole config */
+        uint64_t published_ns;          /* CLOCK_REALTIME of publication */
+        int64_t  start_step;            /* absolute, or NPF_STEP_NEXT */
+        int64_t  stop_step;             /* inclusive; NPF_STEP_NONE if relative or timed */
+        uint64_t step_count;            /* steps in the window, warmup included; 0 = timed */
+        uint64_t warmup;
+        uint64_t start_at_multiple_of;  /* 0 = off */
+        uint64_t duration_ms;           /* 0 = off; else the window closes by time */
+        int64_t  gc_detect_threshold_us;/* -1 = off */
+        uint32_t enabled;               /* 0: profiling off, no window */
+        uint32_t dialect;               /* NPF_DIALECT_* */
+        uint32_t flags;                 /* NPF_FLAG_* */
+        int32_t  level;                 /* NPF_LEVEL_* */
+        int32_t  aic_metrics;           /* NPF_AIC_* */
+        uint32_t activities;            /* NPF_ACT_* */
+        int32_t  analyse_mode;          /* NPF_ANALYSE_* */
+        uint32_t export_type;           /* NPF_EXPORT_* */
+        uint32_t host_sys;              /* NPF_HOST_SYS_* */
+        uint32_t backend;               /* NPF_BACKEND_* */
+        uint32_t rank_filter;           /* NPF_RANKS_* */
+        uint32_t rank_count;            /* ranks set in rank_bitmap */
+        uint32_t prof_dir_len;          /* bytes before the NUL of prof_dir */
+        uint32_t extra_len;             /* bytes before the NUL of extra */
+        uint8_t  reserved[56];
+} npf_shm_args_t;
+
+/* The published configuration: the arguments, then the variable-length parts. */
+typedef struct npf_shm_config {
+        npf_shm_args_t args;
+        char     prof_dir[NPF_SHM_PATH_MAX];
+        char     extra[NPF_SHM_EXTRA_MAX];  /* JSON object: metadata, mstx domains */
+        uint8_t  rank_bitmap[NPF_SHM_MAX_RANKS / 8]; /* bit r set: global rank r collects */
+} npf_shm_config_t;
+
+/* State of the watched configuration file, as the daemon last read it. */
+enum {
+        NPF_FILE_UNKNOWN = 0,   /* not read yet */
+        NPF_FILE_VALID   = 1,
+        NPF_FILE_INVALID = 2,   /* the last good configuration stays in force */
+        NPF_FILE_MISSING = 3,
+};
+
+typedef struct npf_shm_status {
+        uint32_t file_state;            /* NPF_FILE_* */
+        uint32_t line;                  /* of the first error, 1-based; 0 = none */
+        uint32_t column;
+        uint32_t error_count;           /* invalid versions of the file seen so far */
+        uint64_t checked_ns;            /* CLOCK_REALTIME of the last read */
+        uint64_t good_generation;       /* generation of the configuration in force */
+        uint64_t changed_ns;            /* when file_state or the error last changed */
+        uint8_t  reserved[24];
+        char     path[1024];
+        char     key[128];              /* key path of the first error, "" if none */
+        char     message[512];
+} npf_shm_status_t;
+
+typedef struct npf_shm_ctl {
+        uint64_t magic;                 /* NPF_SHM_CTL_MAGIC, stored last at creation */
+        uint32_t abi_version;
+        uint32_t ctl_size;              /* sizeof(npf_shm_ctl_t) */
+        uint32_t config_size;
+        uint32_t status_size;
+        uint64_t created_ns;
+        uint32_t daemon_pid;
+        uint32_t reserved0;
+        uint64_t daemon_heartbeat_ns;   /* CLOCK_MONOTONIC, relaxed */
+        uint8_t  pad0[16];
+        _Alignas(64) uint64_t config_seq;  /* seqlock of config: 2 * generation when even */
+        uint8_t  pad1[56];
+        _Alignas(64) uint64_t status_seq;  /* seqlock of status */
+        uint8_t  pad2[56];
+        _Alignas(64) npf_shm_config_t config;
+        _Alignas(64) npf_shm_status_t status;
+} npf_shm_ctl_t;
+
+/* Window states of a slot. */
+enum {
+        NPF_WINDOW_IDLE = 0,
+        NPF_WINDOW_ARMED,       /* waiting for its start step */
+        NPF_WINDOW_COLLECTING,
+        NPF_WINDOW_FLUSHING,
+        NPF_WINDOW_DONE,
+        NPF_WINDOW_MISSED,      /* already past start_step; state_step says where */
+        NPF_WINDOW_FAILED,      /* message says why */
+        NPF_WINDOW_FILTERED,    /* this rank is not in the rank list */
+        NPF_WINDOW_LOST,        /* the rank died while collecting */
+        NPF_WINDOW__COUNT,
+};
+
+/* A slot's window state, written by its rank under the slot's seqlock. */
+typedef struct npf_shm_slot_state {
+        uint64_t generation;            /* generation this window belongs to */
+        uint32_t state;                 /* NPF_WINDOW_* */
+        uint32_t backend;
+        int64_t  window_start;
+        int64_t  window_stop;
+        int64_t  state_step;            /* step at which state was entered */
+        uint64_t state_ns;              /* CLOCK_REALTIME of that */
+        uint8_t  reserved[8];
+        char     message[256];          /* why a window failed, NUL-terminated */
+        char     output[128];           /* window directory, relative to prof_dir */
+} npf_shm_slot_state_t;
+
+typedef struct npf_shm_slot {
+        /* Identity, written at claim. pid 0 = free. */
+        uint32_t pid;
+        uint32_t rank;
+        uint64_t proc_start;            /* /proc/PID/stat starttime; 0 while claiming */
+        int64_t  step;                  /* last step seen, relaxed; -1 = none yet */
+        uint64_t heartbeat_ns;          /* CLOCK_MONOTONIC of that step, relaxed */
+        uint64_t claimed_ns;            /* CLOCK_REALTIME */
+        int32_t  local_device;          /* -1 = unknown */
+        uint32_t reserved0;
+        uint8_t  pad0[16];
+        _Alignas(64) uint64_t seq;      /* seqlock of st */
+        npf_shm_slot_state_t st;
+} npf_shm_slot_t;
+
+typedef struct npf_shm_ranks {
+        uint64_t magic;                 /* NPF_SHM_RANKS_MAGIC, stored last at creation */
+        uint32_t abi_version;
+        uint32_t header_size;
+        uint32_t slot_count;
+        uint32_t slot_size;
+        uint32_t index_count;
+        uint32_t reserved0;
+        uint64_t table_size;            /* sizeof(npf_shm_ranks_t) */
+        uint8_t  pad0[24];
+        uint32_t index[NPF_SHM_MAX_RANKS];      /* rank -> slot + 1; 0 = unclaimed */
+        _Alignas(64) npf_shm_slot_t slots[NPF_SHM_SLOTS];
+} npf_shm_ranks_t;
+
+/* One rank's view of the configuration, as npf_shm_read_window() returns it. */
+typedef struct npf_shm_window {
+        npf_shm_args_t args;
+        uint32_t selected;              /* the rank filter selects this rank */
+        uint32_t reserved;
+        char     prof_dir[NPF_SHM_PATH_MAX];
+} npf_shm_window_t;
+
+/* Handle on an opened segment; owned by the caller, freed with npf_shm_close(). */
+typedef struct npf_shm npf_shm_t;
+
+enum {
+        NPF_SHM_WRITER = 1u << 0,       /* the daemon: map the control block writable */
+        NPF_SHM_CREATE = 1u << 1,       /* with WRITER: create if absent, adopt if valid */
+};
+
+/*
+ * npf_shm_open() - open the segment @name.
+ * With NPF_SHM_WRITER|NPF_SHM_CREATE, creates both objects or adopts a valid existing
+ * segment of this ABI (generation, slots and windows are kept). Without NPF_SHM_WRITER,
+ * maps the control block read-only and the rank table read-write.
+ * Return: 0, -ENOENT if absent, -EPROTO for another ABI or a damaged header (the
+ * message in @err, of NPF_SHM_ERR_MAX bytes, says which), -EAGAIN while the daemon is
+ * still creating it, or another -errno.
+ * Context: any thread; not async-signal-safe.
+ */
+int npf_shm_open(const char *name, unsigned flags, npf_shm_t **ret_shm, char *err);
+
+/* Unmap and close. Accepts NULL; returns NULL. */
+npf_shm_t *npf_shm_close(npf_shm_t *shm);
+
+/* Remove both objects of segment @name; mappings stay valid. Return: 0 or -errno. */
+int npf_shm_unlink(const char *name);
+
+/* Return: 0 if @name is a valid segment name, else -EINVAL with the reason in @err. */
+int npf_shm_name_check(const char *name, char *err);
+
+const npf_shm_ctl_t *npf_shm_ctl(const npf_shm_t *shm);
+npf_shm_ranks_t *npf_shm_ranks(const npf_shm_t *shm);
+bool npf_shm_adopted(const npf_shm_t *shm);
+
+/*
+ * npf_shm_publish_config() - publish @config as the next generation.
+ * The generation, checksum and published_ns fields of @config are ignored and filled in.
+ * Return: 0 and the new generation in @ret_generation, or -EPERM if not the writer,
+ * -EINVAL if @config's lengths are out of bounds.
+ * Context: the single writer (the daemon's loop thread).
+ */
+int npf_shm_publish_config(npf_shm_t *shm, const npf_shm_config_t *config, uint64_t *ret_generation);
+
+/* Publish the state of the configuration file. Return: 0 or -EPERM. Context: the writer. */
+int npf_shm_publish_status(npf_shm_t *shm, const npf_shm_status_t *status);
+
+/* Store the daemon's pid and a heartbeat (CLOCK_MONOTONIC ns). Context: the writer. */
+void npf_shm_heartbeat(npf_shm_t *shm, uint64_t now_ns);
+
+/*
+ * npf_shm_read_config() - copy the whole published configuration, untorn.
+ * Return: the number of retries (>= 0), or -EBADMSG if the copy is not well-formed
+ * (lengths, NUL terminators, checksum), -EAGAIN if no stable copy could be had.
+ * Context: any thread of any process; lock-free, never blocks the writer.
+ */
+int npf_shm_read_config(const npf_shm_ctl_t *ctl, npf_shm_config_t *ret_config);
+
+/*
+ * npf_shm_read_window() - copy what rank @rank needs to run its window, untorn: the
+ * arguments, prof_dir and whether the rank filter selects @rank. Cheaper than
+ * npf_shm_read_config(): it copies only the bytes in use.
+ * Return: retries (>= 0), -EBADMSG or -EAGAIN as npf_shm_read_config().
+ * Context: any thread; this is what a rank calls when npf_shm_changed() says so.
+ */
+int npf_shm_read_window(const npf_shm_ctl_t *ctl, uint32_t rank, npf_shm_window_t *ret_window);
+
+/* Copy the file status, untorn and NUL-checked. Return: retries, -EBADMSG or -EAGAIN. */
+int npf_shm_read_status(const npf_shm_ctl_t *ctl, npf_shm_status_t *ret_status);
+
+/* FNV-1a over @config with its checksum field taken as zero. */
+uint64_t npf_shm_config_checksum(const npf_shm_config_t *config);
+
+/* Return: true if bit @rank of @config's rank filter selects it. */
+bool npf_shm_config_selects(const npf_shm_config_t *config, uint32_t rank);
+
+/*
+ * npf_shm_changed() - has a configuration other than generation @generation been
+ * published (or is one being published)?
+ * Return: true if so; then read it with npf_shm_read_window().
+ * Context: the per-step fast path. One acquire load and one compare, no system call.
+ */
+static inline bool npf_shm_changed(const npf_shm_ctl_t *ctl, uint64_t generation)
+{
+        return atomic_load_explicit((_Atomic uint64_t *) &ctl->config_seq,
+                                    memory_order_acquire) != generation << 1;
+}
+
+const char *npf_shm_window_state_name(uint32_t state);
+
+/* ABI layout. Offsets are part of the contract; a change bumps NPF_SHM_ABI_VERSION. */
+_Static_assert(sizeof(npf_shm_args_t) == 192, "npf_shm_args_t size");
+_Static_assert(sizeof(npf_shm_config_t) == 16576, "npf_shm_config_t size");
+_Static_assert(offsetof(npf_shm_config_t, args) == 0, "abi");
+_Static_assert(offsetof(npf_shm_args_t, generation) == 0, "abi");
+_Static_assert(offsetof(npf_shm_args_t, checksum) == 8, "abi");
+_Static_assert(offsetof(npf_shm_args_t, published_ns) == 16, "abi");
+_Static_assert(offsetof(npf_shm_args_t, start_step) == 24, "abi");
+_Static_assert(offsetof(npf_shm_args_t, stop_step) == 32, "abi");
+_Static_assert(offsetof(npf_shm_args_t, step_count) == 40, "abi");
+_Static_assert(offsetof(npf_shm_args_t, warmup) == 48, "abi");
+_Static_assert(offsetof(npf_shm_args_t, start_at_multiple_of) == 56, "abi");
+_Static_assert(offsetof(npf_shm_args_t, duration_ms) == 64, "abi");
+_Static_assert(offsetof(npf_shm_args_t, gc_detect_threshold_us) == 72, "abi");
+_Static_assert(offsetof(npf_shm_args_t, enabled) == 80, "abi");
+_Static_assert(offsetof(npf_shm_args_t, dialect) == 84, "abi");
+_Static_assert(offsetof(npf_shm_args_t, flags) == 88, "abi");
+_Static_assert(offsetof(npf_shm_args_t, level) == 92, "abi");
+_Static_assert(offsetof(npf_shm_args_t, aic_metrics) == 96, "abi");
+_Static_assert(offsetof(npf_shm_args_t, activities) == 100, "abi");
+_Static_assert(offsetof(npf_shm_args_t, analyse_mode) == 104, "abi");
+_Static_assert(offsetof(npf_shm_args_t, export_type) == 108, "abi");
+_Static_assert(offsetof(npf_shm_args_t, host_sys) == 112, "abi");
+_Static_assert(offsetof(npf_shm_args_t, backend) == 116, "abi");
+_Static_assert(offsetof(npf_shm_args_t, rank_filter) == 120, "abi");
+_Static_assert(offsetof(npf_shm_args_t, rank_count) == 124, "abi");
+_Static_assert(offsetof(npf_shm_args_t, prof_dir_len) == 128, "abi");
+_Static_assert(offsetof(npf_shm_args_t, extra_len) == 132, "abi");
+_Static_assert(offsetof(npf_shm_config_t, prof_dir) == 192, "abi");
+_Static_assert(offsetof(npf_shm_config_t, extra) == 4288, "abi");
+_Static_assert(offsetof(npf_shm_config_t, rank_bitmap) == 8384, "abi");
+
+_Static_assert(sizeof(npf_shm_status_t) == 1728, "npf_shm_status_t size");
+_Static_assert(offsetof(npf_shm_status_t, file_state) == 0, "abi");
+_Static_assert(offsetof(npf_shm_status_t, line) == 4, "abi");
+_Static_assert(offsetof(npf_shm_status_t, column) == 8, "abi");
+_Static_assert(offsetof(npf_shm_status_t, error_count) == 12, "abi");
+_Static_assert(offsetof(npf_shm_status_t, checked_ns) == 16, "abi");
+_Static_assert(offsetof(npf_shm_status_t, good_generation) == 24, "abi");
+_Static_assert(offsetof(npf_shm_status_t, changed_ns) == 32, "abi");
+_Static_assert(offsetof(npf_shm_status_t, path) == 64, "abi");
+_Static_assert(offsetof(npf_shm_status_t, key) == 1088, "abi");
+_Static_assert(offsetof(npf_shm_status_t, message) == 1216, "abi");
+
+_Static_assert(sizeof(npf_shm_ctl_t) == 18496, "npf_shm_ctl_t size");
+_Static_assert(offsetof(npf_shm_ctl_t, magic) == 0, "abi");
+_Static_assert(offsetof(npf_shm_ctl_t, abi_version) == 8, "abi");
+_Static_assert(offsetof(npf_shm_ctl_t, ctl_size) == 12, "abi");
+_Static_assert(offsetof(npf_shm_ctl_t, config_size) == 16, "abi");
+_Static_assert(offsetof(npf_shm_ctl_t, status_size) == 20, "abi");
+_Static_assert(offsetof(npf_shm_ctl_t, created_ns) == 24, "abi");
+_Static_assert(offsetof(npf_shm_ctl_t, daemon_pid) == 32, "abi");
+_Static_assert(offsetof(npf_shm_ctl_t, daemon_heartbeat_ns) == 40, "abi");
+_Static_assert(offsetof(npf_shm_ctl_t, config_seq) == 64, "abi");
+_Static_assert(offsetof(npf_shm_ctl_t, status_seq) == 128, "abi");
+_Static_assert(offsetof(npf_shm_ctl_t, config) == 192, "abi");
+_Static_assert(offsetof(npf_shm_ctl_t, status) == 16768, "abi");
+
+_Static_assert(sizeof(npf_shm_slot_t) == 512, "npf_shm_slot_t size");
+_Static_assert(offsetof(npf_shm_slot_t, pid) == 0, "abi");
+_Static_assert(offsetof(npf_shm_slot_t, rank) == 4, "abi");
+_Static_assert(offsetof(npf_shm_slot_t, proc_start) == 8, "abi");
+_Static_assert(offsetof(npf_shm_slot_t, step) == 16, "abi");
+_Static_assert(offsetof(npf_shm_slot_t, heartbeat_ns) == 24, "abi");
+_Static_assert(offsetof(npf_shm_slot_t, claimed_ns) == 32, "abi");
+_Static_assert(offsetof(npf_shm_slot_t, local_device) == 40, "abi");
+_Static_assert(offsetof(npf_shm_slot_t, seq) == 64, "abi");
+_Static_assert(offsetof(npf_shm_slot_t, st) == 72, "abi");
+_Static_assert(sizeof(npf_shm_slot_state_t) == 440, "npf_shm_slot_state_t size");
+_Static_assert(offsetof(npf_shm_slot_state_t, generation) == 0, "abi");
+_Static_assert(offsetof(npf_shm_slot_state_t, state) == 8, "abi");
+_Static_assert(offsetof(npf_shm_slot_state_t, backend) == 12, "abi");
+_Static_assert(offsetof(npf_shm_slot_state_t, window_start) == 16, "abi");
+_Static_assert(offsetof(npf_shm_slot_state_t, window_stop) == 24, "abi");
+_Static_assert(offsetof(npf_shm_slot_state_t, state_step) == 32, "abi");
+_Static_assert(offsetof(npf_shm_slot_state_t, state_ns) == 40, "abi");
+_Static_assert(offsetof(npf_shm_slot_state_t, message) == 56, "abi");
+_Static_assert(offsetof(npf_shm_slot_state_t, output) == 312, "abi");
+
+_Static_assert(offsetof(npf_shm_ranks_t, magic) == 0, "abi");
+_Static_assert(offsetof(npf_shm_ranks_t, abi_version) == 8, "abi");
+_Static_assert(offsetof(npf_shm_ranks_t, header_size) == 12, "abi");
+_Static_assert(offsetof(npf_shm_ranks_t, slot_count) == 16, "abi");
+_Static_assert(offsetof(npf_shm_ranks_t, slot_size) == 20, "abi");
+_Static_assert(offsetof(npf_shm_ranks_t, index_count) == 24, "abi");
+_Static_assert(offsetof(npf_shm_ranks_t, table_size) == 32, "abi");
+_Static_assert(offsetof(npf_shm_ranks_t, index) == 64, "abi");
+_Static_assert(offsetof(npf_shm_ranks_t, slots) == 262208, "abi");
+_Static_assert(sizeof(npf_shm_ranks_t) == 262208 + 512 * 1024, "npf_shm_ranks_t size");
+_Static_assert(NPF_SHM_SLOTS >= 256, "at least 256 ranks per node");
+
+#endif /* NPUPROF_SHM_H */

@@ -1,0 +1,84 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Seqlock primitives for the shared-memory segment. The protocol and why it is correct
+ * are described once, in include/npuprof/shm.h; these are its only implementation.
+ * Data under a seqlock is moved in 8-byte words with relaxed atomics, so a racing reader
+ * copies garbage it will discard, never undefined behaviour.
+ */
+#ifndef NPUPROF_SEQLOCK_H
+#define NPUPROF_SEQLOCK_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define NPF__SEQ_READ_TRIES 100000u
+
+typedef _Atomic uint64_t npf__atomic_u64;
+
+static inline npf__atomic_u64 *npf__seq(const uint64_t *word)
+{
+        return (npf__atomic_u64 *) word;
+}
+
+/* Writer: mark a write in progress. Return: the even sequence it started from. */
+static inline uint64_t npf__seq_write_begin(uint64_t *seq)
+{
+        uint64_t s = atomic_load_explicit(npf__seq(seq), memory_order_relaxed);
+
+        atomic_store_explicit(npf__seq(seq), s + 1, memory_order_relaxed);
+        atomic_thread_fence(memory_order_release);
+        return s;
+}
+
+/* Writer: publish; readers that began before see a changed sequence and retry. */
+static inline void npf__seq_write_end(uint64_t *seq, uint64_t begun)
+{
+        atomic_store_explicit(npf__seq(seq), begun + 2, memory_order_release);
+}
+
+/* Reader: wait for a stable (even) sequence. Return: it, or UINT64_MAX after too long. */
+static inline uint64_t npf__seq_read_begin(const uint64_t *seq)
+{
+        for (unsigned i = 0; i < NPF__SEQ_READ_TRIES; i++) {
+                uint64_t s = atomic_load_explicit(npf__seq(seq), memory_order_acquire);
+                if (!(s & 1))
+                        return s;
+        }
+        return UINT64_MAX;
+}
+
+/* Reader: Return: nonzero if what was read since @begun may be torn. */
+static inline int npf__seq_read_retry(const uint64_t *seq, uint64_t begun)
+{
+        atomic_thread_fence(memory_order_acquire);
+        return atomic_load_explicit(npf__seq(seq), memory_order_relaxed) != begun;
+}
+
+/* Copy @n bytes (a multiple of 8, both sides 8-aligned) out of a seqlocked area. */
+static inline void npf__seq_copy_out(void *dst, const void *src, size_t n)
+{
+        uint64_t *d = dst;
+        const uint64_t *s = src;
+
+        for (size_t i = 0; i < n / 8; i++)
+                d[i] = atomic_load_explicit(npf__seq(&s[i]), memory_order_relaxed);
+}
+
+/* Copy @n bytes (a multiple of 8, both sides 8-aligned) into a seqlocked area. */
+static inline void npf__seq_copy_in(void *dst, const void *src, size_t n)
+{
+        uint64_t *d = dst;
+        const uint64_t *s = src;
+
+        for (size_t i = 0; i < n / 8; i++)
+                atomic_store_explicit(npf__seq(&d[i]), s[i], memory_order_relaxed);
+}
+
+/* Round a byte count up to whole words. */
+static inline size_t npf__words(size_t n)
+{
+        return (n + 7) & ~(size_t) 7;
+}
+
+#endif /* NPUPROF_SEQLOCK_H */

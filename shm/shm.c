@@ -1,0 +1,503 @@
+/* SPDX-License-Identifier: MIT */
+/* The node's shared-memory segment: create, adopt, attach, publish and read. */
+#include "npuprof/shm.h"
+#include "seqlock.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define NPF__READ_RETRIES 1000
+
+struct npf_shm {
+        npf_shm_ctl_t *ctl;
+        npf_shm_ranks_t *ranks;
+        bool writer;
+        bool adopted;
+};
+
+static uint64_t realtime_ns(void)
+{
+        struct timespec ts;
+
+        clock_gettime(CLOCK_REALTIME, &ts);
+        return (uint64_t) ts.tv_sec * 1000000000u + (uint64_t) ts.tv_nsec;
+}
+
+static void set_err(char *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void set_err(char *err, const char *fmt, ...)
+{
+        va_list ap;
+
+        if (!err)
+                return;
+        va_start(ap, fmt);
+        vsnprintf(err, NPF_SHM_ERR_MAX, fmt, ap);
+        va_end(ap);
+}
+
+int npf_shm_name_check(const char *name, char *err)
+{
+        size_t n = name ? strlen(name) : 0;
+
+        if (n == 0 || n > NPF_SHM_NAME_MAX) {
+                set_err(err, "segment name must be 1 to %u bytes", NPF_SHM_NAME_MAX);
+                return -EINVAL;
+        }
+        if (name[0] == '.') {
+                set_err(err, "segment name '%s' must not start with '.'", name);
+                return -EINVAL;
+        }
+        for (size_t i = 0; i < n; i++) {
+                char c = name[i];
+                if (!(c == '-' || c == '_' || c == '.' || (c >= '0' && c <= '9') ||
+                      (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'))) {
+                        set_err(err, "segment name '%s' may hold only letters, digits, '.', '_' and '-'", name);
+                        return -EINVAL;
+                }
+        }
+        return 0;
+}
+
+static void object_name(char *buf, size_t len, const char *name, const char *suffix)
+{
+        snprintf(buf, len, "/%s.%s", name, suffix);
+}
+
+/* Check a mapped control block. Return: 0, -EAGAIN if still being created, -EPROTO. */
+static int ctl_check(const npf_shm_ctl_t *ctl, const char *obj, char *err)
+{
+        uint64_t magic = atomic_load_explicit(npf__seq(&ctl->magic), memory_order_acquire);
+
+        if (magic == 0) {
+                set_err(err, "segment %s is still being created", obj);
+                return -EAGAIN;
+        }
+        if (magic != NPF_SHM_CTL_MAGIC) {
+                set_err(err, "%s is not an npuprof control block (bad magic)", obj);
+                return -EPROTO;
+        }
+        if (ctl->abi_version != NPF_SHM_ABI_VERSION) {
+                set_err(err, "segment %s has ABI version %u; this program speaks version %u",
+                        obj, ctl->abi_version, NPF_SHM_ABI_VERSION);
+                return -EPROTO;
+        }
+        if (ctl->ctl_size != sizeof(npf_shm_ctl_t) || ctl->config_size != sizeof(npf_shm_config_t) ||
+            ctl->status_size != sizeof(npf_shm_status_t)) {
+                set_err(err, "segment %s has ABI version %u but wrong sizes (control block %u bytes)",
+                        obj, ctl->abi_version, ctl->ctl_size);
+                return -EPROTO;
+        }
+        return 0;
+}
+
+static int ranks_check(const npf_shm_ranks_t *r, const char *obj, char *err)
+{
+        uint64_t magic = atomic_load_explicit(npf__seq(&r->magic), memory_order_acquire);
+
+        if (magic == 0) {
+                set_err(err, "segment %s is still being created", obj);
+                return -EAGAIN;
+        }
+        if (magic != NPF_SHM_RANKS_MAGIC) {
+                set_err(err, "%s is not an npuprof rank table (bad magic)", obj);
+                return -EPROTO;
+        }
+        if (r->abi_version != NPF_SHM_ABI_VERSION) {
+                set_err(err, "segment %s has ABI version %u; this program speaks version %u",
+                        obj, r->abi_version, NPF_SHM_ABI_VERSION);
+                return -EPROTO;
+        }
+        if (r->table_size != sizeof(npf_shm_ranks_t) || r->slot_count != NPF_SHM_SLOTS ||
+            r->slot_size != sizeof(npf_shm_slot_t) || r->index_count != NPF_SHM_MAX_RANKS ||
+            r->header_size != offsetof(npf_shm_ranks_t, index)) {
+                set_err(err, "segment %s has ABI version %u but wrong sizes (%u slots)",
+                        obj, r->abi_version, r->slot_count);
+                return -EPROTO;
+        }
+        return 0;
+}
+
+static void ctl_init(npf_shm_ctl_t *ctl)
+{
+        ctl->abi_version = NPF_SHM_ABI_VERSION;
+        ctl->ctl_size = sizeof(*ctl);
+        ctl->config_size = sizeof(ctl->config);
+        ctl->status_size = sizeof(ctl->status);
+        ctl->created_ns = realtime_ns();
+        ctl->daemon_pid = (uint32_t) getpid();
+        atomic_store_explicit(npf__seq(&ctl->magic), NPF_SHM_CTL_MAGIC, memory_order_release);
+}
+
+static void ranks_init(npf_shm_ranks_t *r)
+{
+        r->abi_version = NPF_SHM_ABI_VERSION;
+        r->header_size = offsetof(npf_shm_ranks_t, index);
+        r->slot_count = NPF_SHM_SLOTS;
+        r->slot_size = sizeof(npf_shm_slot_t);
+        r->index_count = NPF_SHM_MAX_RANKS;
+        r->table_size = sizeof(*r);
+        atomic_store_explicit(npf__seq(&r->magic), NPF_SHM_RANKS_MAGIC, memory_order_release);
+}
+
+/*
+ * Map one object of @size bytes. With @create, make it (mode @mode) if absent and report
+ * that in @ret_created. The mapping is writable when @writable.
+ */
+static int map_object(const char *obj, size_t size, bool writable, bool create, mode_t mode,
+                      void **ret_map, bool *ret_created)
+{
+        bool created = false;
+        struct stat st;
+        int fd, r;
+
+        for (int tries = 0;; tries++) {
+                fd = shm_open(obj, (writable ? O_RDWR : O_RDONLY) | O_CLOEXEC | O_NOFOLLOW, 0);
+                if (fd >= 0 || errno != ENOENT || !create)
+                        break;
+                fd = shm_open(obj, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode);
+                if (fd >= 0) {
+                        created = true;
+                        break;
+                }
+                if (errno != EEXIST || tries > 10)
+                        break;
+        }
+        if (fd < 0)
+                return -errno;
+
+        if (created) {
+                /* The umask must not take away what ranks need. */
+                if (fchmod(fd, mode) < 0 || ftruncate(fd, (off_t) size) < 0) {
+                        r = -errno;
+                        goto fail;
+                }
+        } else {
+                if (fstat(fd, &st) < 0) {
+                        r = -errno;
+                        goto fail;
+                }
+                if (!S_ISREG(st.st_mode) || (size_t) st.st_size < size) {
+                        /* Too small: being created (size 0) or not ours. */
+                        r = st.st_size == 0 ? -EAGAIN : -EPROTO;
+                        goto fail;
+                }
+        }
+        void *map = mmap(NULL, size, writable ? PROT_READ | PROT_WRITE : PROT_READ, MAP_SHARED, fd, 0);
+        if (map == MAP_FAILED) {
+                r = -errno;
+                goto fail;
+        }
+        close(fd);
+        *ret_map = map;
+        *ret_created = created;
+        return 0;
+fail:
+        close(fd);
+        return r;
+}
+
+int npf_shm_open(const char *name, unsigned flags, npf_shm_t **ret_shm, char *err)
+{
+        bool writer = flags & NPF_SHM_WRITER, create = writer && (flags & NPF_SHM_CREATE);
+        char ctl_obj[NPF_SHM_NAME_MAX + 16], ranks_obj[NPF_SHM_NAME_MAX + 16];
+        bool ctl_created = false, ranks_created = false;
+        void *ctl = NULL, *ranks = NULL;
+        npf_shm_t *shm;
+        int r;
+
+        r = npf_shm_name_check(name, err);
+        if (r < 0)
+                return r;
+        object_name(ctl_obj, sizeof(ctl_obj), name, "ctl");
+        object_name(ranks_obj, sizeof(ranks_obj), name, "ranks");
+
+        r = map_object(ctl_obj, sizeof(npf_shm_ctl_t), writer, create, 0644, &ctl, &ctl_created);
+        if (r < 0) {
+                if (r == -EAGAIN)
+                        set_err(err, "segment %s is still being created", ctl_obj);
+                else if (r == -EPROTO)
+                        set_err(err, "%s is smaller than an ABI version %u control block",
+                                ctl_obj, NPF_SHM_ABI_VERSION);
+                else
+                        set_err(err, "cannot open %s: %s", ctl_obj, strerror(-r));
+                goto fail;
+        }
+        if (ctl_created)
+                ctl_init(ctl);
+        r = ctl_check(ctl, ctl_obj, err);
+        if (r < 0)
+                goto fail;
+
+        r = map_object(ranks_obj, sizeof(npf_shm_ranks_t), true, create, 0666, &ranks, &ranks_created);
+        if (r < 0) {
+                if (r == -EAGAIN)
+                        set_err(err, "segment %s is still being created", ranks_obj);
+                else if (r == -EPROTO)
+                        set_err(err, "%s is smaller than an ABI version %u rank table",
+                                ranks_obj, NPF_SHM_ABI_VERSION);
+                else
+                        set_err(err, "cannot open %s: %s", ranks_obj, strerror(-r));
+                goto fail;
+        }
+        if (ranks_created)
+                ranks_init(ranks);
+        r = ranks_check(ranks, ranks_obj, err);
+        if (r < 0)
+                goto fail;
+
+        shm = calloc(1, sizeof(*shm));
+        if (!shm) {
+                r = -ENOMEM;
+                goto fail;
+        }
+        shm->ctl = ctl;
+        shm->ranks = ranks;
+        shm->writer = writer;
+        shm->adopted = writer && !ctl_created;
+        *ret_shm = shm;
+        return 0;
+fail:
+        if (ctl)
+                munmap(ctl, sizeof(npf_shm_ctl_t));
+        if (ranks)
+                munmap(ranks, sizeof(npf_shm_ranks_t));
+        return r;
+}
+
+npf_shm_t *npf_shm_close(npf_shm_t *shm)
+{
+        if (!shm)
+                return NULL;
+        munmap(shm->ctl, sizeof(npf_shm_ctl_t));
+        munmap(shm->ranks, sizeof(npf_shm_ranks_t));
+        free(shm);
+        return NULL;
+}
+
+int npf_shm_unlink(const char *name)
+{
+        char obj[NPF_SHM_NAME_MAX + 16];
+        int r, missing = 0;
+
+        r = npf_shm_name_check(name, NULL);
+        if (r < 0)
+                return r;
+        object_name(obj, sizeof(obj), name, "ctl");
+        if (shm_unlink(obj) < 0) {
+                if (errno != ENOENT)
+                        return -errno;
+                missing++;
+        }
+        object_name(obj, sizeof(obj), name, "ranks");
+        if (shm_unlink(obj) < 0) {
+                if (errno != ENOENT)
+                        return -errno;
+                missing++;
+        }
+        return missing == 2 ? -ENOENT : 0;
+}
+
+const npf_shm_ctl_t *npf_shm_ctl(const npf_shm_t *shm)
+{
+        return shm->ctl;
+}
+
+npf_shm_ranks_t *npf_shm_ranks(const npf_shm_t *shm)
+{
+        return shm->ranks;
+}
+
+bool npf_shm_adopted(const npf_shm_t *shm)
+{
+        return shm->adopted;
+}
+
+uint64_t npf_shm_config_checksum(const npf_shm_config_t *config)
+{
+        const uint64_t *w = (const uint64_t *) config;
+        const size_t skip = offsetof(npf_shm_args_t, checksum) / 8;
+        uint64_t h = UINT64_C(0xcbf29ce484222325);
+
+        for (size_t i = 0; i < sizeof(*config) / 8; i++) {
+                h ^= i == skip ? 0 : w[i];
+                h *= UINT64_C(0x100000001b3);
+        }
+        return h;
+}
+
+bool npf_shm_config_selects(const npf_shm_config_t *config, uint32_t rank)
+{
+        if (config->args.rank_filter == NPF_RANKS_ALL)
+                return true;
+        return rank < NPF_SHM_MAX_RANKS && (config->rank_bitmap[rank / 8] >> (rank % 8)) & 1;
+}
+
+/* Return: true if the string fields of @c are terminated within their arrays. */
+static bool config_strings_ok(const npf_shm_config_t *c)
+{
+        return c->args.prof_dir_len < NPF_SHM_PATH_MAX && c->prof_dir[c->args.prof_dir_len] == '\0' &&
+               c->args.extra_len < NPF_SHM_EXTRA_MAX && c->extra[c->args.extra_len] == '\0';
+}
+
+int npf_shm_publish_config(npf_shm_t *shm, const npf_shm_config_t *config, uint64_t *ret_generation)
+{
+        npf_shm_ctl_t *ctl;
+        npf_shm_config_t *copy;
+        uint64_t s;
+
+        if (!shm->writer)
+                return -EPERM;
+        if (!config_strings_ok(config))
+                return -EINVAL;
+        copy = malloc(sizeof(*copy));
+        if (!copy)
+                return -ENOMEM;
+        memcpy(copy, config, sizeof(*copy));
+
+        ctl = shm->ctl;
+        s = atomic_load_explicit(npf__seq(&ctl->config_seq), memory_order_relaxed);
+        copy->args.generation = s / 2 + 1;
+        copy->args.published_ns = realtime_ns();
+        copy->args.checksum = npf_shm_config_checksum(copy);
+
+        s = npf__seq_write_begin(&ctl->config_seq);
+        npf__seq_copy_in(&ctl->config, copy, sizeof(*copy));
+        npf__seq_write_end(&ctl->config_seq, s);
+
+        if (ret_generation)
+                *ret_generation = copy->args.generation;
+        free(copy);
+        return 0;
+}
+
+int npf_shm_publish_status(npf_shm_t *shm, const npf_shm_status_t *status)
+{
+        npf_shm_status_t copy = *status;
+        npf_shm_ctl_t *ctl = shm->ctl;
+        uint64_t s;
+
+        if (!shm->writer)
+                return -EPERM;
+        copy.path[sizeof(copy.path) - 1] = '\0';
+        copy.key[sizeof(copy.key) - 1] = '\0';
+        copy.message[sizeof(copy.message) - 1] = '\0';
+
+        s = npf__seq_write_begin(&ctl->status_seq);
+        npf__seq_copy_in(&ctl->status, &copy, sizeof(copy));
+        npf__seq_write_end(&ctl->status_seq, s);
+        return 0;
+}
+
+void npf_shm_heartbeat(npf_shm_t *shm, uint64_t now_ns)
+{
+        if (!shm->writer)
+                return;
+        atomic_store_explicit((_Atomic uint32_t *) &shm->ctl->daemon_pid, (uint32_t) getpid(),
+                              memory_order_relaxed);
+        atomic_store_explicit(npf__seq(&shm->ctl->daemon_heartbeat_ns), now_ns, memory_order_relaxed);
+}
+
+int npf_shm_read_config(const npf_shm_ctl_t *ctl, npf_shm_config_t *ret_config)
+{
+        for (int retries = 0; retries < NPF__READ_RETRIES; retries++) {
+                uint64_t s = npf__seq_read_begin(&ctl->config_seq);
+                if (s == UINT64_MAX)
+                        return -EAGAIN;
+                npf__seq_copy_out(ret_config, &ctl->config, sizeof(*ret_config));
+                if (npf__seq_read_retry(&ctl->config_seq, s))
+                        continue;
+
+                if (s == 0) {
+                        /* Nothing published yet: profiling is off. */
+                        memset(ret_config, 0, sizeof(*ret_config));
+                        return retries;
+                }
+                if (!config_strings_ok(ret_config) || ret_config->args.generation != s / 2 ||
+                    ret_config->args.checksum != npf_shm_config_checksum(ret_config))
+                        return -EBADMSG;
+                return retries;
+        }
+        return -EAGAIN;
+}
+
+int npf_shm_read_window(const npf_shm_ctl_t *ctl, uint32_t rank, npf_shm_window_t *ret_window)
+{
+        const npf_shm_config_t *c = &ctl->config;
+        npf_shm_window_t *w = ret_window;
+
+        for (int retries = 0; retries < NPF__READ_RETRIES; retries++) {
+                uint64_t s = npf__seq_read_begin(&ctl->config_seq);
+                if (s == UINT64_MAX)
+                        return -EAGAIN;
+                npf__seq_copy_out(&w->args, &c->args, sizeof(w->args));
+                uint32_t len = w->args.prof_dir_len;
+                bool len_ok = len < NPF_SHM_PATH_MAX;
+                if (len_ok)
+                        npf__seq_copy_out(w->prof_dir, c->prof_dir, npf__words(len + 1));
+                uint64_t bits = 0;
+                if (rank < NPF_SHM_MAX_RANKS)
+                        npf__seq_copy_out(&bits, &c->rank_bitmap[rank / 64 * 8], 8);
+                if (npf__seq_read_retry(&ctl->config_seq, s))
+                        continue;
+
+                if (s == 0) {
+                        memset(&w->args, 0, sizeof(w->args));
+                        w->selected = 0;
+                        w->prof_dir[0] = '\0';
+                        return retries;
+                }
+                if (!len_ok || w->prof_dir[len] != '\0' || w->args.generation != s / 2)
+                        return -EBADMSG;
+                /* The bitmap is bytes; the word holding bit @rank is read as it lies in memory. */
+                const uint8_t *bytes = (const uint8_t *) &bits;
+                w->selected = w->args.rank_filter == NPF_RANKS_ALL ||
+                              (rank < NPF_SHM_MAX_RANKS && (bytes[rank / 8 % 8] >> (rank % 8)) & 1);
+                return retries;
+        }
+        return -EAGAIN;
+}
+
+int npf_shm_read_status(const npf_shm_ctl_t *ctl, npf_shm_status_t *ret_status)
+{
+        npf_shm_status_t *st = ret_status;
+
+        for (int retries = 0; retries < NPF__READ_RETRIES; retries++) {
+                uint64_t s = npf__seq_read_begin(&ctl->status_seq);
+                if (s == UINT64_MAX)
+                        return -EAGAIN;
+                npf__seq_copy_out(st, &ctl->status, sizeof(*st));
+                if (npf__seq_read_retry(&ctl->status_seq, s))
+                        continue;
+                if (!memchr(st->path, '\0', sizeof(st->path)) || !memchr(st->key, '\0', sizeof(st->key)) ||
+                    !memchr(st->message, '\0', sizeof(st->message)) || st->file_state > NPF_FILE_MISSING)
+                        return -EBADMSG;
+                return retries;
+        }
+        return -EAGAIN;
+}
+
+const char *npf_shm_window_state_name(uint32_t state)
+{
+        static const char *const names[NPF_WINDOW__COUNT] = {
+                [NPF_WINDOW_IDLE] = "idle",
+                [NPF_WINDOW_ARMED] = "armed",
+                [NPF_WINDOW_COLLECTING] = "collecting",
+                [NPF_WINDOW_FLUSHING] = "flushing",
+                [NPF_WINDOW_DONE] = "done",
+                [NPF_WINDOW_MISSED] = "missed",
+                [NPF_WINDOW_FAILED] = "failed",
+                [NPF_WINDOW_FILTERED] = "filtered",
+                [NPF_WINDOW_LOST] = "lost",
+        };
+
+        return state < NPF_WINDOW__COUNT ? names[state] : "invalid";
+}

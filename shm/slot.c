@@ -1,0 +1,252 @@
+/* SPDX-License-Identifier: MIT */
+/* Slots of the rank table. The claim protocol is described in include/npuprof/shm.h. */
+#include "slot.h"
+#include "proc.h"
+#include "seqlock.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define NPF__CLAIM_TRIES 64
+#define NPF__RECLAIMING  UINT32_MAX     /* pid word while a reclaimer clears the slot */
+
+typedef _Atomic uint32_t npf__atomic_u32;
+
+static npf__atomic_u32 *a32(const uint32_t *p)
+{
+        return (npf__atomic_u32 *) p;
+}
+
+static void set_err(char *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void set_err(char *err, const char *fmt, ...)
+{
+        va_list ap;
+
+        if (!err)
+                return;
+        va_start(ap, fmt);
+        vsnprintf(err, NPF_SHM_ERR_MAX, fmt, ap);
+        va_end(ap);
+}
+
+static uint64_t realtime_ns(void)
+{
+        struct timespec ts;
+
+        clock_gettime(CLOCK_REALTIME, &ts);
+        return (uint64_t) ts.tv_sec * 1000000000u + (uint64_t) ts.tv_nsec;
+}
+
+uint32_t npf_slot_index(const npf_shm_ranks_t *table, const npf_shm_slot_t *slot)
+{
+        return (uint32_t) (slot - table->slots);
+}
+
+/* Empty @slot's contents and hand it back to the free pool. Context: its current holder. */
+static void slot_clear(npf_shm_slot_t *slot)
+{
+        npf_shm_slot_state_t idle = { .state = NPF_WINDOW_IDLE };
+
+        npf_slot_set_state(slot, &idle);
+        atomic_store_explicit(npf__seq(&slot->proc_start), 0, memory_order_relaxed);
+        atomic_store_explicit(npf__seq((uint64_t *) &slot->step), (uint64_t) -1, memory_order_relaxed);
+        atomic_store_explicit(a32(&slot->pid), 0, memory_order_release);
+}
+
+/* Return: true if the holder of a slot whose pid word reads @pid is still running. */
+static bool holder_alive(const npf_shm_slot_t *slot, uint32_t pid)
+{
+        uint64_t start = atomic_load_explicit(npf__seq(&slot->proc_start), memory_order_acquire);
+        uint64_t now;
+
+        if (pid == 0 || pid == NPF__RECLAIMING)
+                return false;
+        if (start == 0)         /* still claiming: alive if the pid exists */
+                return npf_proc_start_time((pid_t) pid, &now) == 0;
+        return npf_proc_check((pid_t) pid, start) == NPF_PROC_ALIVE;
+}
+
+int npf_slot_reclaim(npf_shm_ranks_t *table, uint32_t index, npf_slot_view_t *ret_last)
+{
+        npf_shm_slot_t *slot;
+        npf_slot_view_t last;
+        uint32_t pid, rank;
+
+        if (index >= NPF_SHM_SLOTS)
+                return -ERANGE;
+        slot = &table->slots[index];
+        pid = atomic_load_explicit(a32(&slot->pid), memory_order_acquire);
+        if (pid == 0 || pid == NPF__RECLAIMING || holder_alive(slot, pid))
+                return 0;
+
+        if (npf_slot_read(table, index, &last) < 0) {
+                memset(&last, 0, sizeof(last));
+                last.index = index;
+                last.pid = pid;
+        }
+        /* Only one reclaimer wins; a claimant cannot take the slot while it is marked. */
+        if (!atomic_compare_exchange_strong(a32(&slot->pid), &pid, NPF__RECLAIMING))
+                return 0;
+        rank = atomic_load_explicit(a32(&slot->rank), memory_order_relaxed);
+        if (rank < NPF_SHM_MAX_RANKS) {
+                uint32_t expect = index + 1;
+                atomic_compare_exchange_strong(a32(&table->index[rank]), &expect, 0);
+        }
+        slot_clear(slot);
+        if (ret_last)
+                *ret_last = last;
+        return 1;
+}
+
+/* Take a free slot for (@pid, @start) and fill it in. Return: its index, or -ENOSPC. */
+static int take_free_slot(npf_shm_ranks_t *table, uint32_t rank, int32_t device, uint32_t pid,
+                          uint64_t start)
+{
+        for (int pass = 0; pass < 2; pass++) {
+                for (uint32_t i = 0; i < NPF_SHM_SLOTS; i++) {
+                        npf_shm_slot_t *slot = &table->slots[i];
+                        uint32_t expect = 0;
+
+                        if (atomic_load_explicit(a32(&slot->pid), memory_order_relaxed) != 0 ||
+                            !atomic_compare_exchange_strong(a32(&slot->pid), &expect, pid))
+                                continue;
+                        npf_shm_slot_state_t idle = { .state = NPF_WINDOW_IDLE };
+                        atomic_store_explicit(a32(&slot->rank), rank, memory_order_relaxed);
+                        slot->local_device = device;
+                        slot->claimed_ns = realtime_ns();
+                        npf_slot_step(slot, -1, 0);
+                        npf_slot_set_state(slot, &idle);
+                        atomic_store_explicit(npf__seq(&slot->proc_start), start, memory_order_release);
+                        return (int) i;
+                }
+                /* Full: free what dead processes left behind, then look once more. */
+                for (uint32_t i = 0; i < NPF_SHM_SLOTS; i++)
+                        npf_slot_reclaim(table, i, NULL);
+        }
+        return -ENOSPC;
+}
+
+int npf_slot_claim(npf_shm_ranks_t *table, uint32_t rank, int32_t local_device,
+                   npf_shm_slot_t **ret_slot, char *err)
+{
+        uint32_t pid = (uint32_t) getpid();
+        uint64_t start;
+        int r;
+
+        if (rank >= NPF_SHM_MAX_RANKS) {
+                set_err(err, "rank %u is out of range (0 to %u)", rank, NPF_SHM_MAX_RANKS - 1);
+                return -EINVAL;
+        }
+        r = npf_proc_start_time((pid_t) pid, &start);
+        if (r < 0) {
+                set_err(err, "cannot read the start time of this process: %s", strerror(-r));
+                return r;
+        }
+
+        for (int tries = 0; tries < NPF__CLAIM_TRIES; tries++) {
+                npf__atomic_u32 *entry = a32(&table->index[rank]);
+                uint32_t e = atomic_load_explicit(entry, memory_order_acquire);
+
+                if (e != 0) {
+                        if (e <= NPF_SHM_SLOTS) {
+                                npf_shm_slot_t *held = &table->slots[e - 1];
+                                uint32_t hpid = atomic_load_explicit(a32(&held->pid), memory_order_acquire);
+                                uint32_t hrank = atomic_load_explicit(a32(&held->rank), memory_order_relaxed);
+
+                                if (hrank == rank && holder_alive(held, hpid)) {
+                                        set_err(err, "rank %u is already claimed by %s %u (slot %u)", rank,
+                                                hpid == pid ? "this process," : "live process", hpid, e - 1);
+                                        return -EBUSY;
+                                }
+                                if (hrank == rank && hpid != 0 && npf_slot_reclaim(table, e - 1, NULL) != 0)
+                                        continue;
+                        }
+                        /* A stale entry: free, another rank's slot, or garbage. */
+                        atomic_compare_exchange_strong(entry, &e, 0);
+                        continue;
+                }
+
+                r = take_free_slot(table, rank, local_device, pid, start);
+                if (r < 0) {
+                        set_err(err, "all %u slots of the rank table are held by live processes",
+                                NPF_SHM_SLOTS);
+                        return r;
+                }
+                uint32_t expect = 0;
+                if (atomic_compare_exchange_strong(entry, &expect, (uint32_t) r + 1)) {
+                        *ret_slot = &table->slots[r];
+                        return 0;
+                }
+                /* Another claimant of this rank won the race: give our slot back and look. */
+                slot_clear(&table->slots[r]);
+        }
+        set_err(err, "rank %u: the rank table kept changing; try again", rank);
+        return -EAGAIN;
+}
+
+void npf_slot_release(npf_shm_ranks_t *table, npf_shm_slot_t *slot)
+{
+        uint32_t index = npf_slot_index(table, slot);
+        uint32_t rank = atomic_load_explicit(a32(&slot->rank), memory_order_relaxed);
+        uint32_t expect = index + 1;
+
+        if (rank < NPF_SHM_MAX_RANKS)
+                atomic_compare_exchange_strong(a32(&table->index[rank]), &expect, 0);
+        slot_clear(slot);
+}
+
+void npf_slot_step(npf_shm_slot_t *slot, int64_t step, uint64_t monotonic_ns)
+{
+        atomic_store_explicit(npf__seq((uint64_t *) &slot->step), (uint64_t) step, memory_order_relaxed);
+        atomic_store_explicit(npf__seq(&slot->heartbeat_ns), monotonic_ns, memory_order_relaxed);
+}
+
+void npf_slot_set_state(npf_shm_slot_t *slot, const npf_shm_slot_state_t *st)
+{
+        npf_shm_slot_state_t copy = *st;
+        uint64_t s;
+
+        copy.message[sizeof(copy.message) - 1] = '\0';
+        copy.output[sizeof(copy.output) - 1] = '\0';
+        s = npf__seq_write_begin(&slot->seq);
+        npf__seq_copy_in(&slot->st, &copy, sizeof(copy));
+        npf__seq_write_end(&slot->seq, s);
+}
+
+int npf_slot_read(const npf_shm_ranks_t *table, uint32_t index, npf_slot_view_t *ret_view)
+{
+        const npf_shm_slot_t *slot;
+        npf_slot_view_t v = { .index = index };
+
+        if (index >= NPF_SHM_SLOTS)
+                return -ERANGE;
+        slot = &table->slots[index];
+        v.pid = atomic_load_explicit(a32(&slot->pid), memory_order_acquire);
+        v.rank = atomic_load_explicit(a32(&slot->rank), memory_order_relaxed);
+        v.proc_start = atomic_load_explicit(npf__seq(&slot->proc_start), memory_order_relaxed);
+        v.step = (int64_t) atomic_load_explicit(npf__seq((const uint64_t *) &slot->step), memory_order_relaxed);
+        v.heartbeat_ns = atomic_load_explicit(npf__seq(&slot->heartbeat_ns), memory_order_relaxed);
+        v.claimed_ns = atomic_load_explicit(npf__seq(&slot->claimed_ns), memory_order_relaxed);
+        v.local_device = (int32_t) atomic_load_explicit(a32((const uint32_t *) &slot->local_device),
+                                                        memory_order_relaxed);
+
+        for (int retries = 0; retries < 1000; retries++) {
+                uint64_t s = npf__seq_read_begin(&slot->seq);
+                if (s == UINT64_MAX)
+                        return -EAGAIN;
+                npf__seq_copy_out(&v.st, &slot->st, sizeof(v.st));
+                if (npf__seq_read_retry(&slot->seq, s))
+                        continue;
+                if (!memchr(v.st.message, '\0', sizeof(v.st.message)) ||
+                    !memchr(v.st.output, '\0', sizeof(v.st.output)) || v.st.state >= NPF_WINDOW__COUNT)
+                        return -EBADMSG;
+                *ret_view = v;
+                return 0;
+        }
+        return -EAGAIN;
+}
