@@ -44,7 +44,9 @@ typedef struct parse {
         npf_shm_config_t *c;
         uint32_t dialect;
         json_t *extra;                  /* metadata and mstx domain lists */
+        path_t extra_at[3];             /* where each came from: metadata, include, exclude */
 
+        bool has_start_key, has_stop_key;       /* present in the file, valid or not */
         bool has_start, has_stop, has_steps, has_active, has_duration, has_aic, has_analyse_mode;
         int64_t start, stop, steps, active, warmup;
         bool start_next;
@@ -60,7 +62,8 @@ typedef void (*key_parse_fn)(parse_t *p, const path_t *at, json_t *v, const key_
 
 struct key_desc {
         const char *name;
-        unsigned dialects;
+        unsigned dialects;              /* D_* that read the key */
+        unsigned marks;                 /* the D_* it identifies, 0 if shared */
         key_parse_fn parse;
         uint32_t arg;                   /* the flag bit of a switch */
 };
@@ -314,23 +317,29 @@ static void list_names(const name_value_t *t, char *buf, size_t len)
         }
 }
 
-/* A name of @t (compared with case when @exact), or else an error listing the names. */
-static bool get_name(parse_t *p, const path_t *at, json_t *v, const name_value_t *t, bool exact, int32_t *ret)
+/* A name of @t, in any letter case, or else an error listing the names (and @also). */
+static bool get_name_or(parse_t *p, const path_t *at, json_t *v, const name_value_t *t, const char *also,
+                        int32_t *ret)
 {
         char names[320];
 
         if (json_is_string(v)) {
                 const char *s = json_string_value(v);
                 for (const name_value_t *e = t; e->name; e++) {
-                        if (exact ? strcmp(s, e->name) == 0 : strcasecmp(s, e->name) == 0) {
+                        if (strcasecmp(s, e->name) == 0) {
                                 *ret = e->value;
                                 return true;
                         }
                 }
         }
         list_names(t, names, sizeof(names));
-        error_at(p, at, "expected one of %s, found %s", names, FOUND(v));
+        error_at(p, at, "expected one of %s%s, found %s", names, also, FOUND(v));
         return false;
+}
+
+static bool get_name(parse_t *p, const path_t *at, json_t *v, const name_value_t *t, int32_t *ret)
+{
+        return get_name_or(p, at, v, t, "", ret);
 }
 
 /* A list of names of @t, OR-ed into a mask; a lone name is taken as a list of one. */
@@ -344,7 +353,7 @@ static bool get_name_mask(parse_t *p, const path_t *at, json_t *v, const name_va
         json_t *e;
 
         if (allow_single && json_is_string(v)) {
-                if (!get_name(p, at, v, t, false, &bit))
+                if (!get_name(p, at, v, t, &bit))
                         return false;
                 *ret = (uint32_t) bit;
                 return true;
@@ -357,7 +366,7 @@ static bool get_name_mask(parse_t *p, const path_t *at, json_t *v, const name_va
         }
         json_array_foreach(v, i, e) {
                 path_t ai = path_index(at, i);
-                if (get_name(p, &ai, e, t, false, &bit))
+                if (get_name(p, &ai, e, t, &bit))
                         mask |= (uint32_t) bit;
                 else
                         ok = false;
@@ -375,16 +384,19 @@ static bool get_name_mask(parse_t *p, const path_t *at, json_t *v, const name_va
 static bool get_enum(parse_t *p, const path_t *at, json_t *v, const name_value_t *t, unsigned int_dialects,
                      int64_t min, int64_t max, int32_t *ret)
 {
-        if (json_is_integer(v) && (int_dialects & (1u << (p->dialect - 1)))) {
+        bool ints = int_dialects & (1u << (p->dialect - 1));
+        char allowed[64] = "";
+
+        if (ints)
+                snprintf(allowed, sizeof(allowed), ", or an integer from %" PRId64 " to %" PRId64, min, max);
+        if (ints && json_is_integer(v)) {
                 int64_t x;
-                char allowed[64];
-                snprintf(allowed, sizeof(allowed), "%" PRId64 " to %" PRId64 " or a name", min, max);
-                if (!get_int(p, at, v, min, max, allowed, &x))
+                if (!get_int(p, at, v, min, max, allowed + 5, &x))
                         return false;
                 *ret = (int32_t) x;
                 return true;
         }
-        return get_name(p, at, v, t, true, ret);
+        return get_name_or(p, at, v, t, allowed, ret);
 }
 
 static void parse_switch(parse_t *p, const path_t *at, json_t *v, const key_desc_t *k)
@@ -427,12 +439,14 @@ static void parse_start_step(parse_t *p, const path_t *at, json_t *v, const key_
                 break;
         }
         p->has_start = true;
+        p->has_start_key = true;
         p->start = x;
 }
 
 static void parse_stop_step(parse_t *p, const path_t *at, json_t *v, const key_desc_t *k)
 {
         (void) k;
+        p->has_stop_key = true;
         if (json_is_integer(v) && json_integer_value(v) == 0) {
                 error_at(p, at, "0 is not a step: MindSpore counts steps from 1 (-1 disables profiling)");
                 return;
@@ -486,7 +500,7 @@ static void parse_backend(parse_t *p, const path_t *at, json_t *v, const key_des
         (void) k;
         int32_t b;
 
-        if (get_name(p, at, v, backend_names, true, &b))
+        if (get_name(p, at, v, backend_names, &b))
                 p->c->args.backend = (uint32_t) b;
 }
 
@@ -552,8 +566,8 @@ static void parse_analyse(parse_t *p, const path_t *at, json_t *v, const key_des
         (void) k;
         int32_t mode;
 
-        if (p->dialect == NPF_DIALECT_NATIVE && json_is_string(v)) {
-                if (get_name(p, at, v, analyse_names, true, &mode)) {
+        if (p->dialect == NPF_DIALECT_NATIVE && !json_is_boolean(v)) {
+                if (get_name_or(p, at, v, analyse_names, ", or true or false", &mode)) {
                         p->analyse = mode != NPF_ANALYSE_OFF;
                         p->async_mode = mode == NPF_ANALYSE_ASYNC;
                 }
@@ -614,8 +628,10 @@ static void parse_string_list(parse_t *p, const path_t *at, json_t *v, const key
                         ok = false;
                 }
         }
-        if (ok && json_array_size(v) > 0)
+        if (ok && json_array_size(v) > 0) {
                 json_object_set(p->extra, k->name, v);
+                p->extra_at[strcmp(k->name, "mstx_domain_include") == 0 ? 1 : 2] = *at;
+        }
 }
 
 static void parse_gc_threshold(parse_t *p, const path_t *at, json_t *v, const key_desc_t *k)
@@ -639,8 +655,10 @@ static void parse_metadata(parse_t *p, const path_t *at, json_t *v, const key_de
                 error_at(p, at, "expected an object of user metadata, found %s", FOUND(v));
                 return;
         }
-        if (json_object_size(v) > 0)
+        if (json_object_size(v) > 0) {
                 json_object_set(p->extra, "metadata", v);
+                p->extra_at[0] = *at;
+        }
 }
 
 static void parse_is_rank(parse_t *p, const path_t *at, json_t *v, const key_desc_t *k)
@@ -685,9 +703,12 @@ static bool parse_rank_range(parse_t *p, const path_t *at, const char *s, size_t
         errno = 0;
         a = strtoll(buf, &end, 10);
         b = a;
-        if (end != buf && *end == '-')
+        bool digits = buf[0] >= '0' && buf[0] <= '9';
+        if (end != buf && *end == '-') {
+                digits = digits && end[1] >= '0' && end[1] <= '9';
                 b = strtoll(end + 1, &end, 10);
-        if (errno || end == buf || *end || buf[0] == '-' || buf[0] == '+') {
+        }
+        if (errno || !digits || *end) {
                 error_at(p, at, "\"%s\" is not a rank or a range of ranks like \"0-7\"", buf);
                 return false;
         }
@@ -705,23 +726,19 @@ static bool parse_rank_string(parse_t *p, const path_t *at, const char *s)
 {
         bool ok = true;
 
-        if (strcmp(s, "all") == 0 || strcmp(s, "*") == 0) {
-                p->c->args.rank_filter = NPF_RANKS_ALL;
-                return true;
-        }
-        while (*s) {
+        for (;;) {
                 while (*s == ' ')
                         s++;
                 size_t n = strcspn(s, ",");
                 size_t t = n;
                 while (t > 0 && s[t - 1] == ' ')
                         t--;
-                ok = parse_rank_range(p, at, s, t) && ok;
+                ok = parse_rank_range(p, at, s, t) && ok;       /* an empty item is an error */
                 s += n;
-                if (*s == ',')
-                        s++;
+                if (*s != ',')
+                        return ok;
+                s++;
         }
-        return ok;
 }
 
 static void parse_ranks(parse_t *p, const path_t *at, json_t *v, const key_desc_t *k)
@@ -731,6 +748,8 @@ static void parse_ranks(parse_t *p, const path_t *at, json_t *v, const key_desc_
         json_t *e;
 
         p->ranks_set = true;
+        if (json_is_string(v) && (strcmp(json_string_value(v), "all") == 0 || strcmp(json_string_value(v), "*") == 0))
+                return;
         p->c->args.rank_filter = NPF_RANKS_LIST;
         if (json_is_string(v)) {
                 if (json_string_length(v) == 0)
@@ -748,7 +767,9 @@ static void parse_ranks(parse_t *p, const path_t *at, json_t *v, const key_desc_
         json_array_foreach(v, i, e) {
                 path_t ai = path_index(at, i);
                 int64_t r;
-                if (json_is_string(e))
+                if (json_is_string(e) && strcmp(json_string_value(e), "all") == 0)
+                        error_at(p, &ai, "\"all\" stands alone: write \"ranks\": \"all\"");
+                else if (json_is_string(e))
                         parse_rank_string(p, &ai, json_string_value(e));
                 else if (get_int(p, &ai, e, 0, NPF_SHM_MAX_RANKS - 1, "a rank from 0 to 65535", &r))
                         set_rank(p->c, r);
@@ -757,71 +778,71 @@ static void parse_ranks(parse_t *p, const path_t *at, json_t *v, const key_desc_
 
 static void parse_experimental(parse_t *p, const path_t *at, json_t *v, const key_desc_t *k);
 
-/* Keys of the top level. Keys read by one dialect alone tell the dialect. */
+/* Keys of the top level. A key with a `marks` dialect tells which dialect the file is in. */
 static const key_desc_t top_keys[] = {
-        { "start_step", D_X, parse_start_step, 0 },
-        { "stop_step", D_M, parse_stop_step, 0 },
-        { "steps", D_N, parse_steps, 0 },
-        { "active", D_T, parse_active, 0 },
-        { "warmup", D_N | D_T, parse_warmup, 0 },
-        { "duration_ms", D_X, parse_duration, 0 },
-        { "start_at_multiple_of", D_X, parse_multiple, 0 },
-        { "backend", D_X, parse_backend, 0 },
-        { "ranks", D_X, parse_ranks, 0 },
-        { "is_rank", D_T, parse_is_rank, 0 },
-        { "rank_list", D_T, parse_rank_list, 0 },
-        { "output_dir", D_N, parse_dir, 0 },
-        { "prof_dir", D_T, parse_dir, 0 },
-        { "prof_path", D_M, parse_dir, 0 },
-        { "activities", D_X, parse_activities, 0 },
-        { "analyse", D_X, parse_analyse, 0 },
-        { "async_mode", D_T, parse_async_mode, 0 },
-        { "analyse_mode", D_M, parse_analyse_mode, 0 },
-        { "level", D_N, parse_level, 0 },
-        { "profiler_level", D_M, parse_level, 0 },
-        { "aic_metrics", D_N | D_M, parse_aic, 0 },
-        { "aicore_metrics", D_M, parse_aic, 0 },
-        { "record_shapes", D_X, parse_switch, NPF_FLAG_RECORD_SHAPES },
-        { "profile_memory", D_X, parse_switch, NPF_FLAG_PROFILE_MEMORY },
-        { "with_stack", D_X, parse_switch, NPF_FLAG_WITH_STACK },
-        { "with_flops", D_N | D_T, parse_switch, NPF_FLAG_WITH_FLOPS },
-        { "with_modules", D_N | D_T, parse_switch, NPF_FLAG_WITH_MODULES },
-        { "l2_cache", D_N | D_M, parse_switch, NPF_FLAG_L2_CACHE },
-        { "op_attr", D_N, parse_switch, NPF_FLAG_OP_ATTR },
-        { "mstx", D_N | D_M, parse_switch, NPF_FLAG_MSTX },
-        { "parallel_strategy", D_N | D_M, parse_switch, NPF_FLAG_PARALLEL_STRATEGY },
-        { "data_simplification", D_N | D_M, parse_switch, NPF_FLAG_DATA_SIMPLIFICATION },
-        { "record_op_args", D_N, parse_switch, NPF_FLAG_RECORD_OP_ARGS },
-        { "sys_io", D_N | D_M, parse_switch, NPF_FLAG_SYS_IO },
-        { "sys_interconnection", D_N | D_M, parse_switch, NPF_FLAG_SYS_INTERCONNECTION },
-        { "export_type", D_N | D_M, parse_export_type, 0 },
-        { "host_sys", D_N | D_M, parse_host_sys, 0 },
-        { "mstx_domain_include", D_N | D_M, parse_string_list, 0 },
-        { "mstx_domain_exclude", D_N | D_M, parse_string_list, 0 },
-        { "gc_detect_threshold", D_N, parse_gc_threshold, 0 },
-        { "experimental_config", D_T, parse_experimental, 0 },
-        { "metadata", D_T, parse_metadata, 0 },
-        { NULL, 0, NULL, 0 },
+        { "start_step", D_X, 0, parse_start_step, 0 },
+        { "stop_step", D_M, D_M, parse_stop_step, 0 },
+        { "steps", D_N, D_N, parse_steps, 0 },
+        { "active", D_T, D_T, parse_active, 0 },
+        { "warmup", D_N | D_T, 0, parse_warmup, 0 },
+        { "duration_ms", D_X, 0, parse_duration, 0 },
+        { "start_at_multiple_of", D_X, 0, parse_multiple, 0 },
+        { "backend", D_X, 0, parse_backend, 0 },
+        { "ranks", D_X, 0, parse_ranks, 0 },
+        { "is_rank", D_T, D_T, parse_is_rank, 0 },
+        { "rank_list", D_T, D_T, parse_rank_list, 0 },
+        { "output_dir", D_N, D_N, parse_dir, 0 },
+        { "prof_dir", D_T, D_T, parse_dir, 0 },
+        { "prof_path", D_M, D_M, parse_dir, 0 },
+        { "activities", D_X, 0, parse_activities, 0 },
+        { "analyse", D_X, 0, parse_analyse, 0 },
+        { "async_mode", D_T, D_T, parse_async_mode, 0 },
+        { "analyse_mode", D_M, D_M, parse_analyse_mode, 0 },
+        { "level", D_N, D_N, parse_level, 0 },
+        { "profiler_level", D_M, D_M, parse_level, 0 },
+        { "aic_metrics", D_N | D_M, 0, parse_aic, 0 },
+        { "aicore_metrics", D_M, D_M, parse_aic, 0 },
+        { "record_shapes", D_X, 0, parse_switch, NPF_FLAG_RECORD_SHAPES },
+        { "profile_memory", D_X, 0, parse_switch, NPF_FLAG_PROFILE_MEMORY },
+        { "with_stack", D_X, 0, parse_switch, NPF_FLAG_WITH_STACK },
+        { "with_flops", D_N | D_T, 0, parse_switch, NPF_FLAG_WITH_FLOPS },
+        { "with_modules", D_N | D_T, 0, parse_switch, NPF_FLAG_WITH_MODULES },
+        { "l2_cache", D_N | D_M, 0, parse_switch, NPF_FLAG_L2_CACHE },
+        { "op_attr", D_N, 0, parse_switch, NPF_FLAG_OP_ATTR },
+        { "mstx", D_N | D_M, 0, parse_switch, NPF_FLAG_MSTX },
+        { "parallel_strategy", D_N | D_M, 0, parse_switch, NPF_FLAG_PARALLEL_STRATEGY },
+        { "data_simplification", D_N | D_M, 0, parse_switch, NPF_FLAG_DATA_SIMPLIFICATION },
+        { "record_op_args", D_N, 0, parse_switch, NPF_FLAG_RECORD_OP_ARGS },
+        { "sys_io", D_N | D_M, 0, parse_switch, NPF_FLAG_SYS_IO },
+        { "sys_interconnection", D_N | D_M, 0, parse_switch, NPF_FLAG_SYS_INTERCONNECTION },
+        { "export_type", D_N | D_M, 0, parse_export_type, 0 },
+        { "host_sys", D_N | D_M, 0, parse_host_sys, 0 },
+        { "mstx_domain_include", D_N | D_M, 0, parse_string_list, 0 },
+        { "mstx_domain_exclude", D_N | D_M, 0, parse_string_list, 0 },
+        { "gc_detect_threshold", D_N, 0, parse_gc_threshold, 0 },
+        { "experimental_config", D_T, D_T, parse_experimental, 0 },
+        { "metadata", D_T, D_T, parse_metadata, 0 },
+        { NULL, 0, 0, NULL, 0 },
 };
 
 /* Keys of torch_npu's experimental_config. */
 static const key_desc_t experimental_keys[] = {
-        { "profiler_level", D_T, parse_level, 0 },
-        { "aic_metrics", D_T, parse_aic, 0 },
-        { "l2_cache", D_T, parse_switch, NPF_FLAG_L2_CACHE },
-        { "op_attr", D_T, parse_switch, NPF_FLAG_OP_ATTR },
-        { "gc_detect_threshold", D_T, parse_gc_threshold, 0 },
-        { "data_simplification", D_T, parse_switch, NPF_FLAG_DATA_SIMPLIFICATION },
-        { "record_op_args", D_T, parse_switch, NPF_FLAG_RECORD_OP_ARGS },
-        { "export_type", D_T, parse_export_type, 0 },
-        { "msprof_tx", D_T, parse_switch, NPF_FLAG_MSTX },
-        { "mstx", D_T, parse_switch, NPF_FLAG_MSTX },
-        { "mstx_domain_include", D_T, parse_string_list, 0 },
-        { "mstx_domain_exclude", D_T, parse_string_list, 0 },
-        { "host_sys", D_T, parse_host_sys, 0 },
-        { "sys_io", D_T, parse_switch, NPF_FLAG_SYS_IO },
-        { "sys_interconnection", D_T, parse_switch, NPF_FLAG_SYS_INTERCONNECTION },
-        { NULL, 0, NULL, 0 },
+        { "profiler_level", D_T, 0, parse_level, 0 },
+        { "aic_metrics", D_T, 0, parse_aic, 0 },
+        { "l2_cache", D_T, 0, parse_switch, NPF_FLAG_L2_CACHE },
+        { "op_attr", D_T, 0, parse_switch, NPF_FLAG_OP_ATTR },
+        { "gc_detect_threshold", D_T, 0, parse_gc_threshold, 0 },
+        { "data_simplification", D_T, 0, parse_switch, NPF_FLAG_DATA_SIMPLIFICATION },
+        { "record_op_args", D_T, 0, parse_switch, NPF_FLAG_RECORD_OP_ARGS },
+        { "export_type", D_T, 0, parse_export_type, 0 },
+        { "msprof_tx", D_T, 0, parse_switch, NPF_FLAG_MSTX },
+        { "mstx", D_T, 0, parse_switch, NPF_FLAG_MSTX },
+        { "mstx_domain_include", D_T, 0, parse_string_list, 0 },
+        { "mstx_domain_exclude", D_T, 0, parse_string_list, 0 },
+        { "host_sys", D_T, 0, parse_host_sys, 0 },
+        { "sys_io", D_T, 0, parse_switch, NPF_FLAG_SYS_IO },
+        { "sys_interconnection", D_T, 0, parse_switch, NPF_FLAG_SYS_INTERCONNECTION },
+        { NULL, 0, 0, NULL, 0 },
 };
 
 static const key_desc_t *find_key(const key_desc_t *table, const char *name)
@@ -853,22 +874,21 @@ static void parse_object(parse_t *p, const path_t *at, json_t *obj, const key_de
         json_object_foreach(obj, name, v) {
                 path_t kp = path_key(at, name);
                 const key_desc_t *k = find_key(table, name);
+                bool read_here = k && (k->dialects & mine);
 
-                if (!k) {
-                        if (table == top_keys && find_key(experimental_keys, name) && p->dialect == NPF_DIALECT_TORCH_NPU)
-                                warn_at(p, &kp, "torch_npu reads '%s' inside experimental_config, not at the top level; ignored", name);
-                        else if (table == experimental_keys && find_key(top_keys, name))
-                                warn_at(p, &kp, "torch_npu reads '%s' at the top level, not in experimental_config; ignored", name);
-                        else
-                                warn_at(p, &kp, "unknown key '%s' ignored", name);
-                        continue;
-                }
-                if (!(k->dialects & mine)) {
+                if (!read_here && table == top_keys && p->dialect == NPF_DIALECT_TORCH_NPU &&
+                    find_key(experimental_keys, name))
+                        warn_at(p, &kp, "torch_npu reads '%s' inside experimental_config, not at the top level; ignored",
+                                name);
+                else if (!k && table == experimental_keys && find_key(top_keys, name))
+                        warn_at(p, &kp, "torch_npu reads '%s' at the top level, not in experimental_config; ignored", name);
+                else if (!k)
+                        warn_at(p, &kp, "unknown key '%s' ignored", name);
+                else if (!read_here)
                         warn_at(p, &kp, "'%s' is %s key, not read in a %s file; ignored", name,
                                 dialects_text(k->dialects), npf_conf_dialect_name(p->dialect));
-                        continue;
-                }
-                k->parse(p, &kp, v, k);
+                else
+                        k->parse(p, &kp, v, k);
         }
 }
 
@@ -884,32 +904,45 @@ static void parse_experimental(parse_t *p, const path_t *at, json_t *v, const ke
 
 /* --- dialect, defaults and the window ------------------------------------------------ */
 
-/* Tell the dialect from the keys only one dialect reads. Return: false if they disagree. */
+/*
+ * Tell the dialect from the keys that mark one. A torch_npu file may carry a MindSpore
+ * marker that torch_npu reads in experimental_config (profiler_level at the top level, a
+ * common slip); that is warned about later, not taken as a second dialect.
+ * Return: false, with the error reported, if the file mixes dialects.
+ */
 static bool detect_dialect(parse_t *p, json_t *root)
 {
-        const char *seen[3] = { NULL, NULL, NULL };
         static const uint32_t dialect_of[3] = { NPF_DIALECT_NATIVE, NPF_DIALECT_TORCH_NPU, NPF_DIALECT_MINDSPORE };
+        const char *seen[3] = { NULL, NULL, NULL };
+        const char *ms_strict = NULL;   /* a MindSpore marker torch_npu does not read */
         const char *name;
         json_t *v;
 
         json_object_foreach(root, name, v) {
                 const key_desc_t *k = find_key(top_keys, name);
-                for (int d = 0; k && d < 3; d++) {
-                        if (k->dialects != (1u << d) || seen[d])
-                                continue;
-                        seen[d] = name;
-                        for (int o = 0; o < 3; o++) {
-                                if (o == d || !seen[o])
-                                        continue;
-                                path_t kp = path_key(NULL, name);
-                                error_at(p, &kp, "'%s' is %s key, but '%s' makes this %s file: write one dialect",
-                                         name, dialects_text(1u << d), seen[o], dialects_text(1u << o));
-                                return false;
-                        }
-                }
+                for (int d = 0; k && d < 3; d++)
+                        if (k->marks == (1u << d) && !seen[d])
+                                seen[d] = name;
+                if (k && k->marks == D_M && !find_key(experimental_keys, name) && !ms_strict)
+                        ms_strict = name;
+        }
+        const char *conflict = NULL, *with = NULL;
+        if (seen[0] && (seen[1] || seen[2])) {
+                conflict = seen[1] ? seen[1] : seen[2];
+                with = seen[0];
+        } else if (seen[1] && ms_strict) {
+                conflict = ms_strict;
+                with = seen[1];
+        }
+        if (conflict) {
+                path_t kp = path_key(NULL, conflict);
+                const key_desc_t *ck = find_key(top_keys, conflict), *wk = find_key(top_keys, with);
+                error_at(p, &kp, "'%s' is %s key, but '%s' makes this %s file: write one dialect", conflict,
+                         dialects_text(ck->marks), with, dialects_text(wk->marks));
+                return false;
         }
         p->dialect = NPF_DIALECT_NATIVE;
-        for (int d = 0; d < 3; d++)
+        for (int d = 2; d >= 0; d--)
                 if (seen[d])
                         p->dialect = dialect_of[d];
         return true;
@@ -960,7 +993,9 @@ static void resolve_window(parse_t *p)
                 break;
         case NPF_DIALECT_MINDSPORE:
                 if ((p->start == -1) != (p->stop == -1)) {
-                        const char *key = p->start == -1 ? "start_step" : "stop_step";
+                        const char *key = p->start == -1 && p->has_start_key ? "start_step"
+                                          : p->stop == -1 && p->has_stop_key ? "stop_step"
+                                          : p->has_start_key ? "start_step" : "stop_step";
                         error_at(p, top(key, &kp),
                                  "start_step is %" PRId64 " and stop_step is %" PRId64
                                  ": give both a step from 1, or both -1 to disable profiling",
@@ -1000,7 +1035,7 @@ static void resolve_window(parse_t *p)
         uint64_t k = a->start_at_multiple_of;
         if (k > 1 && start % (int64_t) k)
                 start += (int64_t) k - start % (int64_t) k;
-        if (start > NPF_STEP_MAX || (!p->has_duration && count > NPF_STEP_MAX - start)) {
+        if (start > NPF_STEP_MAX || (!p->has_duration && count - 1 > NPF_STEP_MAX - start)) {
                 error_at(p, top("start_step", &kp), "the window ends past step %" PRId64, NPF_STEP_MAX);
                 return;
         }
@@ -1024,29 +1059,32 @@ static void resolve(parse_t *p)
         if (!p->has_aic && a->level >= NPF_LEVEL_1)
                 a->aic_metrics = NPF_AIC_PIPE_UTILIZATION;
 
-        if (p->rank_list && p->is_rank) {
+        if (p->rank_list) {
                 size_t i;
                 json_t *e;
-                if (p->ranks_set) {
-                        error_at(p, top("ranks", &kp), "give either ranks or is_rank with rank_list, not both");
-                } else if (json_array_size(p->rank_list) == 0) {
-                        error_at(p, &p->rank_list_at, "is_rank is true but rank_list is empty: no rank would collect");
-                } else {
-                        a->rank_filter = NPF_RANKS_LIST;
-                        json_array_foreach(p->rank_list, i, e) {
-                                path_t ai = path_index(&p->rank_list_at, i);
-                                int64_t r;
-                                if (get_int(p, &ai, e, 0, NPF_SHM_MAX_RANKS - 1, "a rank from 0 to 65535", &r))
-                                        set_rank(p->c, r);
-                        }
+                json_array_foreach(p->rank_list, i, e) {
+                        path_t ai = path_index(&p->rank_list_at, i);
+                        int64_t r;
+                        if (get_int(p, &ai, e, 0, NPF_SHM_MAX_RANKS - 1, "a rank from 0 to 65535", &r) && p->is_rank &&
+                            !p->ranks_set)
+                                set_rank(p->c, r);
                 }
-        } else if (p->is_rank) {
-                error_at(p, top("is_rank", &kp), "is_rank is true but there is no rank_list: no rank would collect");
+        }
+        if (p->is_rank) {
+                if (p->ranks_set)
+                        error_at(p, top("ranks", &kp), "give either ranks or is_rank with rank_list, not both");
+                else if (!p->rank_list)
+                        error_at(p, top("is_rank", &kp), "is_rank is true but there is no rank_list: no rank would collect");
+                else if (json_array_size(p->rank_list) == 0)
+                        error_at(p, &p->rank_list_at, "is_rank is true but rank_list is empty: no rank would collect");
+                else
+                        a->rank_filter = NPF_RANKS_LIST;
         }
 
         json_t *inc = json_object_get(p->extra, "mstx_domain_include");
         if (inc && json_object_get(p->extra, "mstx_domain_exclude")) {
-                warn_at(p, NULL, "mstx_domain_include and mstx_domain_exclude are both set: the include list wins");
+                warn_at(p, &p->extra_at[2], "mstx_domain_include and mstx_domain_exclude are both set: "
+                        "the include list wins and this one is ignored");
                 json_object_del(p->extra, "mstx_domain_exclude");
         }
         if (json_object_size(p->extra) > 0) {
@@ -1055,7 +1093,8 @@ static void resolve(parse_t *p)
                 if (!s)
                         error_at(p, NULL, "out of memory");
                 else if (n >= NPF_SHM_EXTRA_MAX)
-                        error_at(p, top(json_object_get(p->extra, "metadata") ? "metadata" : "mstx_domain_include", &kp),
+                        error_at(p, &p->extra_at[json_object_get(p->extra, "metadata") ? 0
+                                                 : json_object_get(p->extra, "mstx_domain_include") ? 1 : 2],
                                  "metadata and mstx domain lists take %zu bytes; at most %u fit", n,
                                  NPF_SHM_EXTRA_MAX - 1);
                 else {
@@ -1154,15 +1193,15 @@ int npf_conf_parse(const char *text, size_t len, npf_shm_config_t *ret_config, n
                 return -EINVAL;
         }
 
-        root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
+        root = json_loadb(text, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &jerr);
         if (!root) {
-                /* jansson's byte position is exact where its column is not (0 at the end). */
-                error_at_offset(&p, jerr.position > 0 ? (size_t) jerr.position : 0, "JSON syntax error: %s",
+                /* jansson's position counts the bytes it consumed, the offending one included. */
+                error_at_offset(&p, jerr.position > 0 ? (size_t) jerr.position - 1 : 0, "JSON syntax error: %s",
                                 jerr.text);
                 return -EINVAL;
         }
         if (!json_is_object(root)) {
-                error_at(&p, NULL, "the configuration must be a JSON object, found %s", FOUND(root));
+                error_at_offset(&p, blank, "the configuration must be a JSON object, found %s", FOUND(root));
                 goto out;
         }
         if (!detect_dialect(&p, root))
