@@ -8,11 +8,13 @@
 #ifndef NPUPROF_SEQLOCK_H
 #define NPUPROF_SEQLOCK_H
 
+#include <sched.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
-#define NPF__SEQ_READ_TRIES 100000u
+#define NPF__SEQ_SPINS  1000u   /* spins on an odd sequence before yielding the CPU */
+#define NPF__SEQ_YIELDS 1000u   /* then yields, before giving up with -EAGAIN */
 
 typedef _Atomic uint64_t npf__atomic_u64;
 
@@ -37,13 +39,20 @@ static inline void npf__seq_write_end(uint64_t *seq, uint64_t begun)
         atomic_store_explicit(npf__seq(seq), begun + 2, memory_order_release);
 }
 
-/* Reader: wait for a stable (even) sequence. Return: it, or UINT64_MAX after too long. */
+/*
+ * Reader: wait for a stable (even) sequence. A writer preempted mid-write would keep a
+ * spinning reader off its CPU, so after a short spin the reader yields; a writer that
+ * never finishes (it died, or is hostile) ends the wait.
+ * Return: the sequence, or UINT64_MAX if it stayed odd.
+ */
 static inline uint64_t npf__seq_read_begin(const uint64_t *seq)
 {
-        for (unsigned i = 0; i < NPF__SEQ_READ_TRIES; i++) {
+        for (unsigned i = 0; i < NPF__SEQ_SPINS + NPF__SEQ_YIELDS; i++) {
                 uint64_t s = atomic_load_explicit(npf__seq(seq), memory_order_acquire);
                 if (!(s & 1))
                         return s;
+                if (i >= NPF__SEQ_SPINS)
+                        sched_yield();
         }
         return UINT64_MAX;
 }
@@ -60,9 +69,21 @@ static inline void npf__seq_copy_out(void *dst, const void *src, size_t n)
 {
         uint64_t *d = dst;
         const uint64_t *s = src;
+        size_t words = n / 8, body = words & ~(size_t) 3;
 
-        for (size_t i = 0; i < n / 8; i++)
-                d[i] = atomic_load_explicit(npf__seq(&s[i]), memory_order_relaxed);
+        /* Unrolled: atomics are not vectorized, but independent loads pipeline. */
+        for (size_t i = 0; i < body; i += 4) {
+                uint64_t a = atomic_load_explicit(npf__seq(&s[i]), memory_order_relaxed);
+                uint64_t b = atomic_load_explicit(npf__seq(&s[i + 1]), memory_order_relaxed);
+                uint64_t c = atomic_load_explicit(npf__seq(&s[i + 2]), memory_order_relaxed);
+                uint64_t e = atomic_load_explicit(npf__seq(&s[i + 3]), memory_order_relaxed);
+                d[i] = a;
+                d[i + 1] = b;
+                d[i + 2] = c;
+                d[i + 3] = e;
+        }
+        for (size_t t = 0; t < (words & 3); t++)
+                d[body + t] = atomic_load_explicit(npf__seq(&s[body + t]), memory_order_relaxed);
 }
 
 /* Copy @n bytes (a multiple of 8, both sides 8-aligned) into a seqlocked area. */
