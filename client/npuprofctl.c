@@ -35,6 +35,7 @@ static int cmd_validate(int argc, char **argv)
         bool json = false;
         int c;
 
+        argv[0] = (char *) "npuprofctl validate";      /* getopt's messages name it */
         optind = 1;
         while ((c = getopt_long(argc, argv, "jh", opts, NULL)) != -1) {
                 switch (c) {

@@ -42,6 +42,11 @@ static void print_list(const json_t *a, const char *none)
                 printf("%s%s", i ? ", " : "", json_string_value(e));
 }
 
+static const char *plural(uint64_t n)
+{
+        return n == 1 ? "" : "s";
+}
+
 static void print_window(const npf_shm_args_t *a)
 {
         if (!a->enabled) {
@@ -56,11 +61,15 @@ static void print_window(const npf_shm_args_t *a)
         if (a->duration_ms)
                 printf(", for %" PRIu64 " ms", a->duration_ms);
         else if (a->stop_step != NPF_STEP_NONE)
-                printf(" to step %" PRId64 " (%" PRIu64 " steps)", a->stop_step, a->step_count);
+                printf(" to step %" PRId64 " (%" PRIu64 " step%s", a->stop_step, a->step_count, plural(a->step_count));
         else
-                printf(", for %" PRIu64 " steps", a->step_count);
-        if (a->warmup)
-                printf(", the first %" PRIu64 " warmup", a->warmup);
+                printf(", for %" PRIu64 " step%s", a->step_count, plural(a->step_count));
+        if (a->warmup && a->duration_ms)
+                printf(", the first %" PRIu64 " step%s warmup", a->warmup, plural(a->warmup));
+        else if (a->warmup)
+                printf(", %" PRIu64 " of them warmup", a->warmup);
+        if (!a->duration_ms && a->stop_step != NPF_STEP_NONE)
+                printf(")");
         if (a->start_at_multiple_of > 1)
                 printf(", starting at a multiple of %" PRIu64, a->start_at_multiple_of);
         printf("\n");

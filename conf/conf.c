@@ -1195,9 +1195,13 @@ int npf_conf_parse(const char *text, size_t len, npf_shm_config_t *ret_config, n
 
         root = json_loadb(text, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &jerr);
         if (!root) {
-                /* jansson's position counts the bytes it consumed, the offending one included. */
-                error_at_offset(&p, jerr.position > 0 ? (size_t) jerr.position - 1 : 0, "JSON syntax error: %s",
-                                jerr.text);
+                /*
+                 * jansson's position counts the bytes it consumed, the offending one included;
+                 * a file that ends too soon is reported where it ends.
+                 */
+                size_t at = json_error_code(&jerr) == json_error_premature_end_of_input ? len
+                            : jerr.position > 0 ? (size_t) jerr.position - 1 : 0;
+                error_at_offset(&p, at, "JSON syntax error: %s", jerr.text);
                 return -EINVAL;
         }
         if (!json_is_object(root)) {

@@ -103,7 +103,7 @@ static bool key_equals(const char *raw, size_t len, const char *key)
                                 return false;   /* \uXXXX: not worth decoding for a position */
                         c = to[p - from];
                 }
-                if (key[k] != c)
+                if (key[k] == '\0' || key[k] != c)
                         return false;
         }
         return key[k] == '\0';

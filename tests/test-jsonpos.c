@@ -343,6 +343,19 @@ static void test_deep_nesting(void **state)
         free(text);
 }
 
+/* Raw NUL bytes in a key (found by the fuzzer) must not carry the compare past the wanted key. */
+static void test_nul_bytes_in_key(void **state)
+{
+        (void) state;
+        static const char text[] = "{\"ab\0\0\0\0\": 1, \"ab\": 2}";
+        const char *const ab[] = { "ab" };
+        uint32_t l = 0, c = 0;
+
+        assert_int_equal(find_exact(text, sizeof(text) - 1, ab, 1, &l, &c), 0);
+        assert_int_equal(l, 1);
+        assert_int_equal(c, 21);
+}
+
 static void test_line_column(void **state)
 {
         (void) state;
@@ -407,6 +420,7 @@ int main(void)
                 cmocka_unit_test(test_unterminated_strings_and_escapes),
                 cmocka_unit_test(test_garbage),
                 cmocka_unit_test(test_deep_nesting),
+                cmocka_unit_test(test_nul_bytes_in_key),
                 cmocka_unit_test(test_line_column),
                 cmocka_unit_test(test_line_column_counts_bytes),
         };
