@@ -408,31 +408,39 @@ void npf_shm_heartbeat(npf_shm_t *shm, uint64_t now_ns)
 
 int npf_shm_read_config(const npf_shm_ctl_t *ctl, npf_shm_config_t *ret_config)
 {
+        npf_shm_config_t *c = malloc(sizeof(*c));
+        int r = -EAGAIN;
+
+        if (!c)
+                return -ENOMEM;
         for (int retries = 0; retries < NPF__READ_RETRIES; retries++) {
                 uint64_t s = npf__seq_read_begin(&ctl->config_seq);
                 if (s == UINT64_MAX)
-                        return -EAGAIN;
-                npf__seq_copy_out(ret_config, &ctl->config, sizeof(*ret_config));
+                        break;
+                npf__seq_copy_out(c, &ctl->config, sizeof(*c));
                 if (npf__seq_read_retry(&ctl->config_seq, s))
                         continue;
 
                 if (s == 0) {
                         /* Nothing published yet: profiling is off. */
-                        memset(ret_config, 0, sizeof(*ret_config));
-                        return retries;
+                        memset(c, 0, sizeof(*c));
+                } else if (!config_strings_ok(c) || c->args.generation != s / 2 ||
+                           c->args.checksum != npf_shm_config_checksum(c)) {
+                        r = -EBADMSG;
+                        break;
                 }
-                if (!config_strings_ok(ret_config) || ret_config->args.generation != s / 2 ||
-                    ret_config->args.checksum != npf_shm_config_checksum(ret_config))
-                        return -EBADMSG;
-                return retries;
+                memcpy(ret_config, c, sizeof(*c));
+                r = retries;
+                break;
         }
-        return -EAGAIN;
+        free(c);
+        return r;
 }
 
-int npf_shm_read_window(const npf_shm_ctl_t *ctl, uint32_t rank, npf_shm_window_t *ret_window)
+int npf_shm_read_window(const npf_shm_ctl_t *ctl, uint32_t rank, npf_shm_window_t *window)
 {
         const npf_shm_config_t *c = &ctl->config;
-        npf_shm_window_t *w = ret_window;
+        npf_shm_window_t *w = window;
 
         for (int retries = 0; retries < NPF__READ_RETRIES; retries++) {
                 uint64_t s = npf__seq_read_begin(&ctl->config_seq);
@@ -461,6 +469,7 @@ int npf_shm_read_window(const npf_shm_ctl_t *ctl, uint32_t rank, npf_shm_window_
                 const uint8_t *bytes = (const uint8_t *) &bits;
                 w->selected = w->args.rank_filter == NPF_RANKS_ALL ||
                               (rank < NPF_SHM_MAX_RANKS && (bytes[rank / 8 % 8] >> (rank % 8)) & 1);
+                w->reserved = 0;
                 return retries;
         }
         return -EAGAIN;
@@ -468,18 +477,19 @@ int npf_shm_read_window(const npf_shm_ctl_t *ctl, uint32_t rank, npf_shm_window_
 
 int npf_shm_read_status(const npf_shm_ctl_t *ctl, npf_shm_status_t *ret_status)
 {
-        npf_shm_status_t *st = ret_status;
+        npf_shm_status_t st = { 0 };
 
         for (int retries = 0; retries < NPF__READ_RETRIES; retries++) {
                 uint64_t s = npf__seq_read_begin(&ctl->status_seq);
                 if (s == UINT64_MAX)
                         return -EAGAIN;
-                npf__seq_copy_out(st, &ctl->status, sizeof(*st));
+                npf__seq_copy_out(&st, &ctl->status, sizeof(st));
                 if (npf__seq_read_retry(&ctl->status_seq, s))
                         continue;
-                if (!memchr(st->path, '\0', sizeof(st->path)) || !memchr(st->key, '\0', sizeof(st->key)) ||
-                    !memchr(st->message, '\0', sizeof(st->message)) || st->file_state > NPF_FILE_MISSING)
+                if (!memchr(st.path, '\0', sizeof(st.path)) || !memchr(st.key, '\0', sizeof(st.key)) ||
+                    !memchr(st.message, '\0', sizeof(st.message)) || st.file_state > NPF_FILE_MISSING)
                         return -EBADMSG;
+                *ret_status = st;
                 return retries;
         }
         return -EAGAIN;

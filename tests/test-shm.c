@@ -349,7 +349,11 @@ static void test_garbage_config_never_trusted(void **state)
                         bytes[i] = (uint8_t) rand_r(&seed);
                 if (round % 2)
                         raw->config.args.prof_dir_len = (uint32_t) rand_r(&seed);
+                memset(out, 0x5a, sizeof(*out));
                 assert_int_equal(npf_shm_read_config(npf_shm_ctl(f->writer), out), -EBADMSG);
+                /* What failed to read is not handed out. */
+                assert_int_equal(out->args.generation, UINT64_C(0x5a5a5a5a5a5a5a5a));
+                assert_int_equal(out->prof_dir[100], 0x5a);
                 int r = npf_shm_read_window(npf_shm_ctl(f->writer), (uint32_t) rand_r(&seed), w);
                 /* The window read carries no checksum; what it returns is bounded. */
                 if (r >= 0)
@@ -359,7 +363,9 @@ static void test_garbage_config_never_trusted(void **state)
                 uint8_t *sb = (uint8_t *) &raw->status;
                 for (size_t i = 0; i < sizeof(raw->status); i++)
                         sb[i] = (uint8_t) (rand_r(&seed) | 1);  /* no NUL anywhere */
+                memset(&st, 0x5a, sizeof(st));
                 assert_int_equal(npf_shm_read_status(npf_shm_ctl(f->writer), &st), -EBADMSG);
+                assert_int_equal(st.line, 0x5a5a5a5a);
         }
         raw->config.args.prof_dir_len = 100000;
         assert_int_equal(npf_shm_read_window(npf_shm_ctl(f->writer), 0, w), -EBADMSG);

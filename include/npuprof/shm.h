@@ -308,7 +308,8 @@ void npf_shm_heartbeat(npf_shm_t *shm, uint64_t now_ns);
 /*
  * npf_shm_read_config() - copy the whole published configuration, untorn.
  * Return: the number of retries (>= 0), or -EBADMSG if the copy is not well-formed
- * (lengths, NUL terminators, checksum), -EAGAIN if no stable copy could be had.
+ * (lengths, NUL terminators, checksum), -EAGAIN if no stable copy could be had, -ENOMEM.
+ * @ret_config is written only on success.
  * Context: any thread of any process; lock-free, never blocks the writer.
  */
 int npf_shm_read_config(const npf_shm_ctl_t *ctl, npf_shm_config_t *ret_config);
@@ -316,13 +317,16 @@ int npf_shm_read_config(const npf_shm_ctl_t *ctl, npf_shm_config_t *ret_config);
 /*
  * npf_shm_read_window() - copy what rank @rank needs to run its window, untorn: the
  * arguments, prof_dir and whether the rank filter selects @rank. Cheaper than
- * npf_shm_read_config(): it copies only the bytes in use.
+ * npf_shm_read_config(): it copies only the bytes in use, straight into @window, which
+ * is therefore scratch while reading and valid only when the call succeeds (a second
+ * copy would cost a rank up to 80 ns).
  * Return: retries (>= 0), -EBADMSG or -EAGAIN as npf_shm_read_config().
  * Context: any thread; this is what a rank calls when npf_shm_changed() says so.
  */
-int npf_shm_read_window(const npf_shm_ctl_t *ctl, uint32_t rank, npf_shm_window_t *ret_window);
+int npf_shm_read_window(const npf_shm_ctl_t *ctl, uint32_t rank, npf_shm_window_t *window);
 
-/* Copy the file status, untorn and NUL-checked. Return: retries, -EBADMSG or -EAGAIN. */
+/* Copy the file status, untorn and NUL-checked, into @ret_status on success.
+ * Return: retries, -EBADMSG or -EAGAIN. */
 int npf_shm_read_status(const npf_shm_ctl_t *ctl, npf_shm_status_t *ret_status);
 
 /* FNV-1a over @config with its checksum field taken as zero. */
