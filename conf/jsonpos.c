@@ -40,6 +40,19 @@ static int skip_string(scan_t *sc, size_t *ret_start, size_t *ret_end)
         return 0;
 }
 
+/* Skip an object member's key and its ':'; the key's raw contents are [*ret_start, *ret_end). */
+static int skip_key(scan_t *sc, size_t *ret_start, size_t *ret_end)
+{
+        skip_ws(sc);
+        if (skip_string(sc, ret_start, ret_end) < 0)
+                return -EINVAL;
+        skip_ws(sc);
+        if (!at(sc, ':'))
+                return -EINVAL;
+        sc->i++;
+        return 0;
+}
+
 static int skip_value(scan_t *sc, int depth)
 {
         size_t a, b;
@@ -65,15 +78,8 @@ static int skip_value(scan_t *sc, int depth)
                 return 0;
         }
         for (;;) {
-                if (open == '{') {
-                        skip_ws(sc);
-                        if (skip_string(sc, &a, &b) < 0)
-                                return -EINVAL;
-                        skip_ws(sc);
-                        if (!at(sc, ':'))
-                                return -EINVAL;
-                        sc->i++;
-                }
+                if (open == '{' && skip_key(sc, &a, &b) < 0)
+                        return -EINVAL;
                 if (skip_value(sc, depth + 1) < 0)
                         return -EINVAL;
                 skip_ws(sc);
@@ -109,6 +115,18 @@ static bool key_equals(const char *raw, size_t len, const char *key)
         return key[k] == '\0';
 }
 
+/* Skip the value at hand and the ',' after it. Return: -ENOENT if no ',' follows. */
+static int skip_to_next(scan_t *sc, int nesting)
+{
+        if (skip_value(sc, nesting) < 0)
+                return -ENOENT;
+        skip_ws(sc);
+        if (!at(sc, ','))
+                return -ENOENT;
+        sc->i++;
+        return 0;
+}
+
 static int find(scan_t *sc, const char *const *path, size_t depth, int nesting)
 {
         skip_ws(sc);
@@ -119,7 +137,7 @@ static int find(scan_t *sc, const char *const *path, size_t depth, int nesting)
 
         if (at(sc, '[')) {
                 const char *c = path[0];
-                if (c[0] != '[')
+                if (c[0] != '[' || c[1] < '0' || c[1] > '9')
                         return -ENOENT;
                 char *end;
                 unsigned long want = strtoul(c + 1, &end, 10);
@@ -132,12 +150,8 @@ static int find(scan_t *sc, const char *const *path, size_t depth, int nesting)
                                 return -ENOENT;
                         if (k == want)
                                 return find(sc, path + 1, depth - 1, nesting + 1);
-                        if (skip_value(sc, nesting) < 0)
+                        if (skip_to_next(sc, nesting) < 0)
                                 return -ENOENT;
-                        skip_ws(sc);
-                        if (!at(sc, ','))
-                                return -ENOENT;
-                        sc->i++;
                 }
         }
         if (!at(sc, '{'))
@@ -145,21 +159,12 @@ static int find(scan_t *sc, const char *const *path, size_t depth, int nesting)
         sc->i++;
         for (;;) {
                 size_t a, b;
-                skip_ws(sc);
-                if (skip_string(sc, &a, &b) < 0)
+                if (skip_key(sc, &a, &b) < 0)
                         return -ENOENT;
-                skip_ws(sc);
-                if (!at(sc, ':'))
-                        return -ENOENT;
-                sc->i++;
                 if (key_equals(sc->s + a, b - a, path[0]))
                         return find(sc, path + 1, depth - 1, nesting + 1);
-                if (skip_value(sc, nesting) < 0)
+                if (skip_to_next(sc, nesting) < 0)
                         return -ENOENT;
-                skip_ws(sc);
-                if (!at(sc, ','))
-                        return -ENOENT;
-                sc->i++;
         }
 }
 

@@ -2,6 +2,7 @@
 /* The node's shared-memory segment: create, adopt, attach, publish and read. */
 #include "npuprof/shm.h"
 #include "seqlock.h"
+#include "internal.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -23,7 +24,7 @@ struct npf_shm {
         bool adopted;
 };
 
-static uint64_t realtime_ns(void)
+uint64_t npf__realtime_ns(void)
 {
         struct timespec ts;
 
@@ -31,9 +32,7 @@ static uint64_t realtime_ns(void)
         return (uint64_t) ts.tv_sec * 1000000000u + (uint64_t) ts.tv_nsec;
 }
 
-static void set_err(char *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static void set_err(char *err, const char *fmt, ...)
+void npf__set_err(char *err, const char *fmt, ...)
 {
         va_list ap;
 
@@ -49,18 +48,18 @@ int npf_shm_name_check(const char *name, char *err)
         size_t n = name ? strlen(name) : 0;
 
         if (n == 0 || n > NPF_SHM_NAME_MAX) {
-                set_err(err, "segment name must be 1 to %u bytes", NPF_SHM_NAME_MAX);
+                npf__set_err(err, "segment name must be 1 to %u bytes", NPF_SHM_NAME_MAX);
                 return -EINVAL;
         }
         if (name[0] == '.') {
-                set_err(err, "segment name '%s' must not start with '.'", name);
+                npf__set_err(err, "segment name '%s' must not start with '.'", name);
                 return -EINVAL;
         }
         for (size_t i = 0; i < n; i++) {
                 char c = name[i];
                 if (!(c == '-' || c == '_' || c == '.' || (c >= '0' && c <= '9') ||
                       (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'))) {
-                        set_err(err, "segment name '%s' may hold only letters, digits, '.', '_' and '-'", name);
+                        npf__set_err(err, "segment name '%s' may hold only letters, digits, '.', '_' and '-'", name);
                         return -EINVAL;
                 }
         }
@@ -72,58 +71,59 @@ static void object_name(char *buf, size_t len, const char *name, const char *suf
         snprintf(buf, len, "/%s.%s", name, suffix);
 }
 
-/* Check a mapped control block. Return: 0, -EAGAIN if still being created, -EPROTO. */
-static int ctl_check(const npf_shm_ctl_t *ctl, const char *obj, char *err)
+/*
+ * Check the magic and ABI version at the start of a mapped object; both objects begin with
+ * them. Return: 0, -EAGAIN if the object is still being created, -EPROTO.
+ */
+static int header_check(const void *map, uint64_t want_magic, const char *what, const char *obj, char *err)
 {
-        uint64_t magic = atomic_load_explicit(npf__seq(&ctl->magic), memory_order_acquire);
+        const uint64_t *magic_word = map;
+        uint64_t magic = atomic_load_explicit(npf__seq(magic_word), memory_order_acquire);
+        uint32_t version = ((const npf_shm_ctl_t *) map)->abi_version;
 
+        _Static_assert(offsetof(npf_shm_ranks_t, abi_version) == offsetof(npf_shm_ctl_t, abi_version),
+                       "both objects start alike");
         if (magic == 0) {
-                set_err(err, "segment %s is still being created", obj);
+                npf__set_err(err, "segment %s is still being created", obj);
                 return -EAGAIN;
         }
-        if (magic != NPF_SHM_CTL_MAGIC) {
-                set_err(err, "%s is not an npuprof control block (bad magic)", obj);
+        if (magic != want_magic) {
+                npf__set_err(err, "%s is not an npuprof %s (bad magic)", obj, what);
                 return -EPROTO;
         }
-        if (ctl->abi_version != NPF_SHM_ABI_VERSION) {
-                set_err(err, "segment %s has ABI version %u; this program speaks version %u",
-                        obj, ctl->abi_version, NPF_SHM_ABI_VERSION);
-                return -EPROTO;
-        }
-        if (ctl->ctl_size != sizeof(npf_shm_ctl_t) || ctl->config_size != sizeof(npf_shm_config_t) ||
-            ctl->status_size != sizeof(npf_shm_status_t)) {
-                set_err(err, "segment %s has ABI version %u but wrong sizes (control block %u bytes)",
-                        obj, ctl->abi_version, ctl->ctl_size);
+        if (version != NPF_SHM_ABI_VERSION) {
+                npf__set_err(err, "segment %s has ABI version %u; this program speaks version %u", obj, version,
+                             NPF_SHM_ABI_VERSION);
                 return -EPROTO;
         }
         return 0;
 }
 
-static int ranks_check(const npf_shm_ranks_t *r, const char *obj, char *err)
+static int ctl_check(const npf_shm_ctl_t *ctl, const char *obj, char *err)
 {
-        uint64_t magic = atomic_load_explicit(npf__seq(&r->magic), memory_order_acquire);
+        int r = header_check(ctl, NPF_SHM_CTL_MAGIC, "control block", obj, err);
 
-        if (magic == 0) {
-                set_err(err, "segment %s is still being created", obj);
-                return -EAGAIN;
+        if (r == 0 && (ctl->ctl_size != sizeof(npf_shm_ctl_t) || ctl->config_size != sizeof(npf_shm_config_t) ||
+                       ctl->status_size != sizeof(npf_shm_status_t))) {
+                npf__set_err(err, "segment %s has ABI version %u but wrong sizes (control block %u bytes)", obj,
+                             ctl->abi_version, ctl->ctl_size);
+                r = -EPROTO;
         }
-        if (magic != NPF_SHM_RANKS_MAGIC) {
-                set_err(err, "%s is not an npuprof rank table (bad magic)", obj);
-                return -EPROTO;
+        return r;
+}
+
+static int ranks_check(const npf_shm_ranks_t *t, const char *obj, char *err)
+{
+        int r = header_check(t, NPF_SHM_RANKS_MAGIC, "rank table", obj, err);
+
+        if (r == 0 && (t->table_size != sizeof(npf_shm_ranks_t) || t->slot_count != NPF_SHM_SLOTS ||
+                       t->slot_size != sizeof(npf_shm_slot_t) || t->index_count != NPF_SHM_MAX_RANKS ||
+                       t->header_size != offsetof(npf_shm_ranks_t, index))) {
+                npf__set_err(err, "segment %s has ABI version %u but wrong sizes (%u slots)", obj, t->abi_version,
+                             t->slot_count);
+                r = -EPROTO;
         }
-        if (r->abi_version != NPF_SHM_ABI_VERSION) {
-                set_err(err, "segment %s has ABI version %u; this program speaks version %u",
-                        obj, r->abi_version, NPF_SHM_ABI_VERSION);
-                return -EPROTO;
-        }
-        if (r->table_size != sizeof(npf_shm_ranks_t) || r->slot_count != NPF_SHM_SLOTS ||
-            r->slot_size != sizeof(npf_shm_slot_t) || r->index_count != NPF_SHM_MAX_RANKS ||
-            r->header_size != offsetof(npf_shm_ranks_t, index)) {
-                set_err(err, "segment %s has ABI version %u but wrong sizes (%u slots)",
-                        obj, r->abi_version, r->slot_count);
-                return -EPROTO;
-        }
-        return 0;
+        return r;
 }
 
 static void ctl_init(npf_shm_ctl_t *ctl)
@@ -132,7 +132,7 @@ static void ctl_init(npf_shm_ctl_t *ctl)
         ctl->ctl_size = sizeof(*ctl);
         ctl->config_size = sizeof(ctl->config);
         ctl->status_size = sizeof(ctl->status);
-        ctl->created_ns = realtime_ns();
+        ctl->created_ns = npf__realtime_ns();
         ctl->daemon_pid = (uint32_t) getpid();
         atomic_store_explicit(npf__seq(&ctl->magic), NPF_SHM_CTL_MAGIC, memory_order_release);
 }
@@ -223,12 +223,12 @@ int npf_shm_open(const char *name, unsigned flags, npf_shm_t **ret_shm, char *er
         r = map_object(ctl_obj, sizeof(npf_shm_ctl_t), writer, create, 0644, &ctl, &ctl_created);
         if (r < 0) {
                 if (r == -EAGAIN)
-                        set_err(err, "segment %s is still being created", ctl_obj);
+                        npf__set_err(err, "segment %s is still being created", ctl_obj);
                 else if (r == -EPROTO)
-                        set_err(err, "%s is smaller than an ABI version %u control block",
+                        npf__set_err(err, "%s is smaller than an ABI version %u control block",
                                 ctl_obj, NPF_SHM_ABI_VERSION);
                 else
-                        set_err(err, "cannot open %s: %s", ctl_obj, strerror(-r));
+                        npf__set_err(err, "cannot open %s: %s", ctl_obj, strerror(-r));
                 goto fail;
         }
         if (ctl_created)
@@ -240,12 +240,12 @@ int npf_shm_open(const char *name, unsigned flags, npf_shm_t **ret_shm, char *er
         r = map_object(ranks_obj, sizeof(npf_shm_ranks_t), true, create, 0666, &ranks, &ranks_created);
         if (r < 0) {
                 if (r == -EAGAIN)
-                        set_err(err, "segment %s is still being created", ranks_obj);
+                        npf__set_err(err, "segment %s is still being created", ranks_obj);
                 else if (r == -EPROTO)
-                        set_err(err, "%s is smaller than an ABI version %u rank table",
+                        npf__set_err(err, "%s is smaller than an ABI version %u rank table",
                                 ranks_obj, NPF_SHM_ABI_VERSION);
                 else
-                        set_err(err, "cannot open %s: %s", ranks_obj, strerror(-r));
+                        npf__set_err(err, "cannot open %s: %s", ranks_obj, strerror(-r));
                 goto fail;
         }
         if (ranks_created)
@@ -366,7 +366,7 @@ int npf_shm_publish_config(npf_shm_t *shm, const npf_shm_config_t *config, uint6
         ctl = shm->ctl;
         s = atomic_load_explicit(npf__seq(&ctl->config_seq), memory_order_relaxed);
         copy->args.generation = s / 2 + 1;
-        copy->args.published_ns = realtime_ns();
+        copy->args.published_ns = npf__realtime_ns();
         copy->args.checksum = npf_shm_config_checksum(copy);
 
         s = npf__seq_write_begin(&ctl->config_seq);

@@ -3,6 +3,7 @@
 #include "slot.h"
 #include "proc.h"
 #include "seqlock.h"
+#include "internal.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -19,27 +20,6 @@ typedef _Atomic uint32_t npf__atomic_u32;
 static npf__atomic_u32 *a32(const uint32_t *p)
 {
         return (npf__atomic_u32 *) p;
-}
-
-static void set_err(char *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static void set_err(char *err, const char *fmt, ...)
-{
-        va_list ap;
-
-        if (!err)
-                return;
-        va_start(ap, fmt);
-        vsnprintf(err, NPF_SHM_ERR_MAX, fmt, ap);
-        va_end(ap);
-}
-
-static uint64_t realtime_ns(void)
-{
-        struct timespec ts;
-
-        clock_gettime(CLOCK_REALTIME, &ts);
-        return (uint64_t) ts.tv_sec * 1000000000u + (uint64_t) ts.tv_nsec;
 }
 
 uint32_t npf_slot_index(const npf_shm_ranks_t *table, const npf_shm_slot_t *slot)
@@ -118,7 +98,7 @@ static int take_free_slot(npf_shm_ranks_t *table, uint32_t rank, int32_t device,
                         npf_shm_slot_state_t idle = { .state = NPF_WINDOW_IDLE };
                         atomic_store_explicit(a32(&slot->rank), rank, memory_order_relaxed);
                         slot->local_device = device;
-                        slot->claimed_ns = realtime_ns();
+                        slot->claimed_ns = npf__realtime_ns();
                         npf_slot_step(slot, -1, 0);
                         npf_slot_set_state(slot, &idle);
                         atomic_store_explicit(npf__seq(&slot->proc_start), start, memory_order_release);
@@ -139,12 +119,12 @@ int npf_slot_claim(npf_shm_ranks_t *table, uint32_t rank, int32_t local_device,
         int r;
 
         if (rank >= NPF_SHM_MAX_RANKS) {
-                set_err(err, "rank %u is out of range (0 to %u)", rank, NPF_SHM_MAX_RANKS - 1);
+                npf__set_err(err, "rank %u is out of range (0 to %u)", rank, NPF_SHM_MAX_RANKS - 1);
                 return -EINVAL;
         }
         r = npf_proc_start_time((pid_t) pid, &start);
         if (r < 0) {
-                set_err(err, "cannot read the start time of this process: %s", strerror(-r));
+                npf__set_err(err, "cannot read the start time of this process: %s", strerror(-r));
                 return r;
         }
 
@@ -159,7 +139,7 @@ int npf_slot_claim(npf_shm_ranks_t *table, uint32_t rank, int32_t local_device,
                                 uint32_t hrank = atomic_load_explicit(a32(&held->rank), memory_order_relaxed);
 
                                 if (hrank == rank && holder_alive(held, hpid)) {
-                                        set_err(err, "rank %u is already claimed by %s %u (slot %u)", rank,
+                                        npf__set_err(err, "rank %u is already claimed by %s %u (slot %u)", rank,
                                                 hpid == pid ? "this process," : "live process", hpid, e - 1);
                                         return -EBUSY;
                                 }
@@ -173,7 +153,7 @@ int npf_slot_claim(npf_shm_ranks_t *table, uint32_t rank, int32_t local_device,
 
                 r = take_free_slot(table, rank, local_device, pid, start);
                 if (r < 0) {
-                        set_err(err, "all %u slots of the rank table are held by live processes",
+                        npf__set_err(err, "all %u slots of the rank table are held by live processes",
                                 NPF_SHM_SLOTS);
                         return r;
                 }
@@ -185,7 +165,7 @@ int npf_slot_claim(npf_shm_ranks_t *table, uint32_t rank, int32_t local_device,
                 /* Another claimant of this rank won the race: give our slot back and look. */
                 slot_clear(&table->slots[r]);
         }
-        set_err(err, "rank %u: the rank table kept changing; try again", rank);
+        npf__set_err(err, "rank %u: the rank table kept changing; try again", rank);
         return -EAGAIN;
 }
 
