@@ -41,6 +41,7 @@ endif
 PKGS      := libuv jansson libsystemd
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 JANSSON_LIBS := $(shell pkg-config --libs jansson 2>/dev/null)
+DAEMON_LIBS  := $(shell pkg-config --libs libuv jansson libsystemd 2>/dev/null)
 CMOCKA_LIBS  := $(shell pkg-config --libs cmocka 2>/dev/null)
 
 CFLAGS   ?= -O2 -g
@@ -52,9 +53,15 @@ LDFLAGS  += $(SAN_FLAGS)
 SHM_OBJS  := $(BUILD)/shm/shm.o $(BUILD)/shm/slot.o $(BUILD)/shm/proc.o
 CONF_OBJS := $(BUILD)/conf/conf.o $(BUILD)/conf/jsonpos.o
 
-NPUPROFCTL_OBJS := $(BUILD)/client/npuprofctl.o $(BUILD)/client/validate.o $(CONF_OBJS) $(SHM_OBJS)
+VIEW_OBJS := $(BUILD)/shm/view.o
+DAEMON_OBJS := $(BUILD)/daemon/npuprofd.o $(BUILD)/daemon/daemon.o $(BUILD)/daemon/watch.o \
+               $(BUILD)/daemon/server.o $(BUILD)/daemon/sweep.o $(BUILD)/daemon/notify.o $(BUILD)/daemon/log.o
 
-PROGRAMS := $(BUILD)/npuprofctl
+NPUPROFD_OBJS   := $(DAEMON_OBJS) $(VIEW_OBJS) $(CONF_OBJS) $(SHM_OBJS)
+NPUPROFCTL_OBJS := $(BUILD)/client/npuprofctl.o $(BUILD)/client/validate.o $(BUILD)/client/ipc.o \
+                   $(BUILD)/client/status.o $(VIEW_OBJS) $(CONF_OBJS) $(SHM_OBJS)
+
+PROGRAMS := $(BUILD)/npuprofctl $(BUILD)/npuprofd
 
 # --- tests ------------------------------------------------------------------------------
 UNIT_TESTS := $(BUILD)/tests/test-shm $(BUILD)/tests/test-slot $(BUILD)/tests/test-proc \
@@ -72,6 +79,9 @@ $(BUILD)/%.o: %.c
 
 $(BUILD)/npuprofctl: $(NPUPROFCTL_OBJS)
 	$(CC) $(LDFLAGS) -o $@ $^ $(JANSSON_LIBS)
+
+$(BUILD)/npuprofd: $(NPUPROFD_OBJS)
+	$(CC) $(LDFLAGS) -o $@ $^ $(DAEMON_LIBS)
 
 $(BUILD)/tests/test-shm: $(BUILD)/tests/test-shm.o $(SHM_OBJS)
 	$(CC) $(LDFLAGS) -o $@ $^ $(CMOCKA_LIBS)

@@ -1243,7 +1243,7 @@ static const char *file_kind(mode_t mode)
         return "not a regular file";
 }
 
-int npf_conf_load(const char *path, npf_shm_config_t *ret_config, npf_conf_report_t *report)
+int npf_conf_read(const char *path, char **ret_text, size_t *ret_len, npf_conf_report_t *report)
 {
         parse_t p = { .report = report };
         struct stat st;
@@ -1262,24 +1262,24 @@ int npf_conf_load(const char *path, npf_shm_config_t *ret_config, npf_conf_repor
         if (fstat(fd, &st) < 0) {
                 r = -errno;
                 error_at(&p, NULL, "cannot stat %s: %s", path, strerror(errno));
-                goto out;
+                goto fail;
         }
         if (!S_ISREG(st.st_mode)) {
                 r = -EINVAL;
                 error_at(&p, NULL, "%s is %s, not a regular file", path, file_kind(st.st_mode));
-                goto out;
+                goto fail;
         }
         if ((uint64_t) st.st_size > NPF_CONF_FILE_MAX) {
                 r = -EFBIG;
                 error_at(&p, NULL, "%s is %jd bytes; at most %u are read", path, (intmax_t) st.st_size,
                          NPF_CONF_FILE_MAX);
-                goto out;
+                goto fail;
         }
         buf = malloc(NPF_CONF_FILE_MAX + 1);
         if (!buf) {
                 r = -ENOMEM;
                 error_at(&p, NULL, "out of memory");
-                goto out;
+                goto fail;
         }
         /* Read one byte past the cap, so that a file that grew since fstat is caught. */
         for (;;) {
@@ -1289,7 +1289,7 @@ int npf_conf_load(const char *path, npf_shm_config_t *ret_config, npf_conf_repor
                 if (n < 0) {
                         r = -errno;
                         error_at(&p, NULL, "cannot read %s: %s", path, strerror(errno));
-                        goto out;
+                        goto fail;
                 }
                 if (n == 0)
                         break;
@@ -1297,13 +1297,30 @@ int npf_conf_load(const char *path, npf_shm_config_t *ret_config, npf_conf_repor
                 if (used > NPF_CONF_FILE_MAX) {
                         r = -EFBIG;
                         error_at(&p, NULL, "%s is over %u bytes; at most that is read", path, NPF_CONF_FILE_MAX);
-                        goto out;
+                        goto fail;
                 }
         }
-        r = npf_conf_parse(buf, used, ret_config, report);
-out:
+        close(fd);
+        *ret_text = buf;
+        *ret_len = used;
+        return 0;
+fail:
         free(buf);
         close(fd);
+        return r;
+}
+
+int npf_conf_load(const char *path, npf_shm_config_t *ret_config, npf_conf_report_t *report)
+{
+        char *text;
+        size_t len;
+        int r;
+
+        r = npf_conf_read(path, &text, &len, report);
+        if (r < 0)
+                return r;
+        r = npf_conf_parse(text, len, ret_config, report);
+        free(text);
         return r;
 }
 

@@ -45,6 +45,13 @@ typedef struct npf_conf_report {
 int npf_conf_parse(const char *text, size_t len, npf_shm_config_t *ret_config, npf_conf_report_t *report);
 
 /*
+ * npf_conf_read() - read the file at @path, refusing what is not a regular file or is over
+ * NPF_CONF_FILE_MAX bytes. Return: 0 and a malloc'd buffer (not NUL-terminated) in
+ * @ret_text of @ret_len bytes, or -errno with the reason as an error in @report.
+ */
+int npf_conf_read(const char *path, char **ret_text, size_t *ret_len, npf_conf_report_t *report);
+
+/*
  * npf_conf_load() - read and parse the file at @path.
  * Refuses what is not a regular file, over NPF_CONF_FILE_MAX bytes, or not UTF-8.
  * Return: as npf_conf_parse(), or -errno when the file cannot be read, with the reason as

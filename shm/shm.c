@@ -237,7 +237,8 @@ int npf_shm_open(const char *name, unsigned flags, npf_shm_t **ret_shm, char *er
         if (r < 0)
                 goto fail;
 
-        r = map_object(ranks_obj, sizeof(npf_shm_ranks_t), true, create, 0666, &ranks, &ranks_created);
+        r = map_object(ranks_obj, sizeof(npf_shm_ranks_t), !(flags & NPF_SHM_RDONLY), create, 0666, &ranks,
+                       &ranks_created);
         if (r < 0) {
                 if (r == -EAGAIN)
                         npf__set_err(err, "segment %s is still being created", ranks_obj);

@@ -263,13 +263,15 @@ typedef struct npf_shm npf_shm_t;
 enum {
         NPF_SHM_WRITER = 1u << 0,       /* the daemon: map the control block writable */
         NPF_SHM_CREATE = 1u << 1,       /* with WRITER: create if absent, adopt if valid */
+        NPF_SHM_RDONLY = 1u << 2,       /* an observer (npuprofctl): map the rank table read-only too */
 };
 
 /*
  * npf_shm_open() - open the segment @name.
  * With NPF_SHM_WRITER|NPF_SHM_CREATE, creates both objects or adopts a valid existing
  * segment of this ABI (generation, slots and windows are kept). Without NPF_SHM_WRITER,
- * maps the control block read-only and the rank table read-write.
+ * maps the control block read-only and the rank table read-write (read-only too with
+ * NPF_SHM_RDONLY).
  * Return: 0, -ENOENT if absent, -EPROTO for another ABI or a damaged header (the
  * message in @err, of NPF_SHM_ERR_MAX bytes, says which), -EAGAIN while the daemon is
  * still creating it, or another -errno.

@@ -1,0 +1,18 @@
+/* SPDX-License-Identifier: MIT */
+/* npuprofctl's side of the control protocol (include/npuprof/protocol.h). */
+#ifndef NPUPROF_CLIENT_IPC_H
+#define NPUPROF_CLIENT_IPC_H
+
+#include <jansson.h>
+
+#define NPF_IPC_TIMEOUT_MS 5000
+
+/*
+ * npf_ipc_call() - send @command to the daemon on @socket_path and wait for the reply.
+ * Return: 0 and the whole reply object in @ret_reply (check its "ok"); or -errno when the
+ * daemon cannot be reached or did not answer in NPF_IPC_TIMEOUT_MS, with the reason in
+ * @err (256 bytes).
+ */
+int npf_ipc_call(const char *socket_path, const char *command, json_t **ret_reply, char *err);
+
+#endif /* NPUPROF_CLIENT_IPC_H */

@@ -1,0 +1,237 @@
+/* SPDX-License-Identifier: MIT */
+#include "client/status.h"
+#include "client/ipc.h"
+#include "npuprof/shm.h"
+#include "shm/view.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *str(json_t *o, const char *key, const char *none)
+{
+        const char *s = json_string_value(json_object_get(o, key));
+
+        return s ? s : none;
+}
+
+static json_int_t num(json_t *o, const char *key)
+{
+        return json_integer_value(json_object_get(o, key));
+}
+
+static void print_json(json_t *o)
+{
+        char *s = json_dumps(o, JSON_COMPACT);
+
+        if (s)
+                puts(s);
+        free(s);
+}
+
+static void print_duration(json_int_t s)
+{
+        if (s >= 86400)
+                printf("%lldd%02lldh", (long long) s / 86400, (long long) s % 86400 / 3600);
+        else if (s >= 3600)
+                printf("%lldh%02lldm", (long long) s / 3600, (long long) s % 3600 / 60);
+        else if (s >= 60)
+                printf("%lldm%02llds", (long long) s / 60, (long long) s % 60);
+        else
+                printf("%llds", (long long) s);
+}
+
+static void print_window(json_t *w)
+{
+        json_t *start = json_object_get(w, "start_step"), *stop = json_object_get(w, "stop_step");
+
+        if (!json_is_true(json_object_get(w, "enabled"))) {
+                printf("none (profiling off)");
+                return;
+        }
+        if (json_is_string(start))
+                printf("from the next step, %lld steps", (long long) num(w, "steps"));
+        else
+                printf("steps %lld", (long long) json_integer_value(start));
+        if (json_is_integer(stop))
+                printf("..%lld", (long long) json_integer_value(stop));
+        if (json_is_integer(json_object_get(w, "duration_ms")))
+                printf(" for %lld ms", (long long) num(w, "duration_ms"));
+}
+
+static void print_config(json_t *c)
+{
+        json_t *err = json_object_get(c, "error");
+
+        if (json_object_get(c, "unreadable")) {
+                printf("config:  unreadable: %s\n", str(c, "unreadable", ""));
+                return;
+        }
+        printf("config:  %s", str(c, "path", "?"));
+        if (json_is_string(json_object_get(c, "dialect")))
+                printf(" (%s)", str(c, "dialect", ""));
+        printf(", generation %lld, %s\n", (long long) num(c, "generation"), str(c, "state", "unknown"));
+        if (json_is_object(err)) {
+                printf("         error: ");
+                if (json_is_integer(json_object_get(err, "line")))
+                        printf("line %lld, column %lld: ", (long long) num(err, "line"), (long long) num(err, "column"));
+                if (json_is_string(json_object_get(err, "key")))
+                        printf("%s: ", str(err, "key", ""));
+                printf("%s\n", str(err, "message", ""));
+                printf("         the last good configuration (generation %lld) stays in force\n",
+                       (long long) num(c, "generation"));
+        }
+        printf("window:  ");
+        print_window(json_object_get(c, "window"));
+        printf("\n");
+}
+
+static void print_ranks(json_t *ranks)
+{
+        size_t i;
+        json_t *r;
+
+        printf("ranks:   %zu attached\n", json_array_size(ranks));
+        if (json_array_size(ranks) == 0)
+                return;
+        printf("  %6s %8s %10s  %-11s %9s  %-14s %s\n", "RANK", "PID", "STEP", "STATE", "HEARTBEAT", "WINDOW", "GEN");
+        json_array_foreach(ranks, i, r) {
+                json_t *w = json_object_get(r, "window"), *step = json_object_get(r, "step");
+                json_t *age = json_object_get(r, "heartbeat_age_ms");
+                char win[64] = "-", hb[32] = "-", st[32] = "-";
+                if (json_is_object(w))
+                        snprintf(win, sizeof(win), "%lld..%lld", (long long) num(w, "start_step"),
+                                 (long long) num(w, "stop_step"));
+                if (json_is_integer(age))
+                        snprintf(hb, sizeof(hb), "%.1fs", (double) json_integer_value(age) / 1000.0);
+                if (json_is_integer(step))
+                        snprintf(st, sizeof(st), "%lld", (long long) json_integer_value(step));
+                printf("  %6lld %8lld %10s  %-11s %9s  %-14s %lld", (long long) num(r, "rank"),
+                       (long long) num(r, "pid"), st, str(r, "state", "?"), hb, win, (long long) num(r, "generation"));
+                if (json_is_string(json_object_get(r, "state_step")) || json_is_integer(json_object_get(r, "state_step"))) {
+                        if (strcmp(str(r, "state", ""), "missed") == 0)
+                                printf("  (was at step %lld)", (long long) num(r, "state_step"));
+                }
+                if (json_is_string(json_object_get(r, "message")))
+                        printf("  %s", str(r, "message", ""));
+                printf("\n");
+        }
+}
+
+static void print_windows(json_t *w)
+{
+        static const char *const outcomes[] = { "done", "failed", "missed", "filtered", "lost" };
+
+        printf("windows:");
+        for (size_t i = 0; i < sizeof(outcomes) / sizeof(outcomes[0]); i++)
+                printf(" %s %lld%s", outcomes[i], (long long) num(w, outcomes[i]), i + 1 < 5 ? "," : "\n");
+        size_t i;
+        json_t *r;
+        json_array_foreach(json_object_get(w, "recent"), i, r) {
+                if (i >= 10)
+                        break;
+                printf("  rank %lld window %lld..%lld gen %lld: %s%s%s\n", (long long) num(r, "rank"),
+                       (long long) num(r, "start_step"), (long long) num(r, "stop_step"),
+                       (long long) num(r, "generation"), str(r, "outcome", "?"),
+                       json_is_string(json_object_get(r, "output")) ? "  " : "", str(r, "output", ""));
+        }
+}
+
+/* What the segment holds, read directly: for when the daemon does not answer. */
+static json_t *segment_view(const char *shm_name)
+{
+        char err[NPF_SHM_ERR_MAX];
+        npf_shm_t *shm;
+        int r = npf_shm_open(shm_name, NPF_SHM_RDONLY, &shm, err);
+
+        if (r < 0)
+                return json_pack("{s:s, s:s}", "name", shm_name, "error", err);
+        json_t *o = json_pack("{s:s, s:o, s:o}", "name", shm_name, "config", npf_view_config(npf_shm_ctl(shm)),
+                              "ranks", npf_view_ranks(npf_shm_ranks(shm), npf_view_monotonic_ns(), NPF_STALL_MS_DEFAULT));
+        npf_shm_close(shm);
+        return o;
+}
+
+int npf_cli_status(const char *socket_path, const char *shm_name, bool json)
+{
+        char err[256];
+        json_t *reply = NULL;
+        int r = npf_ipc_call(socket_path, "status", &reply, err);
+
+        if (r < 0) {
+                json_t *seg = segment_view(shm_name);
+                if (json) {
+                        json_t *cfg = json_object_get(seg, "config"), *ranks = json_object_get(seg, "ranks");
+                        json_t *o = json_pack("{s:n, s:s, s:{s:s, s:o}, s:o, s:o}", "daemon", "daemon_error", err, "shm",
+                                              "name", shm_name, "error", json_object_get(seg, "error")
+                                                                        ? json_incref(json_object_get(seg, "error"))
+                                                                        : json_null(),
+                                              "config", cfg ? json_incref(cfg) : json_null(),
+                                              "ranks", ranks ? json_incref(ranks) : json_array());
+                        print_json(o);
+                        json_decref(o);
+                } else {
+                        printf("npuprofd: not reachable: %s\n", err);
+                        if (json_object_get(seg, "error")) {
+                                printf("shm:     %s\n", str(seg, "error", ""));
+                        } else {
+                                printf("shm:     %s (read directly, read-only)\n", shm_name);
+                                print_config(json_object_get(seg, "config"));
+                                print_ranks(json_object_get(seg, "ranks"));
+                        }
+                }
+                json_decref(seg);
+                return NPF_EXIT_UNREACHABLE;
+        }
+        if (!json_is_true(json_object_get(reply, "ok"))) {
+                fprintf(stderr, "npuprofctl status: %s\n", str(reply, "error", "the daemon refused"));
+                json_decref(reply);
+                return 1;
+        }
+        json_t *res = json_object_get(reply, "result");
+        if (json) {
+                print_json(res);
+        } else {
+                json_t *dm = json_object_get(res, "daemon"), *shm = json_object_get(res, "shm");
+                printf("npuprofd: running, pid %lld, version %s, up ", (long long) num(dm, "pid"),
+                       str(dm, "version", "?"));
+                print_duration(num(dm, "uptime_s"));
+                printf("%s\n", json_is_true(json_object_get(dm, "socket_activated")) ? ", socket-activated" : "");
+                printf("shm:     %s%s\n", str(shm, "name", "?"),
+                       json_is_true(json_object_get(shm, "adopted")) ? " (adopted from an earlier daemon)" : "");
+                print_config(json_object_get(res, "config"));
+                print_ranks(json_object_get(res, "ranks"));
+                print_windows(json_object_get(res, "windows"));
+        }
+        json_decref(reply);
+        return 0;
+}
+
+int npf_cli_command(const char *socket_path, const char *command, bool json)
+{
+        char err[256];
+        json_t *reply = NULL;
+        int r = npf_ipc_call(socket_path, command, &reply, err);
+
+        if (r < 0) {
+                fprintf(stderr, "npuprofctl %s: the daemon is not reachable: %s\n", command, err);
+                return NPF_EXIT_UNREACHABLE;
+        }
+        if (!json_is_true(json_object_get(reply, "ok"))) {
+                fprintf(stderr, "npuprofctl %s: %s\n", command, str(reply, "error", "the daemon refused"));
+                json_decref(reply);
+                return 1;
+        }
+        json_t *res = json_object_get(reply, "result");
+        if (strcmp(command, "metrics") == 0 && !json)
+                fputs(str(res, "text", ""), stdout);
+        else if (strcmp(command, "ranks") == 0 && !json)
+                print_ranks(json_object_get(res, "ranks"));
+        else if (strcmp(command, "reload") == 0 && !json)
+                printf("reloaded: generation %lld, file %s\n", (long long) num(res, "generation"), str(res, "state", "?"));
+        else
+                print_json(res);
+        json_decref(reply);
+        return 0;
+}

@@ -1,0 +1,508 @@
+/* SPDX-License-Identifier: MIT */
+#include "daemon/daemon.h"
+#include "daemon/log.h"
+#include "daemon/notify.h"
+#include "daemon/server.h"
+#include "daemon/sweep.h"
+#include "daemon/watch.h"
+#include "npuprof/protocol.h"
+#include "shm/view.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define RELOAD_WAITERS_MAX 32
+
+typedef struct daemon {
+        npf_daemon_options_t opt;
+        uv_loop_t *loop;
+        npf_shm_t *shm;
+        npf_watch_t *watch;
+        npf_server_t *server;
+        npf_notify_t notify;
+        npf_sweep_t sweep;
+        uv_timer_t sweep_timer;
+        uv_signal_t sighup, sigterm, sigint;
+        uint64_t started_ns;            /* CLOCK_MONOTONIC */
+        uint64_t reloads;
+        npf_shm_status_t status;        /* what was last published of the file */
+        uint64_t invalid_hash;          /* the broken version last counted */
+        char logged[1024];              /* the problem last logged, so it is logged once */
+        bool ready;
+        bool reloading;
+        npf_request_t *reload_waiters[RELOAD_WAITERS_MAX];
+        unsigned n_reload_waiters;
+        bool stopping;
+} daemon_t;
+
+static uint64_t realtime_ns(void)
+{
+        struct timespec ts;
+
+        clock_gettime(CLOCK_REALTIME, &ts);
+        return (uint64_t) ts.tv_sec * 1000000000u + (uint64_t) ts.tv_nsec;
+}
+
+static uint64_t generation_in_force(const daemon_t *d)
+{
+        return atomic_load_explicit((_Atomic uint64_t *) &npf_shm_ctl(d->shm)->config_seq, memory_order_acquire) / 2;
+}
+
+static void update_notify_status(daemon_t *d)
+{
+        uint32_t open = d->sweep.by_state[NPF_WINDOW_COLLECTING] + d->sweep.by_state[NPF_WINDOW_FLUSHING] +
+                        d->sweep.by_state[NPF_SWEEP_STALLED];
+        const char *file = d->status.file_state == NPF_FILE_VALID     ? "config valid"
+                           : d->status.file_state == NPF_FILE_INVALID ? "config INVALID, last good in force"
+                           : d->status.file_state == NPF_FILE_MISSING ? "config MISSING, last good in force"
+                                                                      : "config not read yet";
+
+        npf_notify_status(&d->notify, "generation %" PRIu64 ", %s, %u rank%s attached, %u window%s open",
+                          generation_in_force(d), file, d->sweep.attached, d->sweep.attached == 1 ? "" : "s", open,
+                          open == 1 ? "" : "s");
+}
+
+/* The window of @c in words, for the log. */
+static void describe_window(const npf_shm_config_t *c, char *buf, size_t len)
+{
+        const npf_shm_args_t *a = &c->args;
+
+        if (!a->enabled)
+                snprintf(buf, len, "no window (profiling off)");
+        else if (a->duration_ms)
+                snprintf(buf, len, "window from step %s%" PRId64 " for %" PRIu64 " ms",
+                         a->start_step == NPF_STEP_NEXT ? "next" : "", a->start_step == NPF_STEP_NEXT ? 0 : a->start_step,
+                         a->duration_ms);
+        else if (a->start_step == NPF_STEP_NEXT)
+                snprintf(buf, len, "window of %" PRIu64 " steps from the next step", a->step_count);
+        else
+                snprintf(buf, len, "window steps %" PRId64 "..%" PRId64, a->start_step, a->stop_step);
+}
+
+/* Return: true if @c differs from the configuration in force (generations aside). */
+static bool differs_from_published(daemon_t *d, const npf_shm_config_t *c)
+{
+        npf_shm_config_t *cur = malloc(sizeof(*cur)), *cand = malloc(sizeof(*cand));
+        bool differs = true;
+
+        if (cur && cand && npf_shm_read_config(npf_shm_ctl(d->shm), cur) >= 0 && cur->args.generation > 0) {
+                memcpy(cand, c, sizeof(*cand));
+                cur->args.generation = cand->args.generation = 0;
+                cur->args.checksum = cand->args.checksum = 0;
+                cur->args.published_ns = cand->args.published_ns = 0;
+                differs = memcmp(cur, cand, sizeof(*cur)) != 0;
+        }
+        free(cur);
+        free(cand);
+        return differs;
+}
+
+static void finish_reload(daemon_t *d)
+{
+        json_t *result = json_pack("{s:I, s:b, s:s}", "generation", (json_int_t) generation_in_force(d), "valid",
+                                   d->status.file_state == NPF_FILE_VALID, "state",
+                                   d->status.file_state == NPF_FILE_VALID ? "valid" : "invalid");
+
+        for (unsigned i = 0; i < d->n_reload_waiters; i++)
+                npf_server_reply(d->reload_waiters[i], json_incref(result));
+        json_decref(result);
+        d->n_reload_waiters = 0;
+        if (d->reloading) {
+                d->reloading = false;
+                npf_notify_ready(&d->notify);
+        }
+}
+
+static void on_config(npf_watch_t *w, const npf_watch_result_t *res, void *data)
+{
+        daemon_t *d = data;
+        npf_shm_status_t *st = &d->status;
+        uint32_t old_state = st->file_state, old_line = st->line, old_column = st->column;
+        char old_message[sizeof(st->message)];
+
+        (void) w;
+        memcpy(old_message, st->message, sizeof(old_message));
+        snprintf(st->path, sizeof(st->path), "%s", d->opt.config_path);
+        st->checked_ns = realtime_ns();
+
+        if (res->rc == 0) {
+                if (differs_from_published(d, res->config)) {
+                        uint64_t gen;
+                        char what[160];
+                        if (npf_shm_publish_config(d->shm, res->config, &gen) == 0) {
+                                describe_window(res->config, what, sizeof(what));
+                                npf_log(LOG_NOTICE, (int64_t) gen, NPF_LOG_NONE, "published generation %" PRIu64
+                                        " (%s dialect): %s", gen, npf_conf_dialect_name(res->config->args.dialect), what);
+                        }
+                }
+                if (old_state != NPF_FILE_VALID && old_state != NPF_FILE_UNKNOWN)
+                        npf_log(LOG_NOTICE, (int64_t) generation_in_force(d), NPF_LOG_NONE,
+                                "%s is valid again", d->opt.config_path);
+                for (uint32_t i = 0; i < res->report->n_warnings && i < NPF_CONF_DIAG_MAX && old_state != NPF_FILE_VALID; i++)
+                        npf_log(LOG_WARNING, NPF_LOG_NONE, NPF_LOG_NONE, "%s:%u:%u: warning: %s: %s", d->opt.config_path,
+                                res->report->warnings[i].line, res->report->warnings[i].column,
+                                res->report->warnings[i].key, res->report->warnings[i].message);
+                st->file_state = NPF_FILE_VALID;
+                st->line = st->column = 0;
+                st->key[0] = st->message[0] = '\0';
+                d->logged[0] = '\0';
+        } else {
+                const npf_conf_diag_t *e = res->report->n_errors ? &res->report->errors[0] : NULL;
+                st->file_state = res->rc == -ENOENT ? NPF_FILE_MISSING : NPF_FILE_INVALID;
+                st->line = e ? e->line : 0;
+                st->column = e ? e->column : 0;
+                snprintf(st->key, sizeof(st->key), "%s", e ? e->key : "");
+                snprintf(st->message, sizeof(st->message), "%s", e ? e->message : strerror(-res->rc));
+                /* Count each broken version once, however often it is read. */
+                if (old_state != st->file_state || res->content_hash != d->invalid_hash) {
+                        st->error_count++;
+                        d->invalid_hash = res->content_hash;
+                }
+                char problem[sizeof(d->logged)];
+                snprintf(problem, sizeof(problem), "%u:%u:%u:%s:%s", st->file_state, st->line, st->column, st->key,
+                         st->message);
+                if (strcmp(problem, d->logged) != 0) {
+                        memcpy(d->logged, problem, sizeof(problem));
+                        if (st->line)
+                                npf_log(LOG_WARNING, (int64_t) generation_in_force(d), NPF_LOG_NONE,
+                                        "%s:%u:%u: %s%s%s (%u error%s); generation %" PRIu64 " stays in force",
+                                        d->opt.config_path, st->line, st->column, st->key, st->key[0] ? ": " : "",
+                                        st->message, res->report->n_errors, res->report->n_errors == 1 ? "" : "s",
+                                        generation_in_force(d));
+                        else
+                                npf_log(LOG_WARNING, (int64_t) generation_in_force(d), NPF_LOG_NONE,
+                                        "%s: %s; generation %" PRIu64 " stays in force", d->opt.config_path,
+                                        st->message, generation_in_force(d));
+                }
+        }
+        st->good_generation = generation_in_force(d);
+        if (old_state != st->file_state || old_line != st->line || old_column != st->column ||
+            strcmp(old_message, st->message) != 0)
+                st->changed_ns = st->checked_ns;
+        npf_shm_publish_status(d->shm, st);
+        update_notify_status(d);
+
+        if (!d->ready) {
+                d->ready = true;
+                npf_notify_ready(&d->notify);
+        }
+        finish_reload(d);
+}
+
+static void on_window_recorded(const npf_window_record_t *rec, void *data)
+{
+        (void) data;
+        npf_log(rec->outcome == NPF_WINDOW_DONE ? LOG_INFO : LOG_WARNING, (int64_t) rec->generation,
+                (int64_t) rec->rank, "rank %u (pid %u): window %" PRId64 "..%" PRId64 " %s%s%s%s", rec->rank,
+                rec->pid, rec->start_step, rec->stop_step, npf_shm_window_state_name(rec->outcome),
+                rec->outcome == NPF_WINDOW_LOST ? ": the rank died while collecting; its output is kept" : "",
+                rec->message[0] ? ": " : "", rec->message);
+}
+
+static void sweep(daemon_t *d)
+{
+        uint32_t before = d->sweep.attached;
+
+        npf_sweep_run(&d->sweep, npf_shm_ranks(d->shm), npf_view_monotonic_ns(), on_window_recorded, d);
+        npf_shm_heartbeat(d->shm, npf_view_monotonic_ns());
+        if (before != d->sweep.attached)
+                npf_log(LOG_INFO, NPF_LOG_NONE, NPF_LOG_NONE, "%u rank%s attached", d->sweep.attached,
+                        d->sweep.attached == 1 ? "" : "s");
+        update_notify_status(d);
+}
+
+static void on_sweep_timer(uv_timer_t *t)
+{
+        sweep(t->data);
+}
+
+static void on_watchdog_tick(void *data)
+{
+        npf_shm_heartbeat(((daemon_t *) data)->shm, npf_view_monotonic_ns());
+}
+
+static void start_reload(daemon_t *d, const char *why)
+{
+        d->reloads++;
+        if (!d->reloading) {
+                d->reloading = true;
+                npf_notify_reloading(&d->notify);
+        }
+        npf_log(LOG_INFO, NPF_LOG_NONE, NPF_LOG_NONE, "reloading %s (%s)", d->opt.config_path, why);
+        npf_watch_reload(d->watch);
+}
+
+/* --- commands ------------------------------------------------------------------------ */
+
+static json_t *status_json(daemon_t *d)
+{
+        json_t *config = npf_view_config(npf_shm_ctl(d->shm));
+        json_t *windows = npf_sweep_outcomes_json(&d->sweep);
+
+        json_object_set_new(config, "path", json_string(d->opt.config_path));
+        json_object_set_new(windows, "recent", npf_sweep_history_json(&d->sweep, 32));
+        return json_pack("{s:{s:I, s:s, s:I, s:I, s:b, s:b, s:I, s:s, s:I}, s:{s:s, s:b}, s:o, s:o, s:o, s:I}",
+                         "daemon",
+                         "pid", (json_int_t) getpid(),
+                         "version", NPUPROF_VERSION,
+                         "uptime_s", (json_int_t) ((npf_view_monotonic_ns() - d->started_ns) / 1000000000u),
+                         "uid", (json_int_t) getuid(),
+                         "socket_activated", npf_server_activated(d->server),
+                         "inotify", d->opt.inotify,
+                         "poll_interval_ms", (json_int_t) d->opt.poll_ms,
+                         "output_root", d->opt.output_root,
+                         "stall_timeout_ms", (json_int_t) d->opt.stall_ms,
+                         "shm", "name", d->opt.shm_name, "adopted", npf_shm_adopted(d->shm),
+                         "config", config,
+                         "ranks", npf_view_ranks(npf_shm_ranks(d->shm), npf_view_monotonic_ns(), d->opt.stall_ms),
+                         "windows", windows,
+                         "reloads", (json_int_t) d->reloads);
+}
+
+static void metric(char **buf, size_t *len, size_t *used, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static void metric(char **buf, size_t *len, size_t *used, const char *fmt, ...)
+{
+        va_list ap;
+
+        for (;;) {
+                va_start(ap, fmt);
+                int n = vsnprintf(*buf + *used, *len - *used, fmt, ap);
+                va_end(ap);
+                if (n < 0)
+                        return;
+                if ((size_t) n < *len - *used) {
+                        *used += (size_t) n;
+                        return;
+                }
+                char *bigger = realloc(*buf, *len * 2);
+                if (!bigger)
+                        return;
+                *buf = bigger;
+                *len *= 2;
+        }
+}
+
+/* Prometheus text exposition, format 0.0.4. */
+static json_t *metrics_json(daemon_t *d)
+{
+        static const char *const rank_states[] = { NPF_PROTO_RANK_STATES };
+        static const uint32_t outcomes[] = { NPF_WINDOW_DONE, NPF_WINDOW_FAILED, NPF_WINDOW_MISSED,
+                                             NPF_WINDOW_FILTERED, NPF_WINDOW_LOST };
+        size_t len = 4096, used = 0;
+        char *buf = malloc(len);
+        json_t *r;
+
+        if (!buf)
+                return NULL;
+        buf[0] = '\0';
+        metric(&buf, &len, &used,
+               "# HELP npuprof_generation Generation of the configuration in force.\n"
+               "# TYPE npuprof_generation gauge\nnpuprof_generation %" PRIu64 "\n"
+               "# HELP npuprof_config_valid Whether the watched file, as last read, is valid.\n"
+               "# TYPE npuprof_config_valid gauge\nnpuprof_config_valid %d\n"
+               "# HELP npuprof_config_errors_total Broken versions of the watched file seen.\n"
+               "# TYPE npuprof_config_errors_total counter\nnpuprof_config_errors_total %u\n"
+               "# HELP npuprof_reloads_total Reloads asked for by SIGHUP or the reload command.\n"
+               "# TYPE npuprof_reloads_total counter\nnpuprof_reloads_total %" PRIu64 "\n"
+               "# HELP npuprof_ranks Ranks attached to the segment, by state.\n# TYPE npuprof_ranks gauge\n",
+               generation_in_force(d), d->status.file_state == NPF_FILE_VALID, d->status.error_count, d->reloads);
+        for (uint32_t s = 0; s <= NPF_SWEEP_STALLED; s++)
+                metric(&buf, &len, &used, "npuprof_ranks{state=\"%s\"} %u\n", rank_states[s], d->sweep.by_state[s]);
+        metric(&buf, &len, &used, "# HELP npuprof_windows_total Windows ended, by outcome.\n"
+                                  "# TYPE npuprof_windows_total counter\n");
+        for (size_t i = 0; i < sizeof(outcomes) / sizeof(outcomes[0]); i++)
+                metric(&buf, &len, &used, "npuprof_windows_total{outcome=\"%s\"} %" PRIu64 "\n",
+                       npf_shm_window_state_name(outcomes[i]), d->sweep.outcomes[outcomes[i]]);
+        metric(&buf, &len, &used, "# HELP npuprof_slots_reclaimed_total Slots freed after their process was gone.\n"
+                                  "# TYPE npuprof_slots_reclaimed_total counter\nnpuprof_slots_reclaimed_total %" PRIu64 "\n",
+               d->sweep.reclaimed);
+        r = json_pack("{s:s}", "text", buf);
+        free(buf);
+        return r;
+}
+
+static void on_request(npf_request_t *req, const char *command, json_t *request, const npf_peer_t *peer, void *data)
+{
+        daemon_t *d = data;
+
+        (void) request;
+        if (d->stopping) {
+                npf_server_reply_error(req, "the daemon is stopping");
+                return;
+        }
+        if (strcmp(command, "status") == 0) {
+                sweep(d);
+                npf_server_reply(req, status_json(d));
+        } else if (strcmp(command, "ranks") == 0) {
+                sweep(d);
+                npf_server_reply(req, json_pack("{s:o}", "ranks", npf_view_ranks(npf_shm_ranks(d->shm),
+                                                                                 npf_view_monotonic_ns(),
+                                                                                 d->opt.stall_ms)));
+        } else if (strcmp(command, "config") == 0) {
+                npf_shm_config_t *c = malloc(sizeof(*c));
+                if (c && npf_shm_read_config(npf_shm_ctl(d->shm), c) >= 0 && c->args.generation)
+                        npf_server_reply(req, json_pack("{s:I, s:o}", "generation", (json_int_t) c->args.generation,
+                                                        "config", npf_conf_to_json(c)));
+                else
+                        npf_server_reply(req, json_pack("{s:I, s:n}", "generation", (json_int_t) 0, "config"));
+                free(c);
+        } else if (strcmp(command, "metrics") == 0) {
+                sweep(d);
+                npf_server_reply(req, metrics_json(d));
+        } else if (strcmp(command, "reload") == 0) {
+                if (peer->uid != 0 && peer->uid != getuid()) {
+                        npf_server_reply_error(req, "reload is for root and the daemon's own user (uid %u); you are uid %u",
+                                               (unsigned) getuid(), (unsigned) peer->uid);
+                        return;
+                }
+                if (d->n_reload_waiters >= RELOAD_WAITERS_MAX) {
+                        npf_server_reply_error(req, "too many reloads waiting; try again");
+                        return;
+                }
+                d->reload_waiters[d->n_reload_waiters++] = req;
+                char why[64];
+                snprintf(why, sizeof(why), "asked by uid %u, pid %d", (unsigned) peer->uid, (int) peer->pid);
+                start_reload(d, why);
+        } else {
+                npf_server_reply_error(req, "unknown command '%.64s': known are status, ranks, config, reload, metrics",
+                                       command);
+        }
+}
+
+/* --- life cycle ---------------------------------------------------------------------- */
+
+static void on_closed(uv_handle_t *h)
+{
+        (void) h;
+}
+
+static void stop(daemon_t *d, const char *why)
+{
+        if (d->stopping)
+                return;
+        d->stopping = true;
+        npf_notify_stopping(&d->notify);
+        npf_log(LOG_NOTICE, NPF_LOG_NONE, NPF_LOG_NONE, "stopping (%s)", why);
+        for (unsigned i = 0; i < d->n_reload_waiters; i++)
+                npf_server_reply_error(d->reload_waiters[i], "the daemon is stopping");
+        d->n_reload_waiters = 0;
+        npf_server_close(d->server);
+        npf_watch_close(d->watch);
+        uv_timer_stop(&d->sweep_timer);
+        uv_close((uv_handle_t *) &d->sweep_timer, on_closed);
+        npf_notify_close(&d->notify, on_closed);
+        uv_close((uv_handle_t *) &d->sighup, on_closed);
+        uv_close((uv_handle_t *) &d->sigterm, on_closed);
+        uv_close((uv_handle_t *) &d->sigint, on_closed);
+}
+
+static void on_signal(uv_signal_t *h, int signum)
+{
+        daemon_t *d = h->data;
+
+        if (signum == SIGHUP)
+                start_reload(d, "SIGHUP");
+        else
+                stop(d, signum == SIGTERM ? "SIGTERM" : "SIGINT");
+}
+
+/* On the way out: keep the segment while ranks use it, remove it when none do. */
+static void release_segment(daemon_t *d)
+{
+        npf_sweep_run(&d->sweep, npf_shm_ranks(d->shm), npf_view_monotonic_ns(), on_window_recorded, d);
+        if (d->sweep.attached > 0) {
+                npf_log(LOG_NOTICE, NPF_LOG_NONE, NPF_LOG_NONE, "left segment %s in place: %u rank%s attached",
+                        d->opt.shm_name, d->sweep.attached, d->sweep.attached == 1 ? "" : "s");
+        } else {
+                npf_shm_unlink(d->opt.shm_name);
+                npf_log(LOG_NOTICE, NPF_LOG_NONE, NPF_LOG_NONE, "removed segment %s: no rank attached", d->opt.shm_name);
+        }
+        d->shm = npf_shm_close(d->shm);
+}
+
+int npf_daemon_run(const npf_daemon_options_t *opt)
+{
+        daemon_t *d = calloc(1, sizeof(*d));
+        char err[NPF_SHM_ERR_MAX > 256 ? NPF_SHM_ERR_MAX : 256];
+        int r, status = 1;
+
+        if (!d)
+                return 1;
+        d->opt = *opt;
+        d->sweep.stall_ms = opt->stall_ms;
+        d->loop = uv_default_loop();
+        d->started_ns = npf_view_monotonic_ns();
+        npf_log_init(opt->log_target, opt->config_path);
+
+        r = npf_shm_open(opt->shm_name, NPF_SHM_WRITER | NPF_SHM_CREATE, &d->shm, err);
+        if (r < 0) {
+                npf_log(LOG_ERR, NPF_LOG_NONE, NPF_LOG_NONE, "cannot open segment %s: %s", opt->shm_name, err);
+                goto out;
+        }
+        npf_sweep_run(&d->sweep, npf_shm_ranks(d->shm), npf_view_monotonic_ns(), NULL, NULL);
+        if (npf_shm_adopted(d->shm)) {
+                npf_shm_read_status(npf_shm_ctl(d->shm), &d->status);
+                npf_log(LOG_NOTICE, (int64_t) generation_in_force(d), NPF_LOG_NONE,
+                        "adopted segment %s at generation %" PRIu64 " with %u rank%s attached", opt->shm_name,
+                        generation_in_force(d), d->sweep.attached, d->sweep.attached == 1 ? "" : "s");
+        } else {
+                npf_log(LOG_NOTICE, NPF_LOG_NONE, NPF_LOG_NONE, "created segment %s", opt->shm_name);
+        }
+        npf_shm_heartbeat(d->shm, npf_view_monotonic_ns());
+
+        d->notify.tick_cb = on_watchdog_tick;
+        d->notify.data = d;
+        r = npf_notify_init(&d->notify, d->loop);
+        if (r < 0) {
+                npf_log(LOG_ERR, NPF_LOG_NONE, NPF_LOG_NONE, "cannot start the watchdog timer: %s", uv_strerror(r));
+                goto out;
+        }
+        r = npf_server_start(d->loop, opt->socket_path, opt->socket_group, on_request, d, &d->server, err);
+        if (r < 0) {
+                npf_log(LOG_ERR, NPF_LOG_NONE, NPF_LOG_NONE, "control socket: %s", err);
+                goto out;
+        }
+        r = npf_watch_start(d->loop, opt->config_path, opt->poll_ms, opt->inotify, on_config, d, &d->watch);
+        if (r < 0) {
+                npf_log(LOG_ERR, NPF_LOG_NONE, NPF_LOG_NONE, "cannot watch %s: %s", opt->config_path, uv_strerror(r));
+                goto out;
+        }
+        uv_timer_init(d->loop, &d->sweep_timer);
+        d->sweep_timer.data = d;
+        uv_timer_start(&d->sweep_timer, on_sweep_timer, opt->poll_ms, opt->poll_ms);
+        uv_signal_t *sigs[] = { &d->sighup, &d->sigterm, &d->sigint };
+        int signums[] = { SIGHUP, SIGTERM, SIGINT };
+        for (int i = 0; i < 3; i++) {
+                uv_signal_init(d->loop, sigs[i]);
+                sigs[i]->data = d;
+                uv_signal_start(sigs[i], on_signal, signums[i]);
+        }
+        npf_log(LOG_NOTICE, NPF_LOG_NONE, NPF_LOG_NONE,
+                "npuprofd %s watching %s (poll %u ms%s), segment %s, socket %s%s", NPUPROF_VERSION,
+                opt->config_path, opt->poll_ms, opt->inotify ? " and inotify" : ", no inotify", opt->shm_name,
+                opt->socket_path, npf_server_activated(d->server) ? " (from systemd)" : "");
+
+        uv_run(d->loop, UV_RUN_DEFAULT);
+        release_segment(d);
+        status = 0;
+out:
+        if (status != 0) {
+                /* A failed start: close what was opened, let the loop finish, keep the segment. */
+                if (d->server)
+                        npf_server_close(d->server);
+                if (d->watch)
+                        npf_watch_close(d->watch);
+                if (d->notify.watchdog.type == UV_TIMER)
+                        npf_notify_close(&d->notify, on_closed);
+                uv_run(d->loop, UV_RUN_DEFAULT);
+                d->shm = npf_shm_close(d->shm);
+        }
+        uv_loop_close(d->loop);
+        free(d);
+        return status;
+}

@@ -1,0 +1,36 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * npuprofd: one libuv loop that watches profiler_config.json, publishes each new valid
+ * configuration into the node's segment, sweeps the rank table, answers the control
+ * socket and speaks sd_notify. A bad file never replaces a good configuration, and nothing
+ * a user or a rank writes stops the daemon.
+ */
+#ifndef NPUPROF_DAEMON_DAEMON_H
+#define NPUPROF_DAEMON_DAEMON_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#define NPF_POLL_MS_DEFAULT 1000u
+#define NPF_POLL_MS_MIN 50u
+#define NPF_OUTPUT_ROOT_DEFAULT "/var/lib/npuprof/output"
+
+typedef struct npf_daemon_options {
+        const char *config_path;
+        const char *shm_name;
+        const char *socket_path;
+        const char *socket_group;       /* NULL: the daemon's own group */
+        const char *output_root;
+        unsigned poll_ms;
+        bool inotify;
+        int log_target;                 /* NPF_LOG_* */
+        uint64_t stall_ms;
+} npf_daemon_options_t;
+
+/*
+ * npf_daemon_run() - run the daemon until SIGTERM or SIGINT.
+ * Return: the process exit status: 0 after a clean stop, 1 if it could not start.
+ */
+int npf_daemon_run(const npf_daemon_options_t *opt);
+
+#endif /* NPUPROF_DAEMON_DAEMON_H */

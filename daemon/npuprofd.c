@@ -1,0 +1,141 @@
+/* SPDX-License-Identifier: MIT */
+/* npuprofd: the per-node daemon. Options here; the daemon itself is daemon/daemon.c. */
+#include "daemon/daemon.h"
+#include "daemon/log.h"
+#include "npuprof/protocol.h"
+#include "npuprof/shm.h"
+#include "shm/view.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void usage(FILE *f)
+{
+        fprintf(f,
+                "Usage: npuprofd [OPTIONS]\n"
+                "\n"
+                "The per-node npuprof daemon: watches profiler_config.json and publishes each new valid\n"
+                "configuration into the node's shared-memory segment for the training ranks.\n"
+                "\n"
+                "  --config PATH          the profiler_config.json to watch (required)\n"
+                "  --shm-name NAME        the segment's name (default $%s, else %s)\n"
+                "  --socket PATH          the control socket (default $%s, else %s)\n"
+                "  --socket-group GROUP   group of the control socket (default: the daemon's)\n"
+                "  --poll-interval MS     stat the file every MS milliseconds (default %u, minimum %u)\n"
+                "  --no-inotify           poll only: for NFS and file systems where inotify misses edits\n"
+                "  --output-root DIR      the only tree window output may be written under\n"
+                "                         (default %s)\n"
+                "  --stall-timeout MS     a collecting rank without a heartbeat this long is stalled\n"
+                "                         (default %u)\n"
+                "  --log stderr|journal   where logs go (default: the journal when stderr is the journal)\n"
+                "  --help, --version\n"
+                "\n"
+                "Signals: SIGHUP reloads the file; SIGTERM and SIGINT stop. See npuprofd(8).\n",
+                NPF_ENV_SHM, NPF_SHM_NAME_DEFAULT, NPF_ENV_SOCKET, NPF_PROTO_SOCKET_DEFAULT, NPF_POLL_MS_DEFAULT,
+                NPF_POLL_MS_MIN, NPF_OUTPUT_ROOT_DEFAULT, NPF_STALL_MS_DEFAULT);
+}
+
+/* Parse a positive number of milliseconds. Return: 0, or -EINVAL with a message printed. */
+static int parse_ms(const char *opt, const char *s, unsigned min, uint64_t *ret)
+{
+        char *end;
+        errno = 0;
+        unsigned long long v = strtoull(s, &end, 10);
+
+        if (errno || end == s || *end || s[0] == '-' || v < min || v > 86400000ull) {
+                fprintf(stderr, "npuprofd: %s takes milliseconds from %u to 86400000, not '%s'\n", opt, min, s);
+                return -EINVAL;
+        }
+        *ret = v;
+        return 0;
+}
+
+int main(int argc, char **argv)
+{
+        enum { OPT_CONFIG = 256, OPT_SHM, OPT_SOCKET, OPT_GROUP, OPT_POLL, OPT_NO_INOTIFY, OPT_ROOT, OPT_STALL,
+               OPT_LOG, OPT_HELP, OPT_VERSION };
+        static const struct option opts[] = {
+                { "config", required_argument, NULL, OPT_CONFIG },
+                { "shm-name", required_argument, NULL, OPT_SHM },
+                { "socket", required_argument, NULL, OPT_SOCKET },
+                { "socket-group", required_argument, NULL, OPT_GROUP },
+                { "poll-interval", required_argument, NULL, OPT_POLL },
+                { "no-inotify", no_argument, NULL, OPT_NO_INOTIFY },
+                { "output-root", required_argument, NULL, OPT_ROOT },
+                { "stall-timeout", required_argument, NULL, OPT_STALL },
+                { "log", required_argument, NULL, OPT_LOG },
+                { "help", no_argument, NULL, OPT_HELP },
+                { "version", no_argument, NULL, OPT_VERSION },
+                { 0 },
+        };
+        const char *env_shm = getenv(NPF_ENV_SHM), *env_socket = getenv(NPF_ENV_SOCKET);
+        npf_daemon_options_t o = {
+                .shm_name = env_shm && *env_shm ? env_shm : NPF_SHM_NAME_DEFAULT,
+                .socket_path = env_socket && *env_socket ? env_socket : NPF_PROTO_SOCKET_DEFAULT,
+                .output_root = NPF_OUTPUT_ROOT_DEFAULT,
+                .poll_ms = NPF_POLL_MS_DEFAULT,
+                .inotify = true,
+                .log_target = NPF_LOG_AUTO,
+                .stall_ms = NPF_STALL_MS_DEFAULT,
+        };
+        char err[NPF_SHM_ERR_MAX];
+        uint64_t ms;
+        int c;
+
+        while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+                switch (c) {
+                case OPT_CONFIG: o.config_path = optarg; break;
+                case OPT_SHM: o.shm_name = optarg; break;
+                case OPT_SOCKET: o.socket_path = optarg; break;
+                case OPT_GROUP: o.socket_group = optarg; break;
+                case OPT_NO_INOTIFY: o.inotify = false; break;
+                case OPT_ROOT: o.output_root = optarg; break;
+                case OPT_POLL:
+                        if (parse_ms("--poll-interval", optarg, NPF_POLL_MS_MIN, &ms) < 0)
+                                return 2;
+                        o.poll_ms = (unsigned) ms;
+                        break;
+                case OPT_STALL:
+                        if (parse_ms("--stall-timeout", optarg, 1, &ms) < 0)
+                                return 2;
+                        o.stall_ms = ms;
+                        break;
+                case OPT_LOG:
+                        if (strcmp(optarg, "stderr") == 0)
+                                o.log_target = NPF_LOG_STDERR;
+                        else if (strcmp(optarg, "journal") == 0)
+                                o.log_target = NPF_LOG_JOURNAL;
+                        else {
+                                fprintf(stderr, "npuprofd: --log takes stderr or journal, not '%s'\n", optarg);
+                                return 2;
+                        }
+                        break;
+                case OPT_HELP:
+                        usage(stdout);
+                        return 0;
+                case OPT_VERSION:
+                        printf("npuprofd %s (shm ABI %u, protocol %d)\n", NPUPROF_VERSION, NPF_SHM_ABI_VERSION,
+                               NPF_PROTO_VERSION);
+                        return 0;
+                default:
+                        usage(stderr);
+                        return 2;
+                }
+        }
+        if (optind < argc) {
+                fprintf(stderr, "npuprofd: unexpected argument '%s'\n", argv[optind]);
+                return 2;
+        }
+        if (!o.config_path) {
+                fprintf(stderr, "npuprofd: --config PATH is required\n");
+                return 2;
+        }
+        if (npf_shm_name_check(o.shm_name, err) < 0) {
+                fprintf(stderr, "npuprofd: %s\n", err);
+                return 2;
+        }
+        return npf_daemon_run(&o);
+}

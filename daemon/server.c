@@ -1,0 +1,450 @@
+/* SPDX-License-Identifier: MIT */
+#include "daemon/server.h"
+#include "npuprof/protocol.h"
+
+#include <errno.h>
+#include <grp.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <systemd/sd-daemon.h>
+#include <unistd.h>
+
+#define WRITE_QUEUE_MAX (4u << 20)      /* a client that does not read its replies is dropped */
+
+typedef struct client client_t;
+
+struct npf_request {
+        client_t *client;               /* NULL once the client has gone */
+};
+
+struct client {
+        uv_pipe_t pipe;
+        uv_timer_t idle;
+        npf_server_t *server;
+        client_t *next, *prev;
+        npf_peer_t peer;
+        char *buf;
+        size_t len;
+        npf_request_t *pending;         /* the request being answered */
+        bool processing;
+        bool closing;
+        int open_handles;
+};
+
+struct npf_server {
+        uv_loop_t *loop;
+        uv_pipe_t listener;
+        char *path;                     /* the file we bound, NULL when activated */
+        bool activated;
+        bool closing;
+        unsigned clients;
+        client_t *head;
+        npf_server_request_cb cb;
+        void *data;
+        char rbuf[16384];
+};
+
+static void client_close(client_t *c);
+static void client_process(client_t *c);
+
+static void on_client_handle_closed(uv_handle_t *h)
+{
+        client_t *c = h->data;
+
+        if (--c->open_handles > 0)
+                return;
+        free(c->buf);
+        free(c);
+}
+
+static void client_close(client_t *c)
+{
+        npf_server_t *s = c->server;
+
+        if (c->closing)
+                return;
+        c->closing = true;
+        if (c->pending)
+                c->pending->client = NULL;
+        if (c->prev)
+                c->prev->next = c->next;
+        else
+                s->head = c->next;
+        if (c->next)
+                c->next->prev = c->prev;
+        s->clients--;
+        uv_timer_stop(&c->idle);
+        uv_close((uv_handle_t *) &c->idle, on_client_handle_closed);
+        uv_close((uv_handle_t *) &c->pipe, on_client_handle_closed);
+}
+
+typedef struct write_req {
+        uv_write_t req;
+        client_t *client;
+        bool close_after;
+        char data[];
+} write_req_t;
+
+static void on_written(uv_write_t *req, int status)
+{
+        write_req_t *w = (write_req_t *) req;
+
+        if ((status < 0 || w->close_after) && !w->client->closing)
+                client_close(w->client);
+        free(w);
+}
+
+/* Send one reply line; close the connection after it when @close_after. */
+static void client_send(client_t *c, json_t *reply, bool close_after)
+{
+        char *text = json_dumps(reply, JSON_COMPACT);
+        size_t n = text ? strlen(text) : 0;
+        write_req_t *w = text ? malloc(sizeof(*w) + n + 1) : NULL;
+
+        json_decref(reply);
+        if (!w || c->closing) {
+                free(text);
+                free(w);
+                if (!c->closing)
+                        client_close(c);
+                return;
+        }
+        memcpy(w->data, text, n);
+        w->data[n] = '\n';
+        free(text);
+        w->client = c;
+        w->close_after = close_after;
+        uv_buf_t buf = uv_buf_init(w->data, (unsigned) n + 1);
+        if (uv_write(&w->req, (uv_stream_t *) &c->pipe, &buf, 1, on_written) < 0) {
+                free(w);
+                client_close(c);
+                return;
+        }
+        if (uv_stream_get_write_queue_size((uv_stream_t *) &c->pipe) > WRITE_QUEUE_MAX)
+                client_close(c);
+}
+
+static json_t *error_reply(const char *fmt, va_list ap)
+{
+        char msg[512];
+
+        vsnprintf(msg, sizeof(msg), fmt, ap);
+        return json_pack("{s:i, s:b, s:s}", "version", NPF_PROTO_VERSION, "ok", 0, "error", msg);
+}
+
+static void client_error(client_t *c, bool close_after, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void client_error(client_t *c, bool close_after, const char *fmt, ...)
+{
+        va_list ap;
+
+        va_start(ap, fmt);
+        client_send(c, error_reply(fmt, ap), close_after);
+        va_end(ap);
+}
+
+static void finish_request(npf_request_t *req, json_t *reply)
+{
+        client_t *c = req->client;
+
+        free(req);
+        if (!c) {
+                json_decref(reply);
+                return;
+        }
+        c->pending = NULL;
+        client_send(c, reply, false);
+        /* Requests that arrived meanwhile are answered now, in order. */
+        if (!c->closing)
+                client_process(c);
+}
+
+void npf_server_reply(npf_request_t *req, json_t *result)
+{
+        finish_request(req, json_pack("{s:i, s:b, s:o}", "version", NPF_PROTO_VERSION, "ok", 1, "result",
+                                      result ? result : json_null()));
+}
+
+void npf_server_reply_error(npf_request_t *req, const char *fmt, ...)
+{
+        va_list ap;
+
+        va_start(ap, fmt);
+        json_t *reply = error_reply(fmt, ap);
+        va_end(ap);
+        finish_request(req, reply);
+}
+
+/* Handle one request line; errors that end the conversation close the connection. */
+static void handle_line(client_t *c, const char *line, size_t len)
+{
+        json_error_t jerr;
+        json_t *req = json_loadb(line, len, JSON_REJECT_DUPLICATES, &jerr);
+        json_t *version, *command;
+
+        if (!req || !json_is_object(req)) {
+                client_error(c, true, "the request is not a JSON object%s%s", req ? "" : ": ", req ? "" : jerr.text);
+                json_decref(req);
+                return;
+        }
+        version = json_object_get(req, "version");
+        if (!json_is_integer(version) || json_integer_value(version) != NPF_PROTO_VERSION) {
+                if (json_is_integer(version))
+                        client_error(c, true, "protocol version %" JSON_INTEGER_FORMAT
+                                     " is not supported: this daemon speaks version %d",
+                                     json_integer_value(version), NPF_PROTO_VERSION);
+                else
+                        client_error(c, true, "the request has no protocol version: this daemon speaks version %d",
+                                     NPF_PROTO_VERSION);
+                json_decref(req);
+                return;
+        }
+        command = json_object_get(req, "command");
+        if (!json_is_string(command)) {
+                client_error(c, false, "the request has no command");
+                json_decref(req);
+                return;
+        }
+        npf_request_t *r = calloc(1, sizeof(*r));
+        if (!r) {
+                client_error(c, true, "out of memory");
+                json_decref(req);
+                return;
+        }
+        r->client = c;
+        c->pending = r;
+        c->server->cb(r, json_string_value(command), req, &c->peer, c->server->data);
+        json_decref(req);
+}
+
+/*
+ * Answer the complete lines in the buffer, one at a time, while nothing is pending. A reply
+ * given from inside the callback lands back here; the flag keeps that from recursing.
+ */
+static void client_process(client_t *c)
+{
+        if (c->processing)
+                return;
+        c->processing = true;
+        while (!c->closing && !c->pending) {
+                char *nl = memchr(c->buf, '\n', c->len);
+                if (!nl)
+                        break;
+                size_t n = (size_t) (nl - c->buf);
+                char *line = malloc(n + 1);
+                if (!line) {
+                        client_close(c);
+                        break;
+                }
+                memcpy(line, c->buf, n);
+                memmove(c->buf, nl + 1, c->len - n - 1);
+                c->len -= n + 1;
+                if (n > 0)
+                        handle_line(c, line, n);
+                free(line);
+        }
+        c->processing = false;
+}
+
+static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
+{
+        client_t *c = h->data;
+
+        (void) suggested;
+        *buf = uv_buf_init(c->server->rbuf, sizeof(c->server->rbuf));
+}
+
+static void on_idle(uv_timer_t *t)
+{
+        client_close(t->data);
+}
+
+static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
+{
+        client_t *c = stream->data;
+
+        if (nread < 0) {
+                client_close(c);
+                return;
+        }
+        if (nread == 0)
+                return;
+        uv_timer_again(&c->idle);
+        if (c->len + (size_t) nread > NPF_PROTO_REQUEST_MAX + 1) {
+                client_error(c, true, "a request may be at most %d bytes, with its newline", NPF_PROTO_REQUEST_MAX);
+                uv_read_stop(stream);
+                return;
+        }
+        memcpy(c->buf + c->len, buf->base, (size_t) nread);
+        c->len += (size_t) nread;
+        client_process(c);
+}
+
+static void on_connection(uv_stream_t *listener, int status)
+{
+        npf_server_t *s = listener->data;
+        client_t *c;
+
+        if (status < 0 || s->closing)
+                return;
+        c = calloc(1, sizeof(*c));
+        if (!c || !(c->buf = malloc(NPF_PROTO_REQUEST_MAX + 1))) {
+                free(c);
+                return;
+        }
+        c->server = s;
+        uv_pipe_init(s->loop, &c->pipe, 0);
+        uv_timer_init(s->loop, &c->idle);
+        c->pipe.data = c->idle.data = c;
+        c->open_handles = 2;
+        c->next = s->head;
+        if (s->head)
+                s->head->prev = c;
+        s->head = c;
+        s->clients++;
+        if (uv_accept(listener, (uv_stream_t *) &c->pipe) < 0) {
+                client_close(c);
+                return;
+        }
+        uv_os_fd_t fd;
+        struct ucred cred;
+        socklen_t len = sizeof(cred);
+        if (uv_fileno((uv_handle_t *) &c->pipe, &fd) == 0 &&
+            getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0)
+                c->peer = (npf_peer_t) { .pid = cred.pid, .uid = cred.uid, .gid = cred.gid };
+        else
+                c->peer = (npf_peer_t) { .pid = 0, .uid = (uid_t) -1, .gid = (gid_t) -1 };
+        if (s->clients > NPF_PROTO_CLIENTS_MAX) {
+                client_error(c, true, "too many clients (at most %d at once)", NPF_PROTO_CLIENTS_MAX);
+                return;
+        }
+        uv_timer_start(&c->idle, on_idle, NPF_PROTO_IDLE_MS, NPF_PROTO_IDLE_MS);
+        uv_read_start((uv_stream_t *) &c->pipe, on_alloc, on_read);
+}
+
+/* Remove @path if it is a socket nobody answers on. Return: 0, or -EADDRINUSE / -ENOTSOCK. */
+static int clear_stale_socket(const char *path)
+{
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        struct stat st;
+        int fd, r;
+
+        if (lstat(path, &st) < 0)
+                return errno == ENOENT ? 0 : -errno;
+        if (!S_ISSOCK(st.st_mode))
+                return -ENOTSOCK;
+        if (strlen(path) >= sizeof(sa.sun_path))
+                return -ENAMETOOLONG;
+        strcpy(sa.sun_path, path);
+        fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (fd < 0)
+                return -errno;
+        r = connect(fd, (struct sockaddr *) &sa, sizeof(sa));
+        close(fd);
+        if (r == 0)
+                return -EADDRINUSE;
+        return unlink(path) < 0 && errno != ENOENT ? -errno : 0;
+}
+
+int npf_server_start(uv_loop_t *loop, const char *path, const char *group, npf_server_request_cb cb, void *data,
+                     npf_server_t **ret_server, char *err)
+{
+        npf_server_t *s = calloc(1, sizeof(*s));
+        int r, n;
+
+        if (!s)
+                return -ENOMEM;
+        s->loop = loop;
+        s->cb = cb;
+        s->data = data;
+        uv_pipe_init(loop, &s->listener, 0);
+        s->listener.data = s;
+
+        n = sd_listen_fds(1);
+        if (n > 0) {
+                if (n != 1 || sd_is_socket_unix(SD_LISTEN_FDS_START, SOCK_STREAM, 1, NULL, 0) <= 0) {
+                        snprintf(err, 256, "systemd passed %d sockets; expected one listening Unix stream socket", n);
+                        r = -EINVAL;
+                        goto fail;
+                }
+                r = uv_pipe_open(&s->listener, SD_LISTEN_FDS_START);
+                if (r < 0) {
+                        snprintf(err, 256, "cannot use the socket systemd passed: %s", uv_strerror(r));
+                        goto fail;
+                }
+                s->activated = true;
+        } else {
+                r = clear_stale_socket(path);
+                if (r < 0) {
+                        snprintf(err, 256, r == -EADDRINUSE ? "another daemon answers on %s"
+                                           : r == -ENOTSOCK ? "%s exists and is not a socket"
+                                                            : "cannot replace %s", path);
+                        goto fail;
+                }
+                r = uv_pipe_bind(&s->listener, path);
+                if (r < 0) {
+                        snprintf(err, 256, "cannot bind %s: %s", path, uv_strerror(r));
+                        goto fail;
+                }
+                s->path = strdup(path);
+                gid_t gid = (gid_t) -1;
+                if (group) {
+                        struct group *g = getgrnam(group);
+                        if (!g) {
+                                snprintf(err, 256, "no such group '%s' for the socket", group);
+                                r = -ENOENT;
+                                goto fail;
+                        }
+                        gid = g->gr_gid;
+                }
+                if (chmod(path, 0660) < 0 || (gid != (gid_t) -1 && chown(path, (uid_t) -1, gid) < 0)) {
+                        r = -errno;
+                        snprintf(err, 256, "cannot set the mode or group of %s: %s", path, strerror(errno));
+                        goto fail;
+                }
+        }
+        r = uv_listen((uv_stream_t *) &s->listener, 128, on_connection);
+        if (r < 0) {
+                snprintf(err, 256, "cannot listen: %s", uv_strerror(r));
+                goto fail;
+        }
+        *ret_server = s;
+        return 0;
+fail:
+        npf_server_close(s);
+        return r;
+}
+
+static void on_listener_closed(uv_handle_t *h)
+{
+        npf_server_t *s = h->data;
+
+        free(s->path);
+        free(s);
+}
+
+void npf_server_close(npf_server_t *s)
+{
+        if (!s || s->closing)
+                return;
+        s->closing = true;
+        while (s->head)
+                client_close(s->head);
+        if (s->path)
+                unlink(s->path);
+        uv_close((uv_handle_t *) &s->listener, on_listener_closed);
+}
+
+bool npf_server_activated(const npf_server_t *s)
+{
+        return s->activated;
+}
+
+unsigned npf_server_clients(const npf_server_t *s)
+{
+        return s->clients;
+}

@@ -1,0 +1,55 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The rank sweep: reclaim slots whose process is gone (or whose pid now belongs to another
+ * process), record the outcome of every window once (a window open when its rank died is
+ * `lost`; its output is left where it is), and count ranks by state, `stalled` included.
+ */
+#ifndef NPUPROF_DAEMON_SWEEP_H
+#define NPUPROF_DAEMON_SWEEP_H
+
+#include <jansson.h>
+#include <stdint.h>
+
+#include "npuprof/shm.h"
+
+#define NPF_SWEEP_HISTORY 256u          /* windows remembered for status */
+#define NPF_SWEEP_STALLED NPF_WINDOW__COUNT     /* index of "stalled" in by_state[] */
+
+typedef struct npf_window_record {
+        uint32_t rank;
+        uint32_t pid;
+        uint64_t generation;
+        int64_t  start_step;
+        int64_t  stop_step;
+        uint32_t outcome;               /* NPF_WINDOW_DONE, _FAILED, _MISSED, _FILTERED, _LOST */
+        uint64_t ended_ns;              /* CLOCK_REALTIME when the sweep saw it end */
+        char     output[128];
+        char     message[256];
+} npf_window_record_t;
+
+typedef struct npf_sweep {
+        uint64_t stall_ms;
+        uint32_t attached;                              /* live slots at the last sweep */
+        uint32_t by_state[NPF_WINDOW__COUNT + 1];       /* ranks per state, stalled last */
+        uint64_t outcomes[NPF_WINDOW__COUNT];           /* windows ended, per outcome, ever */
+        uint64_t reclaimed;
+        /* What was last recorded of each slot, so that an outcome is counted once. */
+        struct { uint32_t pid; uint64_t generation; uint32_t state; } seen[NPF_SHM_SLOTS];
+        npf_window_record_t history[NPF_SWEEP_HISTORY]; /* a ring, newest at head - 1 */
+        uint32_t head, count;
+} npf_sweep_t;
+
+/* Log lines and counts go through this, so the sweep itself never prints. */
+typedef void (*npf_sweep_record_cb)(const npf_window_record_t *rec, void *data);
+
+/*
+ * npf_sweep_run() - one pass over @table at CLOCK_MONOTONIC @now_ns.
+ * Context: the daemon's loop. The reclaim is safe against ranks claiming at the same time.
+ */
+void npf_sweep_run(npf_sweep_t *s, npf_shm_ranks_t *table, uint64_t now_ns, npf_sweep_record_cb cb, void *data);
+
+/* The window history, newest first, and the counts by outcome. Return: new references. */
+json_t *npf_sweep_history_json(const npf_sweep_t *s, size_t max);
+json_t *npf_sweep_outcomes_json(const npf_sweep_t *s);
+
+#endif /* NPUPROF_DAEMON_SWEEP_H */

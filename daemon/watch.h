@@ -1,0 +1,53 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Watching profiler_config.json. Stat polling (uv_fs_poll) always, and inotify
+ * (uv_fs_event) on the file's directory unless turned off, so that every way of saving a
+ * file is seen: write in place, write to a temporary and rename over, delete and
+ * re-create, truncate then write.
+ *
+ * The file is read in libuv's thread pool (a hung network file system must not stall the
+ * loop) until two consecutive reads agree, then parsed there. A valid result is delivered
+ * at once. An invalid or missing file is delivered only after it stayed so for
+ * NPF_WATCH_SETTLE_MS without another event: a file caught between truncate and write,
+ * or between delete and re-create, is never reported as broken.
+ */
+#ifndef NPUPROF_DAEMON_WATCH_H
+#define NPUPROF_DAEMON_WATCH_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <uv.h>
+
+#include "conf/conf.h"
+
+#define NPF_WATCH_SETTLE_MS 100u
+
+typedef struct npf_watch npf_watch_t;
+
+/* One reading of the file. Owned by the watcher; valid during the callback only. */
+typedef struct npf_watch_result {
+        int rc;                         /* 0 valid, -EINVAL invalid, -ENOENT missing, -errno */
+        const npf_shm_config_t *config; /* when rc == 0 */
+        const npf_conf_report_t *report;
+        uint64_t content_hash;          /* of the bytes read; 0 when nothing was read */
+} npf_watch_result_t;
+
+typedef void (*npf_watch_cb)(npf_watch_t *w, const npf_watch_result_t *result, void *data);
+
+/*
+ * npf_watch_start() - watch @path on @loop; the first reading is delivered soon after.
+ * Return: 0 and the watcher in @ret_watch, or -errno.
+ */
+int npf_watch_start(uv_loop_t *loop, const char *path, unsigned poll_ms, bool inotify, npf_watch_cb cb,
+                    void *data, npf_watch_t **ret_watch);
+
+/* Read the file now and deliver what is found, valid or not (SIGHUP, `reload`). */
+void npf_watch_reload(npf_watch_t *w);
+
+/* Stop watching; the watcher frees itself once its handles and any read in flight are done. */
+void npf_watch_close(npf_watch_t *w);
+
+/* How many times the file was read (for tests and metrics). */
+uint64_t npf_watch_reads(const npf_watch_t *w);
+
+#endif /* NPUPROF_DAEMON_WATCH_H */

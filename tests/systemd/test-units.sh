@@ -1,0 +1,328 @@
+#!/bin/bash
+# The systemd units, checked by systemd-analyze and then run under a real systemd.
+#
+# Part (a): `systemd-analyze verify` on the units (ExecStart pointed at the build) and
+# `systemd-analyze security --offline=true`, which must rate the service OK or better.
+# Part (b): systemd runs as PID 1 of private namespaces (../shared/notes/real-systemd.md)
+# with a unit path of our own, and the real systemctl shows that npuprofd.service reaches
+# active with its STATUS= text, that reload reloads, that the watchdog restarts a daemon
+# stopped with SIGSTOP, that npuprofd.socket starts the daemon on the first
+# `npuprofctl status`, and that with all the hardening on the segment is created in the
+# host's /dev/shm where a process outside the unit can map it.
+#
+# The units under test are the shipped ones with three lines changed: ExecStart= names
+# the build's binary and a private config, EnvironmentFile= a private one (NPUPROFD_OPTS
+# gives a private shm name), WatchdogSec=3s.  A drop-in adds BindReadOnlyPaths= for the
+# private config directory, which PrivateTmp=yes would otherwise hide.
+#
+# Run as root.  Exit 0 when every check passed, 1 otherwise, 77 when it cannot run here.
+
+set -u
+
+top=$(cd "$(dirname "$0")/../.." && pwd)
+units_src=$top/systemd
+# NPUPROFD and NPUPROFCTL may name other binaries (an installed build, say).
+npuprofd=${NPUPROFD:-$top/build/npuprofd}
+npuprofctl=${NPUPROFCTL:-$top/build/npuprofctl}
+systemd_bin=/lib/systemd/systemd
+shm_name=npftest-sd-$$
+
+skip() { echo "skip systemd: $*"; exit 77; }
+[ "$(id -u)" = 0 ] || skip "must run as root (it starts systemd in private namespaces)"
+[ -x "$systemd_bin" ] || skip "no systemd at $systemd_bin"
+for tool in systemd-analyze systemctl systemd-sysusers systemd-tmpfiles unshare nsenter setpriv timeout; do
+    command -v "$tool" >/dev/null || skip "$tool is missing"
+done
+
+passed=0
+failed=0
+ok()   { echo "ok   $1"; passed=$((passed + 1)); }
+fail() { echo "FAIL $1${2:+: $2}"; failed=$((failed + 1)); }
+# check NAME COMMAND...: one check, passed when COMMAND succeeds.
+check() { local name=$1; shift; if "$@"; then ok "$name"; else fail "$name"; fi; }
+
+tmp=$(mktemp -d /tmp/npftest-sd.XXXXXX) || exit 1
+chmod 0755 "$tmp"
+unshare_pid=
+sd=
+
+cleanup() {
+    if [ -n "$sd" ] && [ -d "/proc/$sd" ]; then
+        # A clean stop lets systemd remove the service's PrivateTmp= directories.
+        timeout 20 nsenter -t "$sd" -m -p systemctl stop npuprofd.socket npuprofd.service \
+            >/dev/null 2>&1
+        kill -KILL "$sd" 2>/dev/null
+    fi
+    [ -n "$unshare_pid" ] && wait "$unshare_pid" 2>/dev/null
+    rm -f "/dev/shm/$shm_name.ctl" "/dev/shm/$shm_name.ranks"
+    rm -rf "$tmp"
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM
+
+# wait_for SECONDS COMMAND...: poll COMMAND every 0.1 s until it succeeds or time is up.
+wait_for() {
+    local deadline=$((SECONDS + $1)); shift
+    until "$@"; do
+        [ "$SECONDS" -ge "$deadline" ] && return 1
+        sleep 0.1
+    done
+}
+
+# ---------------------------------------------------------------------------------------
+# (a) systemd-analyze
+
+[ -x "$npuprofd" ] || fail "npuprofd built" "$npuprofd is missing (run make)"
+
+mkdir "$tmp/verify"
+sed "s|^ExecStart=/usr/sbin/npuprofd|ExecStart=$npuprofd|" "$units_src/npuprofd.service" \
+    > "$tmp/verify/npuprofd.service"
+cp "$units_src/npuprofd.socket" "$tmp/verify/"
+if [ -x "$npuprofd" ]; then
+    out=$(systemd-analyze verify --man=no "$tmp/verify/npuprofd.service" \
+          "$tmp/verify/npuprofd.socket" 2>&1)
+    rc=$?
+    if [ "$rc" = 0 ] && ! grep -q npuprof <<<"$out"; then
+        ok "systemd-analyze verify npuprofd.service npuprofd.socket"
+    else
+        fail "systemd-analyze verify npuprofd.service npuprofd.socket" "exit $rc"
+        sed 's/^/    /' <<<"$out"
+    fi
+fi
+
+out=$(systemd-analyze security --offline=true --no-pager "$units_src/npuprofd.service" 2>&1)
+line=$(grep 'Overall exposure level' <<<"$out")
+rating=$(sed -n 's/.*Overall exposure level for [^:]*: *[0-9.]* *\([A-Z]*\).*/\1/p' <<<"$line")
+echo "#   ${line#→ }"
+case $rating in
+    PERFECT|SAFE|OK) ok "systemd-analyze security rates npuprofd.service $rating" ;;
+    *) fail "systemd-analyze security rates npuprofd.service OK or better" "got '${rating:-nothing}'"
+       sed 's/^/    /' <<<"$out" ;;
+esac
+
+if [ -x "$npuprofctl" ]; then
+    check "etc/profiler_config.json is valid" \
+        "$npuprofctl" validate "$units_src/etc/profiler_config.json" >/dev/null
+fi
+
+if [ ! -x "$npuprofd" ] || [ ! -x "$npuprofctl" ]; then
+    echo "#   the build has no npuprofd or npuprofctl: the checks under systemd are not run"
+    echo "systemd: $passed passed, $failed failed"
+    exit 1
+fi
+
+# ---------------------------------------------------------------------------------------
+# (b) under a real systemd
+
+getent passwd npuprof >/dev/null || systemd-sysusers "$units_src/sysusers.d/npuprof.conf"
+check "user npuprof exists" getent passwd npuprof
+
+units=$tmp/units
+conf=$tmp/etc
+mkdir "$units" "$units/npuprofd.service.d" "$conf"
+
+# Stubs for the targets that services pull in by default; nothing of the machine runs.
+for t in sysinit basic sockets paths timers slices local-fs local-fs-pre remote-fs \
+         multi-user shutdown umount swap; do
+    printf '[Unit]\nDescription=test stub for %s.target\n' "$t" > "$units/$t.target"
+done
+# journald, so that `journalctl -u` has something to show.
+wants=
+for u in systemd-journald.service systemd-journald.socket systemd-journald-dev-log.socket; do
+    [ -f "/lib/systemd/system/$u" ] && cp "/lib/systemd/system/$u" "$units/" && wants="$wants $u"
+done
+printf '[Unit]\nDescription=npuprof test target\nWants=%s\n' "$wants" > "$units/npf-test.target"
+
+cp "$units_src/etc/profiler_config.json" "$conf/"
+printf 'NPUPROFD_OPTS="--shm-name %s --output-root /var/lib/npuprof/output"\n' "$shm_name" \
+    > "$conf/npuprofd.conf"
+chmod -R a+rX "$conf"
+
+sed -e "s|^ExecStart=/usr/sbin/npuprofd --config /etc/npuprof/profiler_config.json |ExecStart=$npuprofd --config $conf/profiler_config.json |" \
+    -e "s|^EnvironmentFile=.*|EnvironmentFile=$conf/npuprofd.conf|" \
+    -e "s|^WatchdogSec=.*|WatchdogSec=3s|" \
+    "$units_src/npuprofd.service" > "$units/npuprofd.service"
+cp "$units_src/npuprofd.socket" "$units/"
+printf '[Service]\nBindReadOnlyPaths=%s\n' "$conf" > "$units/npuprofd.service.d/test-config.conf"
+
+# The test copy differs from the shipped unit in exactly those three lines.
+changed=$(diff "$units_src/npuprofd.service" "$units/npuprofd.service" | grep -c '^>')
+check "test unit = shipped unit but ExecStart, EnvironmentFile, WatchdogSec" \
+    test "$changed" = 3
+grep -q "^ExecStart=$npuprofd " "$units/npuprofd.service" || fail "ExecStart rewritten"
+
+# PID 1 of the namespaces: private /run, /var/lib (StateDirectory) and journal, so that
+# nothing of the machine's is touched; /dev/shm stays the host's.
+cat > "$tmp/boot.sh" <<EOF
+#!/bin/sh
+set -e
+mount -t tmpfs -o mode=0755 npftest-run /run
+mount -t tmpfs -o mode=0755 npftest-varlib /var/lib
+if [ -d /var/log/journal ]; then mount -t tmpfs -o mode=0755 npftest-journal /var/log/journal; fi
+exec $systemd_bin --system --unit=npf-test.target --log-target=journal --show-status=no
+EOF
+chmod +x "$tmp/boot.sh"
+
+SYSTEMD_UNIT_PATH=$units unshare --pid --fork --mount --mount-proc --net --uts --ipc \
+    "$tmp/boot.sh" > "$tmp/systemd.log" 2>&1 < /dev/null &
+unshare_pid=$!
+
+# The namespace's PID 1 is the only child of unshare; found by pid, never by name.
+find_pid1() {
+    sd=$(cat "/proc/$unshare_pid/task/$unshare_pid/children" 2>/dev/null | tr -d ' ')
+    [ -n "$sd" ] && [ "$(cat "/proc/$sd/comm" 2>/dev/null)" = systemd ]
+}
+ns() { timeout 40 nsenter -t "$sd" -m -p "$@"; }
+target_up() { [ "$(ns systemctl show -P ActiveState npf-test.target 2>/dev/null)" = active ]; }
+if ! wait_for 20 find_pid1 || ! wait_for 30 target_up; then
+    fail "systemd runs as PID 1 of private namespaces"
+    sed 's/^/    /' "$tmp/systemd.log"
+    echo "systemd: $passed passed, $failed failed"
+    exit 1
+fi
+ok "systemd runs as PID 1 of private namespaces (pid $sd outside)"
+
+ns systemd-tmpfiles --create "$units_src/tmpfiles.d/npuprof.conf"
+check "tmpfiles.d creates /var/lib/npuprof/output 1777" \
+    test "$(ns stat -c '%a %U' /var/lib/npuprof/output)" = "1777 npuprof"
+
+prop() { ns systemctl show -P "$1" "$2" 2>/dev/null; }
+svc_running() {
+    [ "$(prop ActiveState npuprofd.service)" = active ] &&
+    [ "$(prop SubState npuprofd.service)" = running ]
+}
+# journal_mark: a cursor; journal_after CURSOR [MATCHES...]: the entries written since.
+journal_mark() { ns journalctl -n 0 --show-cursor 2>/dev/null | sed -n 's/^-- cursor: //p'; }
+journal_after() {
+    if [ -n "$1" ]; then ns journalctl --no-pager -o cat --after-cursor "$1" "${@:2}" 2>/dev/null
+    else ns journalctl --no-pager -o cat "${@:2}" 2>/dev/null; fi
+}
+
+# --- 1. start, active, STATUS= ---------------------------------------------------------
+t0=$(journal_mark)
+ns systemctl start npuprofd.service
+if wait_for 30 svc_running; then
+    ok "npuprofd.service reaches active (running)"
+else
+    fail "npuprofd.service reaches active (running)" "$(prop ActiveState npuprofd.service)"
+    ns systemctl status --no-pager npuprofd.service | sed 's/^/    /'
+    journal_after "$t0" -u npuprofd.service | sed 's/^/    /'
+fi
+status_set() { [ -n "$(prop StatusText npuprofd.service)" ]; }
+wait_for 10 status_set
+status_text=$(prop StatusText npuprofd.service)
+echo "#   STATUS=$status_text"
+if [ -n "$status_text" ] &&
+   ns systemctl status --no-pager npuprofd.service | grep -qF "Status: \"$status_text\""; then
+    ok "systemctl status shows the daemon's STATUS= text"
+else
+    fail "systemctl status shows the daemon's STATUS= text"
+    ns systemctl status --no-pager npuprofd.service | sed 's/^/    /'
+fi
+check "the daemon runs as npuprof" \
+    test "$(ns ps -o user= -p "$(prop MainPID npuprofd.service)")" = npuprof
+
+# --- 2. segment in the host's /dev/shm, mappable from outside ------------------------------
+ctl=/dev/shm/$shm_name.ctl
+ranks=/dev/shm/$shm_name.ranks
+check "segment $shm_name.ctl in the host's /dev/shm, mode 0644" \
+    test "$(stat -c %a "$ctl" 2>/dev/null)" = 644
+check "segment $shm_name.ranks in the host's /dev/shm, mode 0666" \
+    test "$(stat -c %a "$ranks" 2>/dev/null)" = 666
+map_ro() {
+    setpriv --reuid=65534 --regid=65534 --clear-groups /usr/bin/python3 -c '
+import mmap, os, sys
+fd = os.open(sys.argv[1], os.O_RDONLY)
+m = mmap.mmap(fd, 0, prot=mmap.PROT_READ)
+sys.exit(0 if len(m) > 0 and any(m[:64]) else 1)' "$1"
+}
+check "a process outside the unit (uid 65534) maps the control block read-only" map_ro "$ctl"
+out=$(setpriv --reuid=65534 --regid=65534 --clear-groups \
+      "$npuprofctl" --shm-name "$shm_name" --socket "$tmp/no.sock" status 2>&1)
+rc=$?
+if [ "$rc" = 3 ] && grep -qi generation <<<"$out"; then
+    ok "npuprofctl status outside the unit reads the segment (daemon unreachable: exit 3)"
+else
+    fail "npuprofctl status outside the unit reads the segment" "exit $rc"
+    sed 's/^/    /' <<<"$out"
+fi
+
+# --- 3. reload ---------------------------------------------------------------------------
+pid_before=$(prop MainPID npuprofd.service)
+t0=$(journal_mark)
+if ns systemctl reload npuprofd.service; then
+    ok "systemctl reload npuprofd.service exits 0"
+else
+    fail "systemctl reload npuprofd.service exits 0"
+fi
+# The daemon's own words, not only the manager's "Reloading..." line.
+reloaded() {
+    svc_running && journal_after "$t0" _PID="$pid_before" | grep -qi 'reload'
+}
+if wait_for 10 reloaded && [ "$(prop MainPID npuprofd.service)" = "$pid_before" ]; then
+    ok "the daemon reloaded in place (journal shows the reload, same MainPID)"
+else
+    fail "the daemon reloaded in place" "MainPID $pid_before -> $(prop MainPID npuprofd.service)"
+    ns journalctl -u npuprofd.service -o json --no-pager | tail -3
+    journal_after "$t0" -u npuprofd.service | sed 's/^/    /'
+fi
+journal_after "$t0" -u npuprofd.service | grep -i reload | sed 's/^/#   /'
+
+# --- 4. watchdog -----------------------------------------------------------------------
+restarts_before=$(prop NRestarts npuprofd.service)
+pid_before=$(prop MainPID npuprofd.service)
+t0=$(journal_mark)
+ns kill -STOP "$pid_before"
+restarted() {
+    local n p
+    n=$(prop NRestarts npuprofd.service)
+    p=$(prop MainPID npuprofd.service)
+    [ "${n:-0}" -gt "${restarts_before:-0}" ] && [ "${p:-0}" != 0 ] &&
+        [ "$p" != "$pid_before" ] && svc_running
+}
+if wait_for 30 restarted; then
+    ok "a daemon stopped with SIGSTOP is restarted by the watchdog (NRestarts $restarts_before -> $(prop NRestarts npuprofd.service), MainPID $pid_before -> $(prop MainPID npuprofd.service))"
+else
+    fail "a daemon stopped with SIGSTOP is restarted by the watchdog"
+    ns systemctl status --no-pager npuprofd.service | sed 's/^/    /'
+fi
+if journal_after "$t0" | grep -q 'npuprofd.service: Watchdog timeout'; then
+    ok "the journal says why: watchdog timeout"
+else
+    fail "the journal says why: watchdog timeout"
+    journal_after "$t0" | tail -20 | sed 's/^/    /'
+fi
+
+# --- 5. socket activation ------------------------------------------------------------------
+sock=/run/npuprof/npuprofd.sock
+ns systemctl stop npuprofd.service 2>/dev/null
+ns systemctl start npuprofd.socket
+svc_inactive() { [ "$(prop ActiveState npuprofd.service)" = inactive ]; }
+sock_listening() {
+    [ "$(prop ActiveState npuprofd.socket)" = active ] && ns test -S "$sock"
+}
+if wait_for 15 svc_inactive && wait_for 10 sock_listening; then
+    ok "npuprofd.socket listens on $sock with npuprofd.service stopped"
+else
+    fail "npuprofd.socket listens on $sock with npuprofd.service stopped" \
+        "service $(prop ActiveState npuprofd.service), socket $(prop ActiveState npuprofd.socket)"
+fi
+check "the socket is npuprof:npuprof 0660" \
+    test "$(ns stat -c '%a %U %G' "$sock")" = "660 npuprof npuprof"
+inode_before=$(ns stat -c %i "$sock")
+out=$(ns "$npuprofctl" --socket "$sock" status 2>&1)
+rc=$?
+if [ "$rc" = 0 ]; then
+    ok "the first npuprofctl status starts the daemon through the socket and is answered"
+else
+    fail "the first npuprofctl status starts the daemon through the socket" "exit $rc"
+    sed 's/^/    /' <<<"$out"
+fi
+check "npuprofd.service is active after socket activation" wait_for 10 svc_running
+check "the daemon serves systemd's socket, not one of its own (same inode)" \
+    test "$(ns stat -c %i "$sock")" = "$inode_before"
+out=$(ns "$npuprofctl" --socket "$sock" status 2>&1)
+check "a second npuprofctl status is answered" test $? = 0
+
+echo "systemd: $passed passed, $failed failed"
+[ "$failed" = 0 ]
