@@ -49,7 +49,7 @@ void npf_sweep_run(npf_sweep_t *s, npf_shm_ranks_t *table, uint64_t now_ns, npf_
         s->attached = 0;
         memset(s->by_state, 0, sizeof(s->by_state));
         for (uint32_t i = 0; i < NPF_SHM_SLOTS; i++) {
-                if (atomic_load_explicit((_Atomic uint32_t *) &table->slots[i].pid, memory_order_relaxed) == 0) {
+                if (NPF_SLOT_PID(atomic_load_explicit((_Atomic uint64_t *) &table->slots[i].claim, memory_order_relaxed)) == 0) {
                         s->seen[i].pid = 0;
                         continue;
                 }
@@ -62,7 +62,7 @@ void npf_sweep_run(npf_sweep_t *s, npf_shm_ranks_t *table, uint64_t now_ns, npf_
                         s->seen[i].pid = 0;
                         continue;
                 }
-                if (npf_slot_read(table, i, &v) < 0 || v.pid == 0 || v.pid == UINT32_MAX)
+                if (npf_slot_read(table, i, &v) < 0 || v.pid == 0 || v.pid == NPF_SLOT_RECLAIMING)
                         continue;
                 s->attached++;
                 const char *shown = npf_view_rank_state(&v, now_ns, s->stall_ms);

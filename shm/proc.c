@@ -20,11 +20,14 @@ int npf_proc_start_time(pid_t pid, uint64_t *ret_start)
         snprintf(path, sizeof(path), "/proc/%d/stat", (int) pid);
         fd = open(path, O_RDONLY | O_CLOEXEC);
         if (fd < 0)
-                return errno == ENOENT ? -ESRCH : -errno;
+                return errno == ENOENT || errno == ESRCH ? -ESRCH : -errno;
         n = read(fd, buf, sizeof(buf) - 1);
+        int saved = errno;
         close(fd);
-        if (n <= 0)
-                return n < 0 ? -ESRCH : -EBADMSG;
+        if (n < 0)
+                return saved == ESRCH ? -ESRCH : -saved;     /* ESRCH: it exited between open and read */
+        if (n == 0)
+                return -EBADMSG;
         buf[n] = '\0';
 
         /* The command name may hold spaces and parentheses: fields resume after the last ')'. */
@@ -59,7 +62,11 @@ int npf_proc_check(pid_t pid, uint64_t start)
 {
         uint64_t now;
 
-        if (npf_proc_start_time(pid, &now) < 0)
+        int r = npf_proc_start_time(pid, &now);
+
+        if (r == -ESRCH)
                 return NPF_PROC_GONE;
+        if (r < 0)
+                return NPF_PROC_UNKNOWN;
         return now == start ? NPF_PROC_ALIVE : NPF_PROC_REUSED;
 }

@@ -10,16 +10,21 @@ enum {
         NPF_PROC_ALIVE  = 0,    /* the same process is running */
         NPF_PROC_GONE   = 1,    /* no such process (or a zombie) */
         NPF_PROC_REUSED = 2,    /* the pid now belongs to another process */
+        NPF_PROC_UNKNOWN = 3,   /* /proc could not tell (EMFILE, EACCES, ...): take it as alive */
 };
 
 /*
  * npf_proc_start_time() - the start time of @pid, field 22 of /proc/PID/stat, in clock
  * ticks after boot. Return: 0 and the time in @ret_start, -ESRCH if there is no such
- * process, -EBADMSG if the file cannot be parsed.
+ * process (or it is a zombie), -EBADMSG if the file cannot be parsed, or another -errno
+ * when /proc cannot be read (which says nothing about the process).
  */
 int npf_proc_start_time(pid_t pid, uint64_t *ret_start);
 
-/* Return: NPF_PROC_ALIVE, _GONE or _REUSED for the process (@pid, @start). */
+/*
+ * Return: NPF_PROC_ALIVE, _GONE, _REUSED or _UNKNOWN for the process (@pid, @start). Only
+ * a missing pid is _GONE: a failure to read /proc must never make a live rank look dead.
+ */
 int npf_proc_check(pid_t pid, uint64_t start);
 
 #endif /* NPUPROF_PROC_H */

@@ -23,10 +23,16 @@ static inline npf__atomic_u64 *npf__seq(const uint64_t *word)
         return (npf__atomic_u64 *) word;
 }
 
+/* The even sequence the next write starts from: a writer that died mid-write left it odd. */
+static inline uint64_t npf__seq_write_base(const uint64_t *seq)
+{
+        return (atomic_load_explicit(npf__seq(seq), memory_order_relaxed) + 1) & ~(uint64_t) 1;
+}
+
 /* Writer: mark a write in progress. Return: the even sequence it started from. */
 static inline uint64_t npf__seq_write_begin(uint64_t *seq)
 {
-        uint64_t s = atomic_load_explicit(npf__seq(seq), memory_order_relaxed);
+        uint64_t s = npf__seq_write_base(seq);
 
         atomic_store_explicit(npf__seq(seq), s + 1, memory_order_relaxed);
         atomic_thread_fence(memory_order_release);

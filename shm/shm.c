@@ -185,6 +185,26 @@ static int map_object(const char *obj, size_t size, bool writable, bool create, 
                         r = -errno;
                         goto fail;
                 }
+                if (create) {
+                        /* The daemon adopts only what it owns, and puts the mode right. */
+                        if (st.st_uid != geteuid()) {
+                                r = -EPERM;
+                                goto fail;
+                        }
+                        if ((st.st_mode & 07777) != mode && fchmod(fd, mode) < 0) {
+                                r = -errno;
+                                goto fail;
+                        }
+                        /* Left empty by a creator that died: make it anew. */
+                        if (st.st_size == 0) {
+                                if (ftruncate(fd, (off_t) size) < 0) {
+                                        r = -errno;
+                                        goto fail;
+                                }
+                                created = true;
+                                st.st_size = (off_t) size;
+                        }
+                }
                 if (!S_ISREG(st.st_mode) || (size_t) st.st_size < size) {
                         /* Too small: being created (size 0) or not ours. */
                         r = st.st_size == 0 ? -EAGAIN : -EPROTO;
@@ -227,10 +247,15 @@ int npf_shm_open(const char *name, unsigned flags, npf_shm_t **ret_shm, char *er
                 else if (r == -EPROTO)
                         npf__set_err(err, "%s is smaller than an ABI version %u control block",
                                 ctl_obj, NPF_SHM_ABI_VERSION);
+                else if (r == -EPERM)
+                        npf__set_err(err, "%s belongs to another user; remove it if no job uses it", ctl_obj);
                 else
                         npf__set_err(err, "cannot open %s: %s", ctl_obj, strerror(-r));
                 goto fail;
         }
+        /* A magic still zero means its creator died before finishing: make it anew. */
+        if (create && atomic_load_explicit(npf__seq(&((npf_shm_ctl_t *) ctl)->magic), memory_order_acquire) == 0)
+                ctl_created = true;
         if (ctl_created)
                 ctl_init(ctl);
         r = ctl_check(ctl, ctl_obj, err);
@@ -245,10 +270,14 @@ int npf_shm_open(const char *name, unsigned flags, npf_shm_t **ret_shm, char *er
                 else if (r == -EPROTO)
                         npf__set_err(err, "%s is smaller than an ABI version %u rank table",
                                 ranks_obj, NPF_SHM_ABI_VERSION);
+                else if (r == -EPERM)
+                        npf__set_err(err, "%s belongs to another user; remove it if no job uses it", ranks_obj);
                 else
                         npf__set_err(err, "cannot open %s: %s", ranks_obj, strerror(-r));
                 goto fail;
         }
+        if (create && atomic_load_explicit(npf__seq(&((npf_shm_ranks_t *) ranks)->magic), memory_order_acquire) == 0)
+                ranks_created = true;
         if (ranks_created)
                 ranks_init(ranks);
         r = ranks_check(ranks, ranks_obj, err);
@@ -365,7 +394,7 @@ int npf_shm_publish_config(npf_shm_t *shm, const npf_shm_config_t *config, uint6
         memcpy(copy, config, sizeof(*copy));
 
         ctl = shm->ctl;
-        s = atomic_load_explicit(npf__seq(&ctl->config_seq), memory_order_relaxed);
+        s = npf__seq_write_base(&ctl->config_seq);
         copy->args.generation = s / 2 + 1;
         copy->args.published_ns = npf__realtime_ns();
         copy->args.checksum = npf_shm_config_checksum(copy);

@@ -8,12 +8,12 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <sched.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
 #define NPF__CLAIM_TRIES 64
-#define NPF__RECLAIMING  UINT32_MAX     /* pid word while a reclaimer clears the slot */
 
 typedef _Atomic uint32_t npf__atomic_u32;
 
@@ -22,46 +22,57 @@ static npf__atomic_u32 *a32(const uint32_t *p)
         return (npf__atomic_u32 *) p;
 }
 
+static uint64_t claim_word(uint32_t tag, uint32_t pid)
+{
+        return (uint64_t) tag << 32 | pid;
+}
+
 uint32_t npf_slot_index(const npf_shm_ranks_t *table, const npf_shm_slot_t *slot)
 {
         return (uint32_t) (slot - table->slots);
 }
 
-/* Empty @slot's contents and hand it back to the free pool. Context: its current holder. */
-static void slot_clear(npf_shm_slot_t *slot)
+/*
+ * Empty @slot and hand it back: the last store frees it, keeping its tag.
+ * Context: the holder of the claim word @claim (its owner, or a reclaimer).
+ */
+static void slot_clear(npf_shm_slot_t *slot, uint64_t claim)
 {
         npf_shm_slot_state_t idle = { .state = NPF_WINDOW_IDLE };
 
         npf_slot_set_state(slot, &idle);
         atomic_store_explicit(npf__seq(&slot->proc_start), 0, memory_order_relaxed);
         atomic_store_explicit(npf__seq((uint64_t *) &slot->step), (uint64_t) -1, memory_order_relaxed);
-        atomic_store_explicit(a32(&slot->pid), 0, memory_order_release);
+        atomic_store_explicit(npf__seq(&slot->claim), claim_word(NPF_SLOT_TAG(claim), 0), memory_order_release);
 }
 
-/* Return: true if the holder of a slot whose pid word reads @pid is still running. */
+/* Return: true unless the holder with pid @pid is known to be gone (or its pid reused). */
 static bool holder_alive(const npf_shm_slot_t *slot, uint32_t pid)
 {
         uint64_t start = atomic_load_explicit(npf__seq(&slot->proc_start), memory_order_acquire);
         uint64_t now;
 
-        if (pid == 0 || pid == NPF__RECLAIMING)
+        if (pid == 0 || pid == NPF_SLOT_RECLAIMING)
                 return false;
-        if (start == 0)         /* still claiming: alive if the pid exists */
-                return npf_proc_start_time((pid_t) pid, &now) == 0;
-        return npf_proc_check((pid_t) pid, start) == NPF_PROC_ALIVE;
+        if (start == 0)         /* still claiming: alive unless the pid is gone */
+                return npf_proc_start_time((pid_t) pid, &now) != -ESRCH;
+        int state = npf_proc_check((pid_t) pid, start);
+        return state != NPF_PROC_GONE && state != NPF_PROC_REUSED;
 }
 
 int npf_slot_reclaim(npf_shm_ranks_t *table, uint32_t index, npf_slot_view_t *ret_last)
 {
         npf_shm_slot_t *slot;
         npf_slot_view_t last;
+        uint64_t claim;
         uint32_t pid, rank;
 
         if (index >= NPF_SHM_SLOTS)
                 return -ERANGE;
         slot = &table->slots[index];
-        pid = atomic_load_explicit(a32(&slot->pid), memory_order_acquire);
-        if (pid == 0 || pid == NPF__RECLAIMING || holder_alive(slot, pid))
+        claim = atomic_load_explicit(npf__seq(&slot->claim), memory_order_acquire);
+        pid = NPF_SLOT_PID(claim);
+        if (pid == 0 || pid == NPF_SLOT_RECLAIMING || holder_alive(slot, pid))
                 return 0;
 
         if (npf_slot_read(table, index, &last) < 0) {
@@ -69,31 +80,34 @@ int npf_slot_reclaim(npf_shm_ranks_t *table, uint32_t index, npf_slot_view_t *re
                 last.index = index;
                 last.pid = pid;
         }
-        /* Only one reclaimer wins; a claimant cannot take the slot while it is marked. */
-        if (!atomic_compare_exchange_strong(a32(&slot->pid), &pid, NPF__RECLAIMING))
+        /* Only one reclaimer wins, and only if nobody claimed the slot since we looked. */
+        uint64_t mark = claim_word(NPF_SLOT_TAG(claim), NPF_SLOT_RECLAIMING);
+        if (!atomic_compare_exchange_strong(npf__seq(&slot->claim), &claim, mark))
                 return 0;
         rank = atomic_load_explicit(a32(&slot->rank), memory_order_relaxed);
         if (rank < NPF_SHM_MAX_RANKS) {
-                uint32_t expect = index + 1;
+                uint32_t expect = NPF_INDEX_ENTRY(index, NPF_SLOT_TAG(claim));
                 atomic_compare_exchange_strong(a32(&table->index[rank]), &expect, 0);
         }
-        slot_clear(slot);
+        slot_clear(slot, mark);
         if (ret_last)
                 *ret_last = last;
         return 1;
 }
 
 /* Take a free slot for (@pid, @start) and fill it in. Return: its index, or -ENOSPC. */
-static int take_free_slot(npf_shm_ranks_t *table, uint32_t rank, int32_t device, uint32_t pid,
-                          uint64_t start)
+static int take_free_slot(npf_shm_ranks_t *table, uint32_t rank, int32_t device, uint32_t pid, uint64_t start,
+                          uint64_t *ret_claim)
 {
         for (int pass = 0; pass < 2; pass++) {
                 for (uint32_t i = 0; i < NPF_SHM_SLOTS; i++) {
                         npf_shm_slot_t *slot = &table->slots[i];
-                        uint32_t expect = 0;
+                        uint64_t claim = atomic_load_explicit(npf__seq(&slot->claim), memory_order_relaxed);
 
-                        if (atomic_load_explicit(a32(&slot->pid), memory_order_relaxed) != 0 ||
-                            !atomic_compare_exchange_strong(a32(&slot->pid), &expect, pid))
+                        if (NPF_SLOT_PID(claim) != 0)
+                                continue;
+                        uint64_t mine = claim_word(NPF_SLOT_TAG(claim) + 1, pid);
+                        if (!atomic_compare_exchange_strong(npf__seq(&slot->claim), &claim, mine))
                                 continue;
                         npf_shm_slot_state_t idle = { .state = NPF_WINDOW_IDLE };
                         atomic_store_explicit(a32(&slot->rank), rank, memory_order_relaxed);
@@ -102,6 +116,7 @@ static int take_free_slot(npf_shm_ranks_t *table, uint32_t rank, int32_t device,
                         npf_slot_step(slot, -1, 0);
                         npf_slot_set_state(slot, &idle);
                         atomic_store_explicit(npf__seq(&slot->proc_start), start, memory_order_release);
+                        *ret_claim = mine;
                         return (int) i;
                 }
                 /* Full: free what dead processes left behind, then look once more. */
@@ -133,37 +148,48 @@ int npf_slot_claim(npf_shm_ranks_t *table, uint32_t rank, int32_t local_device,
                 uint32_t e = atomic_load_explicit(entry, memory_order_acquire);
 
                 if (e != 0) {
-                        if (e <= NPF_SHM_SLOTS) {
-                                npf_shm_slot_t *held = &table->slots[e - 1];
-                                uint32_t hpid = atomic_load_explicit(a32(&held->pid), memory_order_acquire);
+                        uint32_t s = NPF_INDEX_SLOT(e);
+                        if (s < NPF_SHM_SLOTS) {
+                                npf_shm_slot_t *held = &table->slots[s];
+                                uint64_t claim = atomic_load_explicit(npf__seq(&held->claim), memory_order_acquire);
+                                uint32_t hpid = NPF_SLOT_PID(claim);
                                 uint32_t hrank = atomic_load_explicit(a32(&held->rank), memory_order_relaxed);
 
-                                if (hrank == rank && holder_alive(held, hpid)) {
-                                        npf__set_err(err, "rank %u is already claimed by %s %u (slot %u)", rank,
-                                                hpid == pid ? "this process," : "live process", hpid, e - 1);
-                                        return -EBUSY;
-                                }
-                                if (hrank == rank && hpid != 0 && npf_slot_reclaim(table, e - 1, NULL) != 0)
+                                if (NPF_INDEX_ENTRY(s, NPF_SLOT_TAG(claim)) == e && hpid != 0 &&
+                                    (hrank == rank || hpid == NPF_SLOT_RECLAIMING)) {
+                                        /* The entry is current: its slot holds this claim. */
+                                        if (hpid != NPF_SLOT_RECLAIMING && holder_alive(held, hpid)) {
+                                                npf__set_err(err, "rank %u is already claimed by %s %u (slot %u)", rank,
+                                                             hpid == pid ? "this process," : "live process", hpid, s);
+                                                return -EBUSY;
+                                        }
+                                        /* Its holder is gone, or being reclaimed: help, then look again. */
+                                        npf_slot_reclaim(table, s, NULL);
+                                        sched_yield();
                                         continue;
+                                }
                         }
-                        /* A stale entry: free, another rank's slot, or garbage. */
+                        /*
+                         * A stale entry (its tag is of an earlier claim) or garbage (its slot holds
+                         * another rank): clearing it is safe, a current entry never looks like it.
+                         */
                         atomic_compare_exchange_strong(entry, &e, 0);
                         continue;
                 }
 
-                r = take_free_slot(table, rank, local_device, pid, start);
+                uint64_t mine;
+                r = take_free_slot(table, rank, local_device, pid, start, &mine);
                 if (r < 0) {
-                        npf__set_err(err, "all %u slots of the rank table are held by live processes",
-                                NPF_SHM_SLOTS);
+                        npf__set_err(err, "all %u slots of the rank table are held by live processes", NPF_SHM_SLOTS);
                         return r;
                 }
                 uint32_t expect = 0;
-                if (atomic_compare_exchange_strong(entry, &expect, (uint32_t) r + 1)) {
+                if (atomic_compare_exchange_strong(entry, &expect, NPF_INDEX_ENTRY(r, NPF_SLOT_TAG(mine)))) {
                         *ret_slot = &table->slots[r];
                         return 0;
                 }
                 /* Another claimant of this rank won the race: give our slot back and look. */
-                slot_clear(&table->slots[r]);
+                slot_clear(&table->slots[r], mine);
         }
         npf__set_err(err, "rank %u: the rank table kept changing; try again", rank);
         return -EAGAIN;
@@ -172,12 +198,20 @@ int npf_slot_claim(npf_shm_ranks_t *table, uint32_t rank, int32_t local_device,
 void npf_slot_release(npf_shm_ranks_t *table, npf_shm_slot_t *slot)
 {
         uint32_t index = npf_slot_index(table, slot);
+        uint64_t claim = atomic_load_explicit(npf__seq(&slot->claim), memory_order_acquire);
         uint32_t rank = atomic_load_explicit(a32(&slot->rank), memory_order_relaxed);
-        uint32_t expect = index + 1;
 
-        if (rank < NPF_SHM_MAX_RANKS)
+        /* Only our own claim is released; one a reclaimer already took is left to it. */
+        if (NPF_SLOT_PID(claim) != (uint32_t) getpid())
+                return;
+        uint64_t mark = claim_word(NPF_SLOT_TAG(claim), NPF_SLOT_RECLAIMING);
+        if (!atomic_compare_exchange_strong(npf__seq(&slot->claim), &claim, mark))
+                return;
+        if (rank < NPF_SHM_MAX_RANKS) {
+                uint32_t expect = NPF_INDEX_ENTRY(index, NPF_SLOT_TAG(claim));
                 atomic_compare_exchange_strong(a32(&table->index[rank]), &expect, 0);
-        slot_clear(slot);
+        }
+        slot_clear(slot, mark);
 }
 
 void npf_slot_step(npf_shm_slot_t *slot, int64_t step, uint64_t monotonic_ns)
@@ -206,7 +240,9 @@ int npf_slot_read(const npf_shm_ranks_t *table, uint32_t index, npf_slot_view_t 
         if (index >= NPF_SHM_SLOTS)
                 return -ERANGE;
         slot = &table->slots[index];
-        v.pid = atomic_load_explicit(a32(&slot->pid), memory_order_acquire);
+        uint64_t claim = atomic_load_explicit(npf__seq(&slot->claim), memory_order_acquire);
+        v.pid = NPF_SLOT_PID(claim);
+        v.tag = NPF_SLOT_TAG(claim);
         v.rank = atomic_load_explicit(a32(&slot->rank), memory_order_relaxed);
         v.proc_start = atomic_load_explicit(npf__seq(&slot->proc_start), memory_order_relaxed);
         v.step = (int64_t) atomic_load_explicit(npf__seq((const uint64_t *) &slot->step), memory_order_relaxed);

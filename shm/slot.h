@@ -9,10 +9,13 @@
 
 #include "npuprof/shm.h"
 
+#define NPF_SLOT_RECLAIMING UINT32_MAX  /* pid half of the claim word while a slot is reclaimed */
+
 /* What a slot holds, read untorn, with identity and liveness. */
 typedef struct npf_slot_view {
         uint32_t index;                 /* slot number in the table */
-        uint32_t pid;                   /* 0 = free */
+        uint32_t pid;                   /* 0 = free, NPF_SLOT_RECLAIMING while reclaimed */
+        uint32_t tag;                   /* of the current claim */
         uint32_t rank;
         int32_t  local_device;
         uint64_t proc_start;

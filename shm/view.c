@@ -114,9 +114,9 @@ json_t *npf_view_ranks(const npf_shm_ranks_t *table, uint64_t now_monotonic_ns, 
         if (!a)
                 return NULL;
         for (uint32_t i = 0; i < NPF_SHM_SLOTS; i++) {
-                if (atomic_load_explicit((_Atomic uint32_t *) &table->slots[i].pid, memory_order_relaxed) == 0)
+                if (NPF_SLOT_PID(atomic_load_explicit((_Atomic uint64_t *) &table->slots[i].claim, memory_order_relaxed)) == 0)
                         continue;
-                if (npf_slot_read(table, i, &v) < 0 || v.pid == 0 || v.pid == UINT32_MAX ||
+                if (npf_slot_read(table, i, &v) < 0 || v.pid == 0 || v.pid == NPF_SLOT_RECLAIMING ||
                     v.rank >= NPF_SHM_MAX_RANKS)
                         continue;       /* free, being reclaimed, or not well-formed */
                 json_array_append_new(a, rank_json(&v, now_monotonic_ns, stall_ms));

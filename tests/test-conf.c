@@ -638,6 +638,25 @@ static void test_unknown_keys_are_warnings(void **state)
         assert_int_equal(res.c.args.flags, DS);
 }
 
+/* Inside experimental_config, a key torch_npu reads nowhere is just unknown. */
+static void test_experimental_key_of_no_torch_npu_level(void **state)
+{
+        (void) state;
+        result_t res;
+        const char *t = "{\"experimental_config\": {\"stop_step\": 5, \"prof_path\": \"p\", \"start_step\": 1}}";
+
+        assert_int_equal(parse_valid(&res, t), 3);
+        assert_int_equal(res.r.dialect, NPF_DIALECT_TORCH_NPU);
+        check_diag(t, &res.r.warnings[0], "experimental_config.stop_step", 1, 39, "unknown key 'stop_step' ignored",
+                   NULL);
+        check_diag(t, &res.r.warnings[1], "experimental_config.prof_path", 1, 55, "unknown key 'prof_path' ignored",
+                   NULL);
+        /* start_step is a torch_npu key, only in the wrong place. */
+        check_diag(t, &res.r.warnings[2], "experimental_config.start_step", 1, 74,
+                   "torch_npu reads 'start_step' at the top level", "ignored");
+        assert_int_equal(res.c.args.enabled, 0);
+}
+
 /* --- windows ------------------------------------------------------------------------- */
 
 static void test_window_torch_npu(void **state)
@@ -776,6 +795,109 @@ static void test_window_limits(void **state)
                    "\"next\"");
 }
 
+/* A native file that sets the window but not where it starts turns profiling off, and says so. */
+static void test_native_window_without_start_warns(void **state)
+{
+        (void) state;
+        result_t res;
+        const char *steps = "{\"steps\": 4, \"warmup\": 1}";
+        const char *warmup = "{\"warmup\": 1, \"duration_ms\": 100}";
+        const char *duration = "{\"record_shapes\": true,\n \"duration_ms\": 100}";
+        static const char *const quiet[] = {
+                "{}",
+                "{\"record_shapes\": true, \"start_at_multiple_of\": 10}",
+                "{\"start_step\": 5, \"steps\": 2, \"warmup\": 1}",
+                "{\"start_step\": \"next\", \"duration_ms\": 100}",
+                /* torch_npu's own template has start_step 0 (never) with active 1. */
+                "{\"prof_dir\": \"p\", \"start_step\": 0, \"active\": 1, \"warmup\": 0}",
+                "{\"active\": 3, \"warmup\": 2}",
+                "{\"prof_dir\": \"p\", \"duration_ms\": 100}",
+        };
+
+        /* Once, at the first such key, and the file stays valid with the window off. */
+        assert_int_equal(parse_valid(&res, steps), 1);
+        check_diag(steps, &res.r.warnings[0], "steps", 1, 11, "no start_step: profiling is off; add \"start_step\" "
+                   "(a step, or \"next\")", NULL);
+        assert_int_equal(res.c.args.enabled, 0);
+        assert_int_equal(parse_valid(&res, warmup), 1);
+        check_diag(warmup, &res.r.warnings[0], "warmup", 1, 12, "no start_step: profiling is off", NULL);
+        assert_int_equal(parse_valid(&res, duration), 1);
+        check_diag(duration, &res.r.warnings[0], "duration_ms", 2, 17, "no start_step: profiling is off", NULL);
+
+        for (size_t i = 0; i < N_OF(quiet); i++) {
+                if (parse_valid(&res, quiet[i]) != 0) {
+                        dump_report(quiet[i], &res.r);
+                        fail_msg("%s: unexpected warning", quiet[i]);
+                }
+        }
+}
+
+/* start_at_multiple_of keeps its rule, and says where it moved an absolute window. */
+static void test_start_at_multiple_of_move_warns(void **state)
+{
+        (void) state;
+        result_t res;
+        const char *mindspore = "{\"start_step\": 3, \"stop_step\": 5, \"start_at_multiple_of\": 10}";
+        const char *native = "{\"start_step\": 2001, \"steps\": 5, \"warmup\": 1, \"start_at_multiple_of\": 100}";
+        const char *torch = "{\"start_step\": 101, \"active\": 3, \"start_at_multiple_of\": 50}";
+        const char *timed = "{\"start_step\": 51, \"duration_ms\": 1000, \"start_at_multiple_of\": 10}";
+        static const char *const quiet[] = {
+                "{\"start_step\": 2000, \"steps\": 5, \"start_at_multiple_of\": 100}",
+                "{\"start_step\": 0, \"start_at_multiple_of\": 100}",
+                "{\"start_step\": 7, \"start_at_multiple_of\": 1}",
+                "{\"start_step\": \"next\", \"start_at_multiple_of\": 100}",
+                "{\"start_step\": -1, \"active\": 3, \"start_at_multiple_of\": 50}",
+                "{\"start_step\": 20, \"stop_step\": 25, \"start_at_multiple_of\": 10}",
+                "{\"prof_path\": \"m\", \"start_at_multiple_of\": 4}",
+                "{\"prof_dir\": \"p\", \"start_at_multiple_of\": 10}",
+        };
+
+        assert_int_equal(parse_valid(&res, mindspore), 1);
+        check_diag(mindspore, &res.r.warnings[0], "start_at_multiple_of", 1, 59,
+                   "the window moves from steps 3..5 to 10..12 to start at a multiple of 10", NULL);
+        assert_int_equal(res.c.args.start_step, 10);
+        assert_int_equal(res.c.args.stop_step, 12);
+
+        assert_int_equal(parse_valid(&res, native), 1);
+        check_diag(native, &res.r.warnings[0], "start_at_multiple_of", 1, 71,
+                   "the window moves from steps 2001..2006 to 2100..2105 to start at a multiple of 100", NULL);
+
+        assert_int_equal(parse_valid(&res, torch), 1);
+        check_diag(torch, &res.r.warnings[0], "start_at_multiple_of", 1, 58,
+                   "the window moves from steps 101..103 to 150..152 to start at a multiple of 50", NULL);
+
+        /* A window bounded by time has no last step to speak of. */
+        assert_int_equal(parse_valid(&res, timed), 1);
+        check_diag(timed, &res.r.warnings[0], "start_at_multiple_of", 1, 65,
+                   "the window moves from step 51 to step 60 to start at a multiple of 10", NULL);
+
+        for (size_t i = 0; i < N_OF(quiet); i++) {
+                if (parse_valid(&res, quiet[i]) != 0) {
+                        dump_report(quiet[i], &res.r);
+                        fail_msg("%s: unexpected warning", quiet[i]);
+                }
+        }
+}
+
+/* A window bounded by time that start_at_multiple_of pushes past the limit starts too late. */
+static void test_timed_window_starts_too_late(void **state)
+{
+        (void) state;
+        result_t res;
+        const char *late =
+                "{\"start_step\": 1152921504606846975, \"duration_ms\": 100, \"start_at_multiple_of\": 1000}";
+        const char *stepped = "{\"start_step\": 1152921504606846975, \"start_at_multiple_of\": 1000}";
+        const npf_conf_diag_t *d;
+
+        d = parse_one_error(&res, late);
+        check_diag(late, d, "start_step", 1, 16, "start is too late", "past step 1152921504606846976");
+        if (strstr(d->message, "ends past"))
+                fail_msg("%s: a window bounded by time has no end, but the error says \"%s\"", late, d->message);
+        assert_int_equal(res.r.n_warnings, 0);
+        /* Counted in steps, a window moved past the limit starts too late as well. */
+        check_diag(stepped, parse_one_error(&res, stepped), "start_step", 1, 16, "start is too late", NULL);
+}
+
 /* --- level, aic_metrics, analyse, activities ---------------------------------------- */
 
 static void test_aic_metrics_default_depends_on_level(void **state)
@@ -846,6 +968,36 @@ static void test_analyse_mode(void **state)
         check_diag(two, parse_one_error(&res, two), "analyse_mode", 1, 18, "2 is out of range",
                    "-1 for off, 0 for sync, 1 for async");
         check_diag(minus_two, parse_one_error(&res, minus_two), "analyse_mode", 1, 18, "-2 is out of range", NULL);
+}
+
+/* MindSpore: analyse_mode wins over analyse false, and says so. */
+static void test_analyse_false_with_analyse_mode_warns(void **state)
+{
+        (void) state;
+        result_t res;
+        const char *sync = "{\"analyse\": false, \"analyse_mode\": 0}";
+        const char *async = "{\"analyse_mode\": 1,\n \"analyse\": false}";
+        static const char *const quiet[] = {
+                "{\"analyse\": false, \"analyse_mode\": -1}",
+                "{\"analyse\": true, \"analyse_mode\": 0}",
+                "{\"analyse_mode\": 1}",
+                "{\"prof_path\": \"m\", \"analyse\": false}",
+        };
+
+        assert_int_equal(parse_valid(&res, sync), 1);
+        assert_int_equal(res.c.args.analyse_mode, NPF_ANALYSE_SYNC);
+        check_diag(sync, &res.r.warnings[0], "analyse_mode", 1, 36,
+                   "analyse is false but analyse_mode asks for sync/async analysis; analyse_mode wins", NULL);
+        assert_int_equal(parse_valid(&res, async), 1);
+        assert_int_equal(res.c.args.analyse_mode, NPF_ANALYSE_ASYNC);
+        check_diag(async, &res.r.warnings[0], "analyse_mode", 1, 18, "analyse_mode wins", NULL);
+
+        for (size_t i = 0; i < N_OF(quiet); i++) {
+                if (parse_valid(&res, quiet[i]) != 0) {
+                        dump_report(quiet[i], &res.r);
+                        fail_msg("%s: unexpected warning", quiet[i]);
+                }
+        }
 }
 
 static void test_activities(void **state)
@@ -998,6 +1150,39 @@ static void test_native_ranks_errors(void **state)
                 check_diag(cases[i].json, parse_one_error(&res, cases[i].json), cases[i].key, 1, cases[i].column,
                            cases[i].want1, cases[i].want2);
         }
+}
+
+/* "next", "all" and "*" match in any letter case, as every other name does. */
+static void test_next_and_all_in_any_case(void **state)
+{
+        (void) state;
+        result_t res;
+        static const char *const next[] = { "{\"start_step\": \"NEXT\"}", "{\"start_step\": \"Next\", \"steps\": 2}" };
+        static const char *const all[] = { "{\"ranks\": \"ALL\"}", "{\"ranks\": \"All\"}", "{\"ranks\": \"aLl\"}" };
+
+        for (size_t i = 0; i < N_OF(next); i++) {
+                assert_int_equal(parse_valid(&res, next[i]), 0);
+                assert_int_equal(res.c.args.enabled, 1);
+                assert_int_equal(res.c.args.start_step, NPF_STEP_NEXT);
+        }
+        for (size_t i = 0; i < N_OF(all); i++) {
+                assert_int_equal(parse_valid(&res, all[i]), 0);
+                assert_int_equal(res.c.args.rank_filter, NPF_RANKS_ALL);
+                assert_int_equal(res.c.args.rank_count, 0);
+        }
+}
+
+/* "*" means what "all" means, so inside a list it is the same error. */
+static void test_star_and_all_stand_alone_in_a_list(void **state)
+{
+        (void) state;
+        result_t res;
+        const char *star = "{\"ranks\": [0, \"*\"]}";
+        const char *upper = "{\"ranks\": [\"0-3\", \"ALL\"]}";
+
+        check_diag(star, parse_one_error(&res, star), "ranks[1]", 1, 15, "\"*\" stands alone", "\"ranks\": \"*\"");
+        check_diag(upper, parse_one_error(&res, upper), "ranks[1]", 1, 19, "\"ALL\" stands alone",
+                   "\"ranks\": \"ALL\"");
 }
 
 /* "0-" is half a range: it must not be read as rank 0. */
@@ -1890,6 +2075,7 @@ int main(void)
                 cmocka_unit_test(test_mixed_dialects_are_an_error),
                 cmocka_unit_test(test_other_dialect_key_is_a_warning),
                 cmocka_unit_test(test_unknown_keys_are_warnings),
+                cmocka_unit_test(test_experimental_key_of_no_torch_npu_level),
                 cmocka_unit_test(test_window_torch_npu),
                 cmocka_unit_test(test_window_mindspore),
                 cmocka_unit_test(test_window_mindspore_errors),
@@ -1897,13 +2083,19 @@ int main(void)
                 cmocka_unit_test(test_window_duration),
                 cmocka_unit_test(test_window_steps_and_duration_is_an_error),
                 cmocka_unit_test(test_window_limits),
+                cmocka_unit_test(test_native_window_without_start_warns),
+                cmocka_unit_test(test_start_at_multiple_of_move_warns),
+                cmocka_unit_test(test_timed_window_starts_too_late),
                 cmocka_unit_test(test_aic_metrics_default_depends_on_level),
                 cmocka_unit_test(test_analyse_mode),
+                cmocka_unit_test(test_analyse_false_with_analyse_mode_warns),
                 cmocka_unit_test(test_activities),
                 cmocka_unit_test(test_export_type_and_host_sys_lists),
                 cmocka_unit_test(test_torch_npu_rank_list),
                 cmocka_unit_test(test_native_ranks),
                 cmocka_unit_test(test_native_ranks_errors),
+                cmocka_unit_test(test_next_and_all_in_any_case),
+                cmocka_unit_test(test_star_and_all_stand_alone_in_a_list),
                 cmocka_unit_test(test_native_ranks_open_range_is_an_error),
                 cmocka_unit_test(test_native_ranks_trailing_comma_is_an_error),
                 cmocka_unit_test(test_native_ranks_signed_range_end_is_an_error),

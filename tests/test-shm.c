@@ -381,6 +381,68 @@ static void test_garbage_config_never_trusted(void **state)
         munmap(raw, sizeof(*raw));
 }
 
+/* What a dead or hostile earlier holder left is repaired or refused, never trusted. */
+static void test_adopt_repairs_or_refuses(void **state)
+{
+        fixture_t *f = *state;
+        char path[128], err[NPF_SHM_ERR_MAX] = "";
+        struct stat st;
+        npf_shm_t *s = NULL;
+
+        f->writer = npf_shm_close(f->writer);
+        snprintf(path, sizeof(path), "/dev/shm/%s.ctl", f->name);
+
+        /* A mode a rank could write through is put right. */
+        assert_int_equal(chmod(path, 0666), 0);
+        assert_int_equal(npf_shm_open(f->name, NPF_SHM_WRITER | NPF_SHM_CREATE, &s, err), 0);
+        assert_int_equal(stat(path, &st), 0);
+        assert_int_equal(st.st_mode & 07777, 0644);
+        assert_true(npf_shm_adopted(s));
+        s = npf_shm_close(s);
+
+        /* An object left empty, or without its magic, by a creator that died is made anew. */
+        assert_int_equal(truncate(path, 0), 0);
+        assert_int_equal(npf_shm_open(f->name, NPF_SHM_WRITER | NPF_SHM_CREATE, &s, err), 0);
+        assert_false(npf_shm_adopted(s));
+        assert_int_equal(npf_shm_ctl(s)->magic, NPF_SHM_CTL_MAGIC);
+        s = npf_shm_close(s);
+        npf_shm_ctl_t *raw = map_raw(f->name, "ctl", sizeof(npf_shm_ctl_t));
+        raw->magic = 0;
+        assert_int_equal(npf_shm_open(f->name, NPF_SHM_WRITER | NPF_SHM_CREATE, &s, err), 0);
+        assert_false(npf_shm_adopted(s));
+        s = npf_shm_close(s);
+
+        /* Somebody else's object is not adopted. */
+        assert_int_equal(chown(path, 65534, 65534), 0);
+        assert_int_equal(npf_shm_open(f->name, NPF_SHM_WRITER | NPF_SHM_CREATE, &s, err), -EPERM);
+        assert_non_null(strstr(err, "belongs to another user"));
+        assert_int_equal(chown(path, 0, 0), 0);
+        munmap(raw, sizeof(*raw));
+        assert_int_equal(npf_shm_open(f->name, NPF_SHM_WRITER | NPF_SHM_CREATE, &f->writer, err), 0);
+}
+
+/* A daemon killed mid-publish leaves the sequence odd; the next publication repairs it. */
+static void test_publish_after_dead_writer(void **state)
+{
+        fixture_t *f = *state;
+        npf_shm_ctl_t *raw = map_raw(f->name, "ctl", sizeof(npf_shm_ctl_t));
+        npf_shm_config_t *c = sample_config("/p"), *out = calloc(1, sizeof(*out));
+        uint64_t gen;
+
+        assert_int_equal(npf_shm_publish_config(f->writer, c, &gen), 0);
+        raw->config_seq |= 1;   /* killed between write_begin and write_end */
+        assert_int_equal(npf_shm_read_config(npf_shm_ctl(f->writer), out), -EAGAIN);
+        assert_int_equal(npf_shm_publish_config(f->writer, c, &gen), 0);
+        assert_int_equal(raw->config_seq % 2, 0);
+        assert_int_equal(raw->config_seq, gen * 2);
+        assert_true(npf_shm_read_config(npf_shm_ctl(f->writer), out) >= 0);
+        assert_int_equal(out->args.generation, gen);
+        assert_false(npf_shm_changed(npf_shm_ctl(f->writer), gen));
+        free(c);
+        free(out);
+        munmap(raw, sizeof(*raw));
+}
+
 static void test_status_roundtrip(void **state)
 {
         fixture_t *f = *state;
@@ -459,6 +521,8 @@ int main(void)
                 cmocka_unit_test_setup_teardown(test_rank_table_refused_when_damaged, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_truncated_object_refused, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_garbage_config_never_trusted, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_adopt_repairs_or_refuses, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_publish_after_dead_writer, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_status_roundtrip, setup, teardown),
                 cmocka_unit_test(test_name_check),
                 cmocka_unit_test_setup_teardown(test_unlink, setup, teardown),

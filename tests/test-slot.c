@@ -5,6 +5,8 @@
 #include "shm/slot.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <sys/resource.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -57,7 +59,8 @@ static void test_claim_read_release(void **state)
 
         assert_int_equal(npf_slot_claim(f->table, 42, 3, &slot, err), 0);
         uint32_t idx = npf_slot_index(f->table, slot);
-        assert_int_equal(f->table->index[42], idx + 1);
+        assert_int_equal(f->table->index[42], NPF_INDEX_ENTRY(idx, NPF_SLOT_TAG(slot->claim)));
+        assert_int_equal(NPF_INDEX_SLOT(f->table->index[42]), idx);
         assert_int_equal(npf_slot_read(f->table, idx, &v), 0);
         assert_int_equal(v.pid, (uint32_t) getpid());
         assert_int_equal(v.rank, 42);
@@ -126,7 +129,7 @@ static void test_second_live_claimant_refused(void **state)
         assert_int_equal(waitpid(pid, NULL, 0), pid);
         /* Now the holder is gone: the rank is taken over. */
         assert_int_equal(npf_slot_claim(f->table, 9, 0, &slot, err), 0);
-        assert_int_equal(slot->pid, (uint32_t) getpid());
+        assert_int_equal(NPF_SLOT_PID(slot->claim), (uint32_t) getpid());
         close(to_child[0]);
         close(to_child[1]);
         close(to_parent[0]);
@@ -156,7 +159,7 @@ static void test_reclaim_dead_process(void **state)
         assert_int_equal(waitpid(pid, &status, 0), pid);
         assert_int_equal(WEXITSTATUS(status), 0);
 
-        uint32_t idx = f->table->index[100] - 1;
+        uint32_t idx = NPF_INDEX_SLOT(f->table->index[100]);
         assert_true(idx < NPF_SHM_SLOTS);
         assert_int_equal(npf_slot_reclaim(f->table, idx, &last), 1);
         assert_int_equal(last.pid, (uint32_t) pid);
@@ -165,14 +168,14 @@ static void test_reclaim_dead_process(void **state)
         assert_int_equal(last.st.state, NPF_WINDOW_COLLECTING);
         assert_string_equal(last.st.output, "rank100_start10_stop14");
         assert_int_equal(f->table->index[100], 0);
-        assert_int_equal(f->table->slots[idx].pid, 0);
+        assert_int_equal(NPF_SLOT_PID(f->table->slots[idx].claim), 0);
         /* A second reclaim finds nothing to do. */
         assert_int_equal(npf_slot_reclaim(f->table, idx, NULL), 0);
 
         /* A live owner is never reclaimed. */
         assert_int_equal(npf_slot_claim(f->table, 101, 0, &slot, NULL), 0);
         assert_int_equal(npf_slot_reclaim(f->table, npf_slot_index(f->table, slot), NULL), 0);
-        assert_int_equal(slot->pid, (uint32_t) getpid());
+        assert_int_equal(NPF_SLOT_PID(slot->claim), (uint32_t) getpid());
         assert_int_equal(npf_slot_reclaim(f->table, NPF_SHM_SLOTS, NULL), -ERANGE);
 }
 
@@ -201,11 +204,11 @@ static void test_claim_takes_over_stale_index(void **state)
         /* Garbage in the index (a slot number out of range) does not block the rank. */
         f->table->index[11] = 0xdeadbeef;
         assert_int_equal(npf_slot_claim(f->table, 11, 0, &slot, NULL), 0);
-        assert_int_equal(f->table->index[11], npf_slot_index(f->table, slot) + 1);
+        assert_int_equal(NPF_INDEX_SLOT(f->table->index[11]), npf_slot_index(f->table, slot));
         /* Nor does an entry that points at another rank's slot. */
         npf_shm_slot_t *other;
         assert_int_equal(npf_slot_claim(f->table, 12, 0, &other, NULL), 0);
-        f->table->index[13] = npf_slot_index(f->table, other) + 1;
+        f->table->index[13] = f->table->index[12];
         assert_int_equal(npf_slot_claim(f->table, 13, 0, &slot, NULL), 0);
         assert_ptr_not_equal(slot, other);
         assert_int_equal(other->rank, 12);
@@ -287,10 +290,10 @@ static void test_claim_race_one_winner(void **state)
                 assert_int_equal(busy, N - 1);
                 /* The index names the winner's slot, and no other slot claims the rank. */
                 uint32_t e = f->table->index[rank];
-                assert_true(e >= 1 && e <= NPF_SHM_SLOTS);
+                assert_true(e != 0 && NPF_INDEX_SLOT(e) < NPF_SHM_SLOTS);
                 int holders = 0;
                 for (uint32_t i = 0; i < NPF_SHM_SLOTS; i++)
-                        holders += f->table->slots[i].pid != 0 && f->table->slots[i].rank == rank;
+                        holders += NPF_SLOT_PID(f->table->slots[i].claim) != 0 && f->table->slots[i].rank == rank;
                 assert_int_equal(holders, 1);
                 close(go[1]);
                 close(hold[1]);
@@ -298,6 +301,145 @@ static void test_claim_race_one_winner(void **state)
                         waitpid(pids[i], NULL, 0);
                 close(done[0]);
         }
+}
+
+/*
+ * Claimants race against a holder that died: one wins, and no slot ever holds the rank
+ * twice. Without tags on the index this ended with two live holders in a third of rounds.
+ */
+static void test_claim_race_against_dead_holder(void **state)
+{
+        fixture_t *f = *state;
+        enum { N = 8, ROUNDS = 40 };
+
+        for (int round = 0; round < ROUNDS; round++) {
+                uint32_t rank = 2000 + (uint32_t) round;
+                int go[2], done[2], hold[2];
+                pid_t pids[N];
+                int wins = 0;
+
+                pid_t dead = fork();
+                assert_true(dead >= 0);
+                if (dead == 0) {
+                        npf_shm_slot_t *s;
+                        _exit(npf_slot_claim(f->table, rank, 0, &s, NULL) == 0 ? 0 : 1);
+                }
+                assert_int_equal(waitpid(dead, NULL, 0), dead);
+                assert_int_equal(pipe(go), 0);
+                assert_int_equal(pipe(done), 0);
+                assert_int_equal(pipe(hold), 0);
+                for (int i = 0; i < N; i++) {
+                        pids[i] = fork();
+                        assert_true(pids[i] >= 0);
+                        if (pids[i] == 0) {
+                                npf_shm_slot_t *s;
+                                char c;
+                                close(go[1]);
+                                close(hold[1]);
+                                (void) !read(go[0], &c, 1);
+                                int r = npf_slot_claim(f->table, rank, 0, &s, NULL);
+                                (void) !write(done[1], r == 0 ? "w" : "b", 1);
+                                (void) !read(hold[0], &c, 1);
+                                _exit(0);
+                        }
+                }
+                close(go[0]);
+                close(done[1]);
+                close(hold[0]);
+                assert_int_equal(write(go[1], "gggggggg", N), N);
+                for (int i = 0; i < N; i++) {
+                        char c;
+                        assert_int_equal(read(done[0], &c, 1), 1);
+                        wins += c == 'w';
+                }
+                int holders = 0;
+                for (uint32_t i = 0; i < NPF_SHM_SLOTS; i++) {
+                        uint32_t p = NPF_SLOT_PID(f->table->slots[i].claim);
+                        holders += p != 0 && p != NPF_SLOT_RECLAIMING && f->table->slots[i].rank == rank;
+                }
+                assert_int_equal(wins, 1);
+                assert_int_equal(holders, 1);
+                close(go[1]);
+                close(hold[1]);
+                for (int i = 0; i < N; i++)
+                        waitpid(pids[i], NULL, 0);
+                close(done[0]);
+        }
+}
+
+/* A reclaimer that cannot read /proc (out of file descriptors) must not take a live slot. */
+static void test_unreadable_proc_is_not_death(void **state)
+{
+        fixture_t *f = *state;
+        npf_shm_slot_t *slot;
+        int status;
+
+        assert_int_equal(npf_slot_claim(f->table, 31, 0, &slot, NULL), 0);
+        uint32_t idx = npf_slot_index(f->table, slot);
+        pid_t pid = fork();
+        assert_true(pid >= 0);
+        if (pid == 0) {
+                struct rlimit rl = { .rlim_cur = 16, .rlim_max = 16 };
+                setrlimit(RLIMIT_NOFILE, &rl);
+                while (open("/dev/null", O_RDONLY | O_CLOEXEC) >= 0)
+                        ;
+                /* EMFILE now: the holder's /proc entry cannot be opened. */
+                _exit(npf_slot_reclaim(f->table, idx, NULL) == 0 ? 0 : 1);
+        }
+        assert_int_equal(waitpid(pid, &status, 0), pid);
+        assert_int_equal(WEXITSTATUS(status), 0);
+        assert_int_equal(NPF_SLOT_PID(slot->claim), (uint32_t) getpid());
+        assert_int_equal(NPF_INDEX_SLOT(f->table->index[31]), idx);
+}
+
+/* Only the owner's own claim is released; a stranger's release changes nothing. */
+static void test_release_only_own_claim(void **state)
+{
+        fixture_t *f = *state;
+        npf_shm_slot_t *slot;
+        int status;
+
+        assert_int_equal(npf_slot_claim(f->table, 32, 0, &slot, NULL), 0);
+        uint64_t before = slot->claim;
+        pid_t pid = fork();
+        assert_true(pid >= 0);
+        if (pid == 0) {
+                npf_slot_release(f->table, slot);
+                _exit(0);
+        }
+        assert_int_equal(waitpid(pid, &status, 0), pid);
+        assert_int_equal(slot->claim, before);
+        assert_int_not_equal(f->table->index[32], 0);
+}
+
+/* A rank killed inside a state write leaves the sequence odd; reclaim and reuse repair it. */
+static void test_odd_sequence_left_by_dead_writer(void **state)
+{
+        fixture_t *f = *state;
+        npf_slot_view_t v;
+        int status;
+
+        pid_t pid = fork();
+        assert_true(pid >= 0);
+        if (pid == 0) {
+                npf_shm_slot_t *mine;
+                if (npf_slot_claim(f->table, 33, 0, &mine, NULL) != 0)
+                        _exit(1);
+                mine->seq |= 1;         /* as if killed between write_begin and write_end */
+                _exit(0);
+        }
+        assert_int_equal(waitpid(pid, &status, 0), pid);
+        assert_int_equal(WEXITSTATUS(status), 0);
+        uint32_t idx = NPF_INDEX_SLOT(f->table->index[33]);
+        assert_int_equal(npf_slot_read(f->table, idx, &v), -EAGAIN);
+        assert_int_equal(npf_slot_reclaim(f->table, idx, NULL), 1);
+        assert_int_equal(f->table->slots[idx].seq % 2, 0);
+        npf_shm_slot_t *slot;
+        assert_int_equal(npf_slot_claim(f->table, 33, 0, &slot, NULL), 0);
+        npf_shm_slot_state_t st = { .state = NPF_WINDOW_ARMED, .generation = 2 };
+        npf_slot_set_state(slot, &st);
+        assert_int_equal(npf_slot_read(f->table, npf_slot_index(f->table, slot), &v), 0);
+        assert_int_equal(v.st.state, NPF_WINDOW_ARMED);
 }
 
 static void test_state_roundtrip_and_bounds(void **state)
@@ -343,6 +485,10 @@ int main(void)
                 cmocka_unit_test_setup_teardown(test_rank_out_of_range, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_table_full, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_claim_race_one_winner, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_claim_race_against_dead_holder, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_unreadable_proc_is_not_death, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_release_only_own_claim, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_odd_sequence_left_by_dead_writer, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_state_roundtrip_and_bounds, setup, teardown),
         };
         return cmocka_run_group_tests_name("slot", tests, NULL, NULL);

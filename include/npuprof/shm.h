@@ -30,9 +30,16 @@
  * acquire load of npf_shm_changed(). Slots use the same seqlock for their window state; the
  * step and heartbeat words are single relaxed stores that readers take as hints.
  *
- * Claiming a slot is a compare-and-swap on the slot's pid word (0 = free), then on the
- * rank's entry of the rank index (0 = unclaimed, else slot + 1), so two processes can never
- * both hold one rank id.
+ * Slots: a claimant takes a free slot by compare-and-swap of its 64-bit claim word from
+ * (tag, 0) to (tag + 1, pid), fills it in, stores proc_start last (release; 0 means "still
+ * claiming"), then takes the rank by compare-and-swap of the rank's index entry from 0 to
+ * (tag + 1, slot). An entry whose tag differs from its slot's current tag is stale and may
+ * be cleared by anyone; tags make every such compare-and-swap immune to ABA.
+ * A holder is gone only when its pid does not exist (ESRCH) or the pid's start time
+ * differs; any other error reading /proc counts as alive. A reclaimer swaps the claim word
+ * from (tag, pid) to (tag, NPF_SLOT_RECLAIMING), clears the index entry (tag, slot), resets
+ * the slot and stores a free claim word (tag, 0) last. A dead writer can leave a sequence
+ * odd; the next writer rounds it up to even before writing, so parity is never inverted.
  */
 #ifndef NPUPROF_SHM_H
 #define NPUPROF_SHM_H
@@ -221,19 +228,36 @@ typedef struct npf_shm_slot_state {
 } npf_shm_slot_state_t;
 
 typedef struct npf_shm_slot {
-        /* Identity, written at claim. pid 0 = free. */
-        uint32_t pid;
+        /*
+         * Identity, written at claim. The claim word holds the owner's pid in its low 32 bits
+         * (0 = free) and a tag in its high 32 bits that grows with every claim of the slot;
+         * it changes only by compare-and-swap of all 64 bits, so a reclaimer can never free
+         * a slot that was claimed again since it looked, even by a process with the same pid.
+         */
+        uint64_t claim;
         uint32_t rank;
+        int32_t  local_device;          /* -1 = unknown */
         uint64_t proc_start;            /* /proc/PID/stat starttime; 0 while claiming */
         int64_t  step;                  /* last step seen, relaxed; -1 = none yet */
         uint64_t heartbeat_ns;          /* CLOCK_MONOTONIC of that step, relaxed */
         uint64_t claimed_ns;            /* CLOCK_REALTIME */
-        int32_t  local_device;          /* -1 = unknown */
-        uint32_t reserved0;
         uint8_t  pad0[16];
         _Alignas(64) uint64_t seq;      /* seqlock of st */
         npf_shm_slot_state_t st;
 } npf_shm_slot_t;
+
+#define NPF_SLOT_PID(claim) ((uint32_t) ((claim) & 0xffffffffu))
+#define NPF_SLOT_TAG(claim) ((uint32_t) ((claim) >> 32))
+
+/*
+ * An entry of the rank index: 0, or the slot number + 1 in the low NPF_INDEX_SLOT_BITS
+ * bits and the low bits of that claim's tag above them, so that an entry left by an
+ * earlier claim of the same slot never equals a current one.
+ */
+#define NPF_INDEX_SLOT_BITS 11u
+#define NPF_INDEX_ENTRY(slot, tag) ((((uint32_t) (tag)) << NPF_INDEX_SLOT_BITS) | ((uint32_t) (slot) + 1u))
+#define NPF_INDEX_SLOT(entry) (((entry) & ((1u << NPF_INDEX_SLOT_BITS) - 1u)) - 1u)
+#define NPF_INDEX_TAG(entry) ((entry) >> NPF_INDEX_SLOT_BITS)
 
 typedef struct npf_shm_ranks {
         uint64_t magic;                 /* NPF_SHM_RANKS_MAGIC, stored last at creation */
@@ -245,7 +269,7 @@ typedef struct npf_shm_ranks {
         uint32_t reserved0;
         uint64_t table_size;            /* sizeof(npf_shm_ranks_t) */
         uint8_t  pad0[24];
-        uint32_t index[NPF_SHM_MAX_RANKS];      /* rank -> slot + 1; 0 = unclaimed */
+        uint32_t index[NPF_SHM_MAX_RANKS];      /* rank -> NPF_INDEX_ENTRY(); 0 = unclaimed */
         _Alignas(64) npf_shm_slot_t slots[NPF_SHM_SLOTS];
 } npf_shm_ranks_t;
 
@@ -410,13 +434,14 @@ _Static_assert(offsetof(npf_shm_ctl_t, config) == 192, "abi");
 _Static_assert(offsetof(npf_shm_ctl_t, status) == 16768, "abi");
 
 _Static_assert(sizeof(npf_shm_slot_t) == 512, "npf_shm_slot_t size");
-_Static_assert(offsetof(npf_shm_slot_t, pid) == 0, "abi");
-_Static_assert(offsetof(npf_shm_slot_t, rank) == 4, "abi");
-_Static_assert(offsetof(npf_shm_slot_t, proc_start) == 8, "abi");
-_Static_assert(offsetof(npf_shm_slot_t, step) == 16, "abi");
-_Static_assert(offsetof(npf_shm_slot_t, heartbeat_ns) == 24, "abi");
-_Static_assert(offsetof(npf_shm_slot_t, claimed_ns) == 32, "abi");
-_Static_assert(offsetof(npf_shm_slot_t, local_device) == 40, "abi");
+_Static_assert(offsetof(npf_shm_slot_t, claim) == 0, "abi");
+_Static_assert(offsetof(npf_shm_slot_t, rank) == 8, "abi");
+_Static_assert(offsetof(npf_shm_slot_t, local_device) == 12, "abi");
+_Static_assert(offsetof(npf_shm_slot_t, proc_start) == 16, "abi");
+_Static_assert(offsetof(npf_shm_slot_t, step) == 24, "abi");
+_Static_assert(offsetof(npf_shm_slot_t, heartbeat_ns) == 32, "abi");
+_Static_assert(offsetof(npf_shm_slot_t, claimed_ns) == 40, "abi");
+_Static_assert(NPF_SHM_SLOTS < (1u << NPF_INDEX_SLOT_BITS), "slot + 1 fits the index entry");
 _Static_assert(offsetof(npf_shm_slot_t, seq) == 64, "abi");
 _Static_assert(offsetof(npf_shm_slot_t, st) == 72, "abi");
 _Static_assert(sizeof(npf_shm_slot_state_t) == 440, "npf_shm_slot_state_t size");
