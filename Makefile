@@ -68,6 +68,8 @@ UNIT_TESTS := $(BUILD)/tests/test-shm $(BUILD)/tests/test-slot $(BUILD)/tests/te
               $(BUILD)/tests/test-conf $(BUILD)/tests/test-jsonpos
 TORTURE    := $(BUILD)/tests/torture-seqlock
 BENCH      := $(BUILD)/bench/bench-shm
+BENCH_DAEMON := $(BUILD)/bench/bench-daemon
+RANK_DRIVER := $(BUILD)/tests/rank-driver
 FUZZ_CONF  := build/fuzz/fuzz-conf
 
 .PHONY: all check demo bench fuzz fuzz-check install clean help
@@ -104,14 +106,22 @@ $(TORTURE): $(BUILD)/tests/torture-seqlock.o $(SHM_OBJS)
 $(BENCH): $(BUILD)/bench/bench-shm.o $(SHM_OBJS)
 	$(CC) $(LDFLAGS) -o $@ $^
 
+$(BENCH_DAEMON): $(BUILD)/bench/bench-daemon.o $(SHM_OBJS)
+	$(CC) $(LDFLAGS) -o $@ $^
+
+$(RANK_DRIVER): $(BUILD)/tests/rank-driver.o $(SHM_OBJS)
+	$(CC) $(LDFLAGS) -o $@ $^
+
 check: all $(UNIT_TESTS) $(TORTURE) fuzz-build
 	@tests/run-tests $(BUILD) $(FUZZ_CONF) $(FUZZ_CHECK_SECONDS)
 
 demo: all
 	@scripts/demo $(BUILD)
 
-bench: $(BENCH)
+bench: all $(BENCH) $(BENCH_DAEMON)
 	@$(BENCH)
+	@echo
+	@$(BENCH_DAEMON) $(BUILD)/npuprofd
 
 # --- fuzzing (libFuzzer: clang only, always with ASan and UBSan) --------------------------
 FUZZ_FLAGS := -std=c11 -g -O1 -D_GNU_SOURCE -I. -Iinclude $(PKG_CFLAGS) \

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #define RELOAD_WAITERS_MAX 32
+#define NPF_IDLE_SWEEP_MS 10000u        /* with no rank and no watchdog: look for new ranks */
 
 typedef struct daemon {
         npf_daemon_options_t opt;
@@ -204,9 +205,17 @@ static void on_window_recorded(const npf_window_record_t *rec, void *data)
                 rec->message[0] ? ": " : "", rec->message);
 }
 
+static void on_sweep_timer(uv_timer_t *t);
+
+/*
+ * Sweep the rank table. While ranks are attached the sweep runs every poll interval; with
+ * none, it costs an idle node no wake-up of its own: the watchdog tick sweeps (or, without
+ * a watchdog, a slow timer), and every status request does.
+ */
 static void sweep(daemon_t *d)
 {
         uint32_t before = d->sweep.attached;
+        uint64_t period;
 
         npf_sweep_run(&d->sweep, npf_shm_ranks(d->shm), npf_view_monotonic_ns(), on_window_recorded, d);
         npf_shm_heartbeat(d->shm, npf_view_monotonic_ns());
@@ -214,6 +223,15 @@ static void sweep(daemon_t *d)
                 npf_log(LOG_INFO, NPF_LOG_NONE, NPF_LOG_NONE, "%u rank%s attached", d->sweep.attached,
                         d->sweep.attached == 1 ? "" : "s");
         update_notify_status(d);
+
+        if (d->stopping)
+                return;
+        period = d->sweep.attached ? d->opt.poll_ms : d->notify.watchdog_usec ? 0 : NPF_IDLE_SWEEP_MS;
+        if (period != uv_timer_get_repeat(&d->sweep_timer) || !uv_is_active((uv_handle_t *) &d->sweep_timer)) {
+                uv_timer_stop(&d->sweep_timer);
+                if (period)
+                        uv_timer_start(&d->sweep_timer, on_sweep_timer, period, period);
+        }
 }
 
 static void on_sweep_timer(uv_timer_t *t)
@@ -223,7 +241,7 @@ static void on_sweep_timer(uv_timer_t *t)
 
 static void on_watchdog_tick(void *data)
 {
-        npf_shm_heartbeat(((daemon_t *) data)->shm, npf_view_monotonic_ns());
+        sweep(data);
 }
 
 static void start_reload(daemon_t *d, const char *why)
@@ -474,7 +492,7 @@ int npf_daemon_run(const npf_daemon_options_t *opt)
         }
         uv_timer_init(d->loop, &d->sweep_timer);
         d->sweep_timer.data = d;
-        uv_timer_start(&d->sweep_timer, on_sweep_timer, opt->poll_ms, opt->poll_ms);
+        sweep(d);
         uv_signal_t *sigs[] = { &d->sighup, &d->sigterm, &d->sigint };
         int signums[] = { SIGHUP, SIGTERM, SIGINT };
         for (int i = 0; i < 3; i++) {

@@ -137,5 +137,7 @@ int main(int argc, char **argv)
                 fprintf(stderr, "npuprofd: %s\n", err);
                 return 2;
         }
+        /* Reading the file needs one thread at a time; libuv's default of four is memory for nothing. */
+        setenv("UV_THREADPOOL_SIZE", "2", 0);
         return npf_daemon_run(&o);
 }
