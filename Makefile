@@ -104,7 +104,7 @@ $(TORTURE): $(BUILD)/tests/torture-seqlock.o $(SHM_OBJS)
 	$(CC) $(LDFLAGS) -pthread -o $@ $^
 
 $(BENCH): $(BUILD)/bench/bench-shm.o $(SHM_OBJS)
-	$(CC) $(LDFLAGS) -o $@ $^
+	$(CC) $(LDFLAGS) -pthread -o $@ $^
 
 $(BENCH_DAEMON): $(BUILD)/bench/bench-daemon.o $(SHM_OBJS)
 	$(CC) $(LDFLAGS) -o $@ $^

@@ -47,7 +47,8 @@ typedef struct parse {
         path_t extra_at[3];             /* where each came from: metadata, include, exclude */
 
         bool has_start_key, has_stop_key;       /* present in the file, valid or not */
-        bool has_start, has_stop, has_steps, has_active, has_duration, has_aic, has_analyse_mode;
+        const char *first_length_key;   /* the first of steps, warmup and duration_ms in the file */
+        bool has_start, has_stop, has_steps, has_active, has_duration, has_aic, has_analyse, has_analyse_mode;
         int64_t start, stop, steps, active, warmup;
         bool start_next;
         bool analyse, async_mode;
@@ -416,6 +417,7 @@ static void parse_start_step(parse_t *p, const path_t *at, json_t *v, const key_
         (void) k;
         int64_t x;
 
+        p->has_start_key = true;
         switch (p->dialect) {
         case NPF_DIALECT_MINDSPORE:
                 if (json_is_integer(v) && json_integer_value(v) == 0) {
@@ -430,7 +432,7 @@ static void parse_start_step(parse_t *p, const path_t *at, json_t *v, const key_
                         return;
                 break;
         default:
-                if (json_is_string(v) && strcmp(json_string_value(v), "next") == 0) {
+                if (json_is_string(v) && strcasecmp(json_string_value(v), "next") == 0) {
                         x = -1;
                         break;
                 }
@@ -439,7 +441,6 @@ static void parse_start_step(parse_t *p, const path_t *at, json_t *v, const key_
                 break;
         }
         p->has_start = true;
-        p->has_start_key = true;
         p->start = x;
 }
 
@@ -455,9 +456,16 @@ static void parse_stop_step(parse_t *p, const path_t *at, json_t *v, const key_d
                 p->has_stop = true;
 }
 
+/* Note the first key that says how long the window is, for a file that never says where it starts. */
+static void note_length_key(parse_t *p, const key_desc_t *k)
+{
+        if (!p->first_length_key)
+                p->first_length_key = k->name;
+}
+
 static void parse_steps(parse_t *p, const path_t *at, json_t *v, const key_desc_t *k)
 {
-        (void) k;
+        note_length_key(p, k);
         if (get_int(p, at, v, 1, NPF_STEP_MAX, "a step count from 1", &p->steps))
                 p->has_steps = true;
 }
@@ -471,15 +479,15 @@ static void parse_active(parse_t *p, const path_t *at, json_t *v, const key_desc
 
 static void parse_warmup(parse_t *p, const path_t *at, json_t *v, const key_desc_t *k)
 {
-        (void) k;
+        note_length_key(p, k);
         get_int(p, at, v, 0, NPF_STEP_MAX, "a step count from 0", &p->warmup);
 }
 
 static void parse_duration(parse_t *p, const path_t *at, json_t *v, const key_desc_t *k)
 {
-        (void) k;
         int64_t x;
 
+        note_length_key(p, k);
         if (get_int(p, at, v, 1, DURATION_MS_MAX, "milliseconds from 1 to 604800000 (7 days)", &x)) {
                 p->c->args.duration_ms = (uint64_t) x;
                 p->has_duration = true;
@@ -570,10 +578,12 @@ static void parse_analyse(parse_t *p, const path_t *at, json_t *v, const key_des
                 if (get_name_or(p, at, v, analyse_names, ", or true or false", &mode)) {
                         p->analyse = mode != NPF_ANALYSE_OFF;
                         p->async_mode = mode == NPF_ANALYSE_ASYNC;
+                        p->has_analyse = true;
                 }
                 return;
         }
-        get_bool(p, at, v, &p->analyse);
+        if (get_bool(p, at, v, &p->analyse))
+                p->has_analyse = true;
 }
 
 static void parse_async_mode(parse_t *p, const path_t *at, json_t *v, const key_desc_t *k)
@@ -741,6 +751,12 @@ static bool parse_rank_string(parse_t *p, const path_t *at, const char *s)
         }
 }
 
+/* "all" in any letter case, or "*": every rank. */
+static bool is_all_ranks(const char *s)
+{
+        return strcasecmp(s, "all") == 0 || strcmp(s, "*") == 0;
+}
+
 static void parse_ranks(parse_t *p, const path_t *at, json_t *v, const key_desc_t *k)
 {
         (void) k;
@@ -748,7 +764,7 @@ static void parse_ranks(parse_t *p, const path_t *at, json_t *v, const key_desc_
         json_t *e;
 
         p->ranks_set = true;
-        if (json_is_string(v) && (strcmp(json_string_value(v), "all") == 0 || strcmp(json_string_value(v), "*") == 0))
+        if (json_is_string(v) && is_all_ranks(json_string_value(v)))
                 return;
         p->c->args.rank_filter = NPF_RANKS_LIST;
         if (json_is_string(v)) {
@@ -767,8 +783,9 @@ static void parse_ranks(parse_t *p, const path_t *at, json_t *v, const key_desc_
         json_array_foreach(v, i, e) {
                 path_t ai = path_index(at, i);
                 int64_t r;
-                if (json_is_string(e) && strcmp(json_string_value(e), "all") == 0)
-                        error_at(p, &ai, "\"all\" stands alone: write \"ranks\": \"all\"");
+                if (json_is_string(e) && is_all_ranks(json_string_value(e)))
+                        error_at(p, &ai, "\"%s\" stands alone: write \"ranks\": \"%s\"", json_string_value(e),
+                                 json_string_value(e));
                 else if (json_is_string(e))
                         parse_rank_string(p, &ai, json_string_value(e));
                 else if (get_int(p, &ai, e, 0, NPF_SHM_MAX_RANKS - 1, "a rank from 0 to 65535", &r))
@@ -873,14 +890,15 @@ static void parse_object(parse_t *p, const path_t *at, json_t *obj, const key_de
 
         json_object_foreach(obj, name, v) {
                 path_t kp = path_key(at, name);
-                const key_desc_t *k = find_key(table, name);
+                const key_desc_t *k = find_key(table, name), *tk;
                 bool read_here = k && (k->dialects & mine);
 
                 if (!read_here && table == top_keys && p->dialect == NPF_DIALECT_TORCH_NPU &&
                     find_key(experimental_keys, name))
                         warn_at(p, &kp, "torch_npu reads '%s' inside experimental_config, not at the top level; ignored",
                                 name);
-                else if (!k && table == experimental_keys && find_key(top_keys, name))
+                else if (!k && table == experimental_keys && (tk = find_key(top_keys, name)) &&
+                         (tk->dialects & D_T))
                         warn_at(p, &kp, "torch_npu reads '%s' at the top level, not in experimental_config; ignored", name);
                 else if (!k)
                         warn_at(p, &kp, "unknown key '%s' ignored", name);
@@ -1018,6 +1036,10 @@ static void resolve_window(parse_t *p)
                 count = p->warmup + p->steps;
                 if (p->has_duration && p->has_steps)
                         error_at(p, top("duration_ms", &kp), "give either steps or duration_ms, not both");
+                /* torch_npu's template has start_step 0 with active 1, so only a native file is told. */
+                else if (!p->has_start_key && p->first_length_key)
+                        warn_at(p, top(p->first_length_key, &kp),
+                                "no start_step: profiling is off; add \"start_step\" (a step, or \"next\")");
                 break;
         }
 
@@ -1035,10 +1057,22 @@ static void resolve_window(parse_t *p)
         uint64_t k = a->start_at_multiple_of;
         if (k > 1 && start % (int64_t) k)
                 start += (int64_t) k - start % (int64_t) k;
-        if (start > NPF_STEP_MAX || (!p->has_duration && count - 1 > NPF_STEP_MAX - start)) {
+        if (start > NPF_STEP_MAX) {
+                error_at(p, top("start_step", &kp), "the start is too late: step %" PRId64 " moved to a multiple of %"
+                         PRIu64 " is past step %" PRId64, p->start, k, NPF_STEP_MAX);
+                return;
+        }
+        if (!p->has_duration && count - 1 > NPF_STEP_MAX - start) {
                 error_at(p, top("start_step", &kp), "the window ends past step %" PRId64, NPF_STEP_MAX);
                 return;
         }
+        if (start != p->start && (p->has_duration || count == 1))
+                warn_at(p, top("start_at_multiple_of", &kp), "the window moves from step %" PRId64 " to step %"
+                        PRId64 " to start at a multiple of %" PRIu64, p->start, start, k);
+        else if (start != p->start)
+                warn_at(p, top("start_at_multiple_of", &kp), "the window moves from steps %" PRId64 "..%" PRId64
+                        " to %" PRId64 "..%" PRId64 " to start at a multiple of %" PRIu64, p->start,
+                        p->start + count - 1, start, start + count - 1, k);
         a->start_step = start;
         a->stop_step = p->has_duration ? NPF_STEP_NONE : start + count - 1;
 }
@@ -1054,6 +1088,9 @@ static void resolve(parse_t *p)
                 a->analyse_mode = !p->analyse ? NPF_ANALYSE_OFF : p->async_mode ? NPF_ANALYSE_ASYNC : NPF_ANALYSE_SYNC;
         else if (!p->has_analyse_mode)
                 a->analyse_mode = !p->analyse ? NPF_ANALYSE_OFF : p->async_mode ? NPF_ANALYSE_ASYNC : NPF_ANALYSE_SYNC;
+        else if (p->has_analyse && !p->analyse && a->analyse_mode != NPF_ANALYSE_OFF)
+                warn_at(p, top("analyse_mode", &kp),
+                        "analyse is false but analyse_mode asks for sync/async analysis; analyse_mode wins");
 
         /* Both frameworks collect pipe utilization by default above Level0. */
         if (!p->has_aic && a->level >= NPF_LEVEL_1)

@@ -164,7 +164,7 @@ static const key_case_t key_cases[] = {
         { N, "{\"start_step\": 7, \"steps\": 3, \"warmup\": 2}", F_WARMUP, 2, NULL },
         { N, "{\"start_step\": 7, \"steps\": 3, \"warmup\": 2}", F_COUNT, 5, NULL },
         { N, "{\"start_step\": 7, \"duration_ms\": 1500}", F_DURATION, 1500, NULL },
-        { N, "{\"start_step\": 7, \"start_at_multiple_of\": 5}", F_MULTIPLE, 5, NULL },
+        { N, "{\"start_step\": 10, \"start_at_multiple_of\": 5}", F_MULTIPLE, 5, NULL },
         { N, "{\"backend\": \"host\"}", F_BACKEND, NPF_BACKEND_HOST, NULL },
         { N, "{\"backend\": \"acl\"}", F_BACKEND, NPF_BACKEND_ACL, NULL },
         { N, "{\"ranks\": \"3\"}", F_RANKS, 1, NULL },
@@ -541,7 +541,7 @@ static void test_dialect_from_exclusive_keys(void **state)
                 { "{\"profiler_level\": \"Level0\"}", M },
                 { "{\"aicore_metrics\": \"Memory\"}", M },
                 { "{\"with_stack\": true, \"prof_path\": \"p\"}", M },
-                { "{\"steps\": 2}", N },
+                { "{\"steps\": 2, \"start_step\": 3}", N },
                 { "{\"output_dir\": \"p\"}", N },
                 { "{\"level\": \"Level0\"}", N },
                 { "{\"op_attr\": true}", N },
@@ -841,6 +841,7 @@ static void test_start_at_multiple_of_move_warns(void **state)
         const char *native = "{\"start_step\": 2001, \"steps\": 5, \"warmup\": 1, \"start_at_multiple_of\": 100}";
         const char *torch = "{\"start_step\": 101, \"active\": 3, \"start_at_multiple_of\": 50}";
         const char *timed = "{\"start_step\": 51, \"duration_ms\": 1000, \"start_at_multiple_of\": 10}";
+        const char *single = "{\"start_step\": 7, \"start_at_multiple_of\": 5}";
         static const char *const quiet[] = {
                 "{\"start_step\": 2000, \"steps\": 5, \"start_at_multiple_of\": 100}",
                 "{\"start_step\": 0, \"start_at_multiple_of\": 100}",
@@ -866,10 +867,13 @@ static void test_start_at_multiple_of_move_warns(void **state)
         check_diag(torch, &res.r.warnings[0], "start_at_multiple_of", 1, 58,
                    "the window moves from steps 101..103 to 150..152 to start at a multiple of 50", NULL);
 
-        /* A window bounded by time has no last step to speak of. */
+        /* A window bounded by time has no last step to speak of; one of one step, only that step. */
         assert_int_equal(parse_valid(&res, timed), 1);
         check_diag(timed, &res.r.warnings[0], "start_at_multiple_of", 1, 65,
                    "the window moves from step 51 to step 60 to start at a multiple of 10", NULL);
+        assert_int_equal(parse_valid(&res, single), 1);
+        check_diag(single, &res.r.warnings[0], "start_at_multiple_of", 1, 43,
+                   "the window moves from step 7 to step 10 to start at a multiple of 5", NULL);
 
         for (size_t i = 0; i < N_OF(quiet); i++) {
                 if (parse_valid(&res, quiet[i]) != 0) {
@@ -2039,7 +2043,7 @@ static void test_report_to_json(void **state)
         json_decref(j);
 
         /* Valid. */
-        parse_valid(&res, "{\"steps\": 3}");
+        parse_valid(&res, "{\"start_step\": 1, \"steps\": 3}");
         j = npf_conf_report_to_json(&res.r);
         assert_non_null(j);
         assert_true(json_is_true(json_object_get(j, "valid")));

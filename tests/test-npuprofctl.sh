@@ -37,9 +37,12 @@ expect "validate bad option"  2 'npuprofctl validate: unrecognized option' "$ctl
 expect "validate help"        0 'Usage: npuprofctl validate' "$ctl" validate --help
 
 expect "native example"    0 'valid \(native dialect\)'    "$ctl" validate examples/configs/native.json
+expect "native window"     0 'window +from step 2000 to step 2005 \(6 steps, 1 of them warmup\), starting at a multiple of 100$' \
+        "$ctl" validate examples/configs/native.json
 expect "minimal example"   0 'from step 1000 to step 1004 \(5 steps\)' "$ctl" validate examples/configs/minimal.json
 expect "torch_npu example" 0 'valid \(torch_npu dialect\)' "$ctl" validate examples/configs/torch_npu.json
 expect "mindspore example" 0 'valid \(mindspore dialect\)' "$ctl" validate examples/configs/mindspore.json
+expect "mindspore window"  0 'window +from step 10 to step 14 \(5 steps\)$' "$ctl" validate examples/configs/mindspore.json
 expect "native ranks"      0 'ranks +0-7,16'               "$ctl" validate examples/configs/native.json
 
 expect "wrong level: place and key" 1 \
@@ -63,10 +66,17 @@ expect "not UTF-8"   1 'latin1.json:2:12: error: the file is not UTF-8' "$ctl" v
 printf '{"start_step": 5, "colour": 1}' >"$tmp/warn.json"
 expect "unknown key warns" 0 "warn.json:1:29: warning: colour: unknown key 'colour' ignored" \
         "$ctl" validate "$tmp/warn.json"
+printf '{"steps": 4, "warmup": 1}' >"$tmp/nostart.json"
+expect "no start_step warns" 0 \
+        'nostart.json:1:11: warning: steps: no start_step: profiling is off; add "start_step" \(a step, or "next"\)' \
+        "$ctl" validate "$tmp/nostart.json"
 
 json_expect "json valid" \
         'o["valid"] and o["dialect"] == "torch_npu" and o["window"] == {"start_step": 1000, "stop_step": 1004, "warmup": 1} and o["errors"] == []' \
         examples/configs/torch_npu.json
+json_expect "json mindspore" \
+        'o["valid"] and o["dialect"] == "mindspore" and o["window"] == {"start_step": 10, "stop_step": 14, "warmup": 0} and o["errors"] == [] and o["warnings"] == []' \
+        examples/configs/mindspore.json
 json_expect "json invalid" \
         'not o["valid"] and o["window"] is None and len(o["errors"]) == 3 and {"message","line","column","key"} <= set(o["errors"][1]) and o["errors"][1]["key"] == "experimental_config.profiler_level" and o["errors"][1]["line"] == 6 and o["errors"][1]["column"] == 27' \
         examples/configs/broken/wrong-level.json

@@ -10,10 +10,10 @@
 #include "npuprof/shm.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <sched.h>
-#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -169,10 +169,20 @@ static void *reader_thread(void *p)
         return NULL;
 }
 
-static void on_term(int sig)
+/*
+ * The reader process stops when the read end of its stop pipe, @p, sees end of file: when the
+ * parent closes the write end, or dies. Unlike a signal, this cannot come before the child is
+ * ready for it, nor kill the child before it reports.
+ */
+static void *stop_watch(void *p)
 {
-        (void) sig;
+        int fd = *(const int *) p;
+        char c;
+
+        while (read(fd, &c, 1) < 0 && errno == EINTR)
+                ;
         atomic_store(&stop, true);
+        return NULL;
 }
 
 int main(int argc, char **argv)
@@ -180,7 +190,7 @@ int main(int argc, char **argv)
         double seconds = argc > 1 ? atof(argv[1]) : 3.0;
         char name[64], err[NPF_SHM_ERR_MAX];
         npf_shm_t *shm;
-        int pfd[2];
+        int pfd[2], stop_fd[2];        /* counts from the reader process; its stop */
         int rc = 1;
 
         snprintf(name, sizeof(name), "npftest-torture-%d", (int) getpid());
@@ -189,22 +199,33 @@ int main(int argc, char **argv)
                 fprintf(stderr, "torture: %s\n", err);
                 return 1;
         }
-        if (pipe(pfd) < 0)
-                return 1;
+        if (pipe2(pfd, O_CLOEXEC) < 0 || pipe2(stop_fd, O_CLOEXEC) < 0) {
+                perror("torture: pipe2");
+                goto out;
+        }
 
         /* The reader process attaches on its own, read-only, as a rank would. */
         pid_t child = fork();
+        if (child < 0) {
+                perror("torture: fork");
+                goto out;
+        }
         if (child == 0) {
                 npf_shm_t *mine;
                 counts_t n = { 0 };
-                signal(SIGTERM, on_term);
+                pthread_t t, watch;
+                close(pfd[0]);
+                close(stop_fd[1]);
+                if (pthread_create(&watch, NULL, stop_watch, &stop_fd[0]) != 0)
+                        _exit(3);
                 if (npf_shm_open(name, 0, &mine, err) < 0)
                         _exit(2);
                 reader_arg_t wa = { .ctl = npf_shm_ctl(mine), .windows = true };
-                pthread_t t;
-                pthread_create(&t, NULL, reader_thread, &wa);
+                if (pthread_create(&t, NULL, reader_thread, &wa) != 0)
+                        _exit(3);
                 read_loop(npf_shm_ctl(mine), false, &n);
                 pthread_join(t, NULL);
+                pthread_join(watch, NULL);
                 n.reads += wa.n.reads;
                 n.retries += wa.n.retries;
                 n.torn += wa.n.torn;
@@ -213,6 +234,9 @@ int main(int argc, char **argv)
                 (void) !write(pfd[1], &n, sizeof(n));
                 _exit(0);
         }
+        /* Only the child holds these ends, so its exit is end of file on the parent's. */
+        close(pfd[1]);
+        close(stop_fd[0]);
 
         reader_arg_t readers[READER_THREADS];
         pthread_t threads[READER_THREADS];
@@ -236,7 +260,7 @@ int main(int argc, char **argv)
         } while ((double) (t.tv_sec - t0.tv_sec) + (double) (t.tv_nsec - t0.tv_nsec) / 1e9 < seconds);
 
         atomic_store(&stop, true);
-        kill(child, SIGTERM);
+        close(stop_fd[1]);
         counts_t proc = { 0 }, total = { 0 };
         for (int i = 0; i < READER_THREADS; i++) {
                 pthread_join(threads[i], NULL);
@@ -245,9 +269,13 @@ int main(int argc, char **argv)
                 total.torn += readers[i].n.torn;
                 total.errors += readers[i].n.errors;
         }
-        int status;
-        ssize_t got = read(pfd[0], &proc, sizeof(proc));
-        waitpid(child, &status, 0);
+        int status = 0;
+        ssize_t got;
+        while ((got = read(pfd[0], &proc, sizeof(proc))) < 0 && errno == EINTR)
+                ;
+        close(pfd[0]);
+        while (waitpid(child, &status, 0) < 0 && errno == EINTR)
+                ;
 
         printf("torture: %" PRIu64 " publications in %.1f s\n", published, seconds);
         for (int i = 0; i < READER_THREADS; i++)
@@ -263,14 +291,21 @@ int main(int argc, char **argv)
         printf("torture: total %" PRIu64 " reads, %" PRIu64 " retries, %" PRIu64 " torn\n", total.reads,
                total.retries, total.torn);
 
-        bool progressed = got == (ssize_t) sizeof(proc) && proc.reads > 0 && proc.generations > 1;
+        bool reported = got == (ssize_t) sizeof(proc) && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+        bool progressed = proc.reads > 0 && proc.generations > 1;
         for (int i = 0; i < READER_THREADS; i++)
                 progressed = progressed && readers[i].n.reads > 0 && readers[i].n.generations > 1;
-        if (total.torn == 0 && progressed && published > 1 && WIFEXITED(status) && WEXITSTATUS(status) == 0)
+        if (!reported && WIFSIGNALED(status))
+                fprintf(stderr, "torture: FAILED (the reader process was killed by signal %d)\n", WTERMSIG(status));
+        else if (!reported)
+                fprintf(stderr, "torture: FAILED (the reader process exited with %d after %zd bytes of counts)\n",
+                        WIFEXITED(status) ? WEXITSTATUS(status) : -1, got);
+        else if (total.torn == 0 && progressed && published > 1)
                 rc = 0;
         else
                 fprintf(stderr, "torture: FAILED (%s)\n", total.torn ? "torn reads" : "a reader made no progress");
         free(c);
+out:
         npf_shm_close(shm);
         npf_shm_unlink(name);
         return rc;
