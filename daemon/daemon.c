@@ -132,7 +132,8 @@ static void on_config(npf_watch_t *w, const npf_watch_result_t *res, void *data)
         st->checked_ns = realtime_ns();
 
         if (res->rc == 0) {
-                if (differs_from_published(d, res->config)) {
+                bool fresh = differs_from_published(d, res->config);
+                if (fresh) {
                         uint64_t gen;
                         char what[160];
                         if (npf_shm_publish_config(d->shm, res->config, &gen) == 0) {
@@ -144,7 +145,9 @@ static void on_config(npf_watch_t *w, const npf_watch_result_t *res, void *data)
                 if (old_state != NPF_FILE_VALID && old_state != NPF_FILE_UNKNOWN)
                         npf_log(LOG_NOTICE, (int64_t) generation_in_force(d), NPF_LOG_NONE,
                                 "%s is valid again", d->opt.config_path);
-                for (uint32_t i = 0; i < res->report->n_warnings && i < NPF_CONF_DIAG_MAX && old_state != NPF_FILE_VALID; i++)
+                /* Warnings are said once per version of the file: when it is published or becomes valid. */
+                bool say = fresh || old_state != NPF_FILE_VALID;
+                for (uint32_t i = 0; say && i < res->report->n_warnings && i < NPF_CONF_DIAG_MAX; i++)
                         npf_log(LOG_WARNING, NPF_LOG_NONE, NPF_LOG_NONE, "%s:%u:%u: warning: %s: %s", d->opt.config_path,
                                 res->report->warnings[i].line, res->report->warnings[i].column,
                                 res->report->warnings[i].key, res->report->warnings[i].message);
@@ -462,7 +465,8 @@ int npf_daemon_run(const npf_daemon_options_t *opt)
                 npf_log(LOG_ERR, NPF_LOG_NONE, NPF_LOG_NONE, "cannot open segment %s: %s", opt->shm_name, err);
                 goto out;
         }
-        npf_sweep_run(&d->sweep, npf_shm_ranks(d->shm), npf_view_monotonic_ns(), NULL, NULL);
+        /* Ranks that died while no daemon ran are found, and their windows logged, now. */
+        npf_sweep_run(&d->sweep, npf_shm_ranks(d->shm), npf_view_monotonic_ns(), on_window_recorded, d);
         if (npf_shm_adopted(d->shm)) {
                 npf_shm_read_status(npf_shm_ctl(d->shm), &d->status);
                 npf_log(LOG_NOTICE, (int64_t) generation_in_force(d), NPF_LOG_NONE,
@@ -501,9 +505,9 @@ int npf_daemon_run(const npf_daemon_options_t *opt)
                 uv_signal_start(sigs[i], on_signal, signums[i]);
         }
         npf_log(LOG_NOTICE, NPF_LOG_NONE, NPF_LOG_NONE,
-                "npuprofd %s watching %s (poll %u ms%s), segment %s, socket %s%s", NPUPROF_VERSION,
+                "npuprofd %s watching %s (poll %u ms%s), segment %s, socket %s", NPUPROF_VERSION,
                 opt->config_path, opt->poll_ms, opt->inotify ? " and inotify" : ", no inotify", opt->shm_name,
-                opt->socket_path, npf_server_activated(d->server) ? " (from systemd)" : "");
+                npf_server_activated(d->server) ? "passed by systemd" : opt->socket_path);
 
         uv_run(d->loop, UV_RUN_DEFAULT);
         release_segment(d);
@@ -518,6 +522,9 @@ out:
                 if (d->notify.watchdog.type == UV_TIMER)
                         npf_notify_close(&d->notify, on_closed);
                 uv_run(d->loop, UV_RUN_DEFAULT);
+                /* A segment this start made and never published into is not left behind. */
+                if (d->shm && !npf_shm_adopted(d->shm) && generation_in_force(d) == 0)
+                        npf_shm_unlink(opt->shm_name);
                 d->shm = npf_shm_close(d->shm);
         }
         uv_loop_close(d->loop);

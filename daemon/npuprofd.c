@@ -8,9 +8,11 @@
 
 #include <errno.h>
 #include <getopt.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/un.h>
 
 static void usage(FILE *f)
 {
@@ -26,7 +28,8 @@ static void usage(FILE *f)
                 "  --socket-group GROUP   group of the control socket (default: the daemon's)\n"
                 "  --poll-interval MS     stat the file every MS milliseconds (default %u, minimum %u)\n"
                 "  --no-inotify           poll only: for NFS and file systems where inotify misses edits\n"
-                "  --output-root DIR      the only tree window output may be written under\n"
+                "  --output-root DIR      the tree ranks write window output under (shown in status;\n"
+                "                         ranks are confined to it by the rank library)\n"
                 "                         (default %s)\n"
                 "  --stall-timeout MS     a collecting rank without a heartbeat this long is stalled\n"
                 "                         (default %u)\n"
@@ -133,10 +136,17 @@ int main(int argc, char **argv)
                 fprintf(stderr, "npuprofd: --config PATH is required\n");
                 return 2;
         }
+        if (strlen(o.socket_path) >= sizeof(((struct sockaddr_un *) 0)->sun_path)) {
+                fprintf(stderr, "npuprofd: --socket %s is %zu bytes long; a Unix socket path takes at most %zu\n",
+                        o.socket_path, strlen(o.socket_path), sizeof(((struct sockaddr_un *) 0)->sun_path) - 1);
+                return 2;
+        }
         if (npf_shm_name_check(o.shm_name, err) < 0) {
                 fprintf(stderr, "npuprofd: %s\n", err);
                 return 2;
         }
+        /* A client that hangs up before its reply must cost a write error, not the daemon. */
+        signal(SIGPIPE, SIG_IGN);
         /* Reading the file needs one thread at a time; libuv's default of four is memory for nothing. */
         setenv("UV_THREADPOOL_SIZE", "2", 0);
         return npf_daemon_run(&o);

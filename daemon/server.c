@@ -31,6 +31,7 @@ struct client {
         char *buf;
         size_t len;
         npf_request_t *pending;         /* the request being answered */
+        bool eof;                       /* the client sent all it will: answer, then close */
         bool processing;
         bool closing;
         int open_handles;
@@ -51,6 +52,8 @@ struct npf_server {
 
 static void client_close(client_t *c);
 static void client_process(client_t *c);
+static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf);
+static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf);
 
 static void on_client_handle_closed(uv_handle_t *h)
 {
@@ -157,10 +160,13 @@ static void finish_request(npf_request_t *req, json_t *reply)
                 return;
         }
         c->pending = NULL;
-        client_send(c, reply, false);
-        /* Requests that arrived meanwhile are answered now, in order. */
+        /* A client that half-closed after its last request still gets the answer. */
+        client_send(c, reply, c->eof && !memchr(c->buf, '\n', c->len));
+        /* Requests that arrived meanwhile are answered now, in order; then read on. */
         if (!c->closing)
                 client_process(c);
+        if (!c->closing && !c->pending && !c->eof)
+                uv_read_start((uv_stream_t *) &c->pipe, on_alloc, on_read);
 }
 
 void npf_server_reply(npf_request_t *req, json_t *result)
@@ -193,7 +199,10 @@ static void handle_line(client_t *c, const char *line, size_t len)
         }
         version = json_object_get(req, "version");
         if (!json_is_integer(version) || json_integer_value(version) != NPF_PROTO_VERSION) {
-                if (json_is_integer(version))
+                if (version && !json_is_integer(version))
+                        client_error(c, true, "the protocol version must be an integer: this daemon speaks version %d",
+                                     NPF_PROTO_VERSION);
+                else if (json_is_integer(version))
                         client_error(c, true, "protocol version %" JSON_INTEGER_FORMAT
                                      " is not supported: this daemon speaks version %d",
                                      json_integer_value(version), NPF_PROTO_VERSION);
@@ -219,6 +228,9 @@ static void handle_line(client_t *c, const char *line, size_t len)
         c->pending = r;
         c->server->cb(r, json_string_value(command), req, &c->peer, c->server->data);
         json_decref(req);
+        /* Deferred: read nothing more until it is answered; the socket buffer holds the rest. */
+        if (c->pending && !c->closing)
+                uv_read_stop((uv_stream_t *) &c->pipe);
 }
 
 /*
@@ -267,6 +279,11 @@ static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
 {
         client_t *c = stream->data;
 
+        if (nread == UV_EOF && c->pending) {
+                c->eof = true;          /* the reply is still to come */
+                uv_read_stop(stream);
+                return;
+        }
         if (nread < 0) {
                 client_close(c);
                 return;
@@ -274,8 +291,9 @@ static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
         if (nread == 0)
                 return;
         uv_timer_again(&c->idle);
+        /* Lines are answered as they come, so a full buffer is one line that is too long. */
         if (c->len + (size_t) nread > NPF_PROTO_REQUEST_MAX + 1) {
-                client_error(c, true, "a request may be at most %d bytes, with its newline", NPF_PROTO_REQUEST_MAX);
+                client_error(c, true, "a request line may be at most %d bytes", NPF_PROTO_REQUEST_MAX);
                 uv_read_stop(stream);
                 return;
         }
@@ -387,7 +405,15 @@ int npf_server_start(uv_loop_t *loop, const char *path, const char *group, npf_s
                 }
                 r = uv_pipe_bind(&s->listener, path);
                 if (r < 0) {
-                        snprintf(err, 256, "cannot bind %s: %s", path, uv_strerror(r));
+                        struct stat dst;
+                        char *dir = strdup(path), *slash = dir ? strrchr(dir, '/') : NULL;
+                        if (slash && slash != dir)
+                                *slash = '\0';
+                        if (slash && slash != dir && stat(dir, &dst) < 0)
+                                snprintf(err, 256, "cannot bind %s: the directory %s does not exist", path, dir);
+                        else
+                                snprintf(err, 256, "cannot bind %s: %s", path, uv_strerror(r));
+                        free(dir);
                         goto fail;
                 }
                 s->path = strdup(path);

@@ -20,6 +20,7 @@
 struct npf_shm {
         npf_shm_ctl_t *ctl;
         npf_shm_ranks_t *ranks;
+        int lock_fd;                    /* the writer's: holds the one-writer lock, else -1 */
         bool writer;
         bool adopted;
 };
@@ -153,7 +154,7 @@ static void ranks_init(npf_shm_ranks_t *r)
  * that in @ret_created. The mapping is writable when @writable.
  */
 static int map_object(const char *obj, size_t size, bool writable, bool create, mode_t mode,
-                      void **ret_map, bool *ret_created)
+                      void **ret_map, bool *ret_created, int *ret_fd)
 {
         bool created = false;
         struct stat st;
@@ -216,7 +217,10 @@ static int map_object(const char *obj, size_t size, bool writable, bool create, 
                 r = -errno;
                 goto fail;
         }
-        close(fd);
+        if (ret_fd)
+                *ret_fd = fd;
+        else
+                close(fd);
         *ret_map = map;
         *ret_created = created;
         return 0;
@@ -230,6 +234,7 @@ int npf_shm_open(const char *name, unsigned flags, npf_shm_t **ret_shm, char *er
         bool writer = flags & NPF_SHM_WRITER, create = writer && (flags & NPF_SHM_CREATE);
         char ctl_obj[NPF_SHM_NAME_MAX + 16], ranks_obj[NPF_SHM_NAME_MAX + 16];
         bool ctl_created = false, ranks_created = false;
+        int lock_fd = -1;
         void *ctl = NULL, *ranks = NULL;
         npf_shm_t *shm;
         int r;
@@ -240,7 +245,21 @@ int npf_shm_open(const char *name, unsigned flags, npf_shm_t **ret_shm, char *er
         object_name(ctl_obj, sizeof(ctl_obj), name, "ctl");
         object_name(ranks_obj, sizeof(ranks_obj), name, "ranks");
 
-        r = map_object(ctl_obj, sizeof(npf_shm_ctl_t), writer, create, 0644, &ctl, &ctl_created);
+        r = map_object(ctl_obj, sizeof(npf_shm_ctl_t), writer, create, 0644, &ctl, &ctl_created,
+                       writer ? &lock_fd : NULL);
+        /* One writer per segment: a second daemon on the same name would publish over the first. */
+        if (r == 0 && writer) {
+                struct flock lk = { .l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 1 };
+                if (fcntl(lock_fd, F_OFD_SETLK, &lk) < 0) {
+                        r = errno == EAGAIN || errno == EACCES ? -EBUSY : -errno;
+                        if (r == -EBUSY)
+                                npf__set_err(err, "segment %s is already served by another daemon (pid %u)",
+                                             ctl_obj, ((npf_shm_ctl_t *) ctl)->daemon_pid);
+                        else
+                                npf__set_err(err, "cannot lock %s: %s", ctl_obj, strerror(-r));
+                        goto fail;
+                }
+        }
         if (r < 0) {
                 if (r == -EAGAIN)
                         npf__set_err(err, "segment %s is still being created", ctl_obj);
@@ -263,7 +282,7 @@ int npf_shm_open(const char *name, unsigned flags, npf_shm_t **ret_shm, char *er
                 goto fail;
 
         r = map_object(ranks_obj, sizeof(npf_shm_ranks_t), !(flags & NPF_SHM_RDONLY), create, 0666, &ranks,
-                       &ranks_created);
+                       &ranks_created, NULL);
         if (r < 0) {
                 if (r == -EAGAIN)
                         npf__set_err(err, "segment %s is still being created", ranks_obj);
@@ -291,11 +310,14 @@ int npf_shm_open(const char *name, unsigned flags, npf_shm_t **ret_shm, char *er
         }
         shm->ctl = ctl;
         shm->ranks = ranks;
+        shm->lock_fd = lock_fd;
         shm->writer = writer;
         shm->adopted = writer && !ctl_created;
         *ret_shm = shm;
         return 0;
 fail:
+        if (lock_fd >= 0)
+                close(lock_fd);
         if (ctl)
                 munmap(ctl, sizeof(npf_shm_ctl_t));
         if (ranks)
@@ -309,6 +331,8 @@ npf_shm_t *npf_shm_close(npf_shm_t *shm)
                 return NULL;
         munmap(shm->ctl, sizeof(npf_shm_ctl_t));
         munmap(shm->ranks, sizeof(npf_shm_ranks_t));
+        if (shm->lock_fd >= 0)
+                close(shm->lock_fd);
         free(shm);
         return NULL;
 }

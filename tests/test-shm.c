@@ -256,6 +256,35 @@ static void test_adopt_keeps_generation(void **state)
         free(c);
 }
 
+/* One daemon per segment: a second writer is refused while the first holds it. */
+static void test_one_writer(void **state)
+{
+        fixture_t *f = *state;
+        npf_shm_t *second = NULL, *reader = NULL;
+        char err[NPF_SHM_ERR_MAX] = "";
+        int status;
+
+        assert_int_equal(npf_shm_open(f->name, NPF_SHM_WRITER | NPF_SHM_CREATE, &second, err), -EBUSY);
+        assert_null(second);
+        assert_non_null(strstr(err, "already served by another daemon"));
+        /* The lock is the writer's, not the process's: another process is refused too. */
+        pid_t pid = fork();
+        assert_true(pid >= 0);
+        if (pid == 0) {
+                npf_shm_t *other;
+                _exit(npf_shm_open(f->name, NPF_SHM_WRITER | NPF_SHM_CREATE, &other, NULL) == -EBUSY ? 0 : 1);
+        }
+        assert_int_equal(waitpid(pid, &status, 0), pid);
+        assert_int_equal(WEXITSTATUS(status), 0);
+        /* Readers are not writers. */
+        assert_int_equal(npf_shm_open(f->name, 0, &reader, err), 0);
+        npf_shm_close(reader);
+        /* Once the first writer is gone, the next one may take over. */
+        f->writer = npf_shm_close(f->writer);
+        assert_int_equal(npf_shm_open(f->name, NPF_SHM_WRITER | NPF_SHM_CREATE, &f->writer, err), 0);
+        assert_true(npf_shm_adopted(f->writer));
+}
+
 static void test_open_missing(void **state)
 {
         (void) state;
@@ -279,6 +308,7 @@ static void test_other_abi_refused(void **state)
         assert_non_null(strstr(err, "ABI version 2"));
         assert_non_null(strstr(err, "version 1"));
         /* Nor does a daemon adopt it. */
+        f->writer = npf_shm_close(f->writer);
         assert_int_equal(npf_shm_open(f->name, NPF_SHM_WRITER | NPF_SHM_CREATE, &s, err), -EPROTO);
         assert_null(s);
 
@@ -516,6 +546,7 @@ int main(void)
                 cmocka_unit_test_setup_teardown(test_read_window_selects_ranks, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_publish_rejects_unterminated, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_adopt_keeps_generation, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_one_writer, setup, teardown),
                 cmocka_unit_test(test_open_missing),
                 cmocka_unit_test_setup_teardown(test_other_abi_refused, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_rank_table_refused_when_damaged, setup, teardown),

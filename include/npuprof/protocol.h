@@ -16,7 +16,8 @@
  * NPF_PROTO_REQUEST_MAX bytes. A connection idle for NPF_PROTO_IDLE_MS is closed.
  *
  * Commands and their results:
- *   status   {"daemon": {pid, version, uptime_s, user}, "shm": {name, adopted},
+ *   status   {"daemon": {pid, version, uptime_s, uid, socket_activated, inotify,
+ *             poll_interval_ms, output_root, stall_timeout_ms}, "shm": {name, adopted},
  *             "config": {path, generation, valid, state, error, error_count, window, dialect},
  *             "ranks": [{rank, pid, step, state, heartbeat_age_ms, generation, window, ...}],
  *             "windows": {by outcome: count}, "reloads": n}
@@ -24,8 +25,9 @@
  *            {enabled, start_step, stop_step, warmup, steps}; a rank's state is one of
  *            NPF_PROTO_RANK_STATES.
  *   ranks    {"ranks": [...]} as in status.
- *   config   the effective configuration in force (npf_conf_to_json()), or null.
- *   reload   {"generation": n, "valid": bool}: the file is read again now. Only root or
+ *   config   {"generation": n, "config": the configuration in force (npf_conf_to_json()) or null}.
+ *   reload   {"generation": n, "valid": bool, "state": "valid"|"invalid"}: the file is read again
+ *            now, and the reply comes once it was. Only root or
  *            the daemon's own user may ask; others get an error naming the rule.
  *   metrics  {"text": "..."}: Prometheus text exposition format 0.0.4.
  */

@@ -296,9 +296,12 @@ enum {
  * segment of this ABI (generation, slots and windows are kept). Without NPF_SHM_WRITER,
  * maps the control block read-only and the rank table read-write (read-only too with
  * NPF_SHM_RDONLY).
+ * A writer holds an open-file-description lock on the control block until it closes, so
+ * a second writer of the same segment gets -EBUSY.
  * Return: 0, -ENOENT if absent, -EPROTO for another ABI or a damaged header (the
  * message in @err, of NPF_SHM_ERR_MAX bytes, says which), -EAGAIN while the daemon is
- * still creating it, or another -errno.
+ * still creating it, -EBUSY if another writer holds it, -EPERM if a writer finds it owned
+ * by another user, or another -errno.
  * Context: any thread; not async-signal-safe.
  */
 int npf_shm_open(const char *name, unsigned flags, npf_shm_t **ret_shm, char *err);
