@@ -38,6 +38,9 @@ typedef struct daemon {
         bool reloading;
         npf_request_t *reload_waiters[RELOAD_WAITERS_MAX];
         unsigned n_reload_waiters;
+        /* Requests that came before the file was first read (socket activation): answered after. */
+        struct early { npf_request_t *req; char command[16]; npf_peer_t peer; } early[RELOAD_WAITERS_MAX];
+        unsigned n_early;
         bool stopping;
 } daemon_t;
 
@@ -119,6 +122,9 @@ static void finish_reload(daemon_t *d)
         }
 }
 
+static void on_request(npf_request_t *req, const char *command, json_t *request, const npf_peer_t *peer,
+                       void *data);
+
 static void on_config(npf_watch_t *w, const npf_watch_result_t *res, void *data)
 {
         daemon_t *d = data;
@@ -194,6 +200,9 @@ static void on_config(npf_watch_t *w, const npf_watch_result_t *res, void *data)
         if (!d->ready) {
                 d->ready = true;
                 npf_notify_ready(&d->notify);
+                for (unsigned i = 0; i < d->n_early; i++)
+                        on_request(d->early[i].req, d->early[i].command, NULL, &d->early[i].peer, d);
+                d->n_early = 0;
         }
         finish_reload(d);
 }
@@ -356,6 +365,13 @@ static void on_request(npf_request_t *req, const char *command, json_t *request,
                 npf_server_reply_error(req, "the daemon is stopping");
                 return;
         }
+        if (!d->ready && strlen(command) < sizeof(d->early[0].command) && d->n_early < RELOAD_WAITERS_MAX) {
+                struct early *e = &d->early[d->n_early++];
+                e->req = req;
+                e->peer = *peer;
+                snprintf(e->command, sizeof(e->command), "%s", command);
+                return;
+        }
         if (strcmp(command, "status") == 0) {
                 sweep(d);
                 npf_server_reply(req, status_json(d));
@@ -412,6 +428,9 @@ static void stop(daemon_t *d, const char *why)
         for (unsigned i = 0; i < d->n_reload_waiters; i++)
                 npf_server_reply_error(d->reload_waiters[i], "the daemon is stopping");
         d->n_reload_waiters = 0;
+        for (unsigned i = 0; i < d->n_early; i++)
+                npf_server_reply_error(d->early[i].req, "the daemon is stopping");
+        d->n_early = 0;
         npf_server_close(d->server);
         npf_watch_close(d->watch);
         uv_timer_stop(&d->sweep_timer);

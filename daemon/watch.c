@@ -110,8 +110,9 @@ static void read_done(uv_work_t *req, int status)
                 return;
         }
         if (w->again) {
-                /* The file moved on while we read it: this reading is already old. */
-                bool any = w->again_deliver_any;
+                /* The file moved on while we read it: this reading is already old. A reading that
+                 * was to be delivered whatever it found (the first, a reload) still is. */
+                bool any = w->again_deliver_any || deliver_any;
                 w->again = false;
                 start_read(w, any);
                 return;
