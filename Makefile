@@ -10,7 +10,12 @@
 
 PREFIX     ?= /usr/local
 BINDIR     ?= $(PREFIX)/bin
+SBINDIR    ?= $(PREFIX)/sbin
 MANDIR     ?= $(PREFIX)/share/man
+SYSCONFDIR ?= /etc
+UNITDIR    ?= /lib/systemd/system
+SYSUSERSDIR ?= /usr/lib/sysusers.d
+TMPFILESDIR ?= /usr/lib/tmpfiles.d
 DESTDIR    ?=
 CC         ?= cc
 CLANG      ?= clang
@@ -142,11 +147,28 @@ fuzz: $(FUZZ_CONF)
 		build/fuzz/corpus-new tests/fuzz/corpus-conf
 
 # --- install ----------------------------------------------------------------------------
-install: all
-	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5
+# The unit's ExecStart follows SBINDIR; an operator's /etc/npuprof files are never overwritten.
+.PHONY: install-systemd
+install: all install-systemd
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(SBINDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5 \
+		$(DESTDIR)$(MANDIR)/man8
 	install -m 0755 $(BUILD)/npuprofctl $(DESTDIR)$(BINDIR)/
+	install -m 0755 $(BUILD)/npuprofd $(DESTDIR)$(SBINDIR)/
 	install -m 0644 docs/npuprofctl.1 $(DESTDIR)$(MANDIR)/man1/
 	install -m 0644 docs/profiler_config.json.5 $(DESTDIR)$(MANDIR)/man5/
+	install -m 0644 docs/npuprofd.8 $(DESTDIR)$(MANDIR)/man8/
+
+install-systemd:
+	install -d $(DESTDIR)$(UNITDIR) $(DESTDIR)$(SYSUSERSDIR) $(DESTDIR)$(TMPFILESDIR) $(DESTDIR)$(SYSCONFDIR)/npuprof
+	sed 's|/usr/sbin/npuprofd|$(SBINDIR)/npuprofd|' systemd/npuprofd.service > $(DESTDIR)$(UNITDIR)/npuprofd.service
+	chmod 0644 $(DESTDIR)$(UNITDIR)/npuprofd.service
+	install -m 0644 systemd/npuprofd.socket $(DESTDIR)$(UNITDIR)/
+	install -m 0644 systemd/sysusers.d/npuprof.conf $(DESTDIR)$(SYSUSERSDIR)/
+	install -m 0644 systemd/tmpfiles.d/npuprof.conf $(DESTDIR)$(TMPFILESDIR)/
+	test -e $(DESTDIR)$(SYSCONFDIR)/npuprof/npuprofd.conf || \
+		install -m 0644 systemd/etc/npuprofd.conf $(DESTDIR)$(SYSCONFDIR)/npuprof/npuprofd.conf
+	test -e $(DESTDIR)$(SYSCONFDIR)/npuprof/profiler_config.json || \
+		install -m 0644 systemd/etc/profiler_config.json $(DESTDIR)$(SYSCONFDIR)/npuprof/profiler_config.json
 
 clean:
 	rm -rf build
