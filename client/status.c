@@ -84,6 +84,9 @@ static void print_config(json_t *c)
         }
         printf("window:  ");
         print_window(json_object_get(c, "window"));
+        if (json_is_true(json_object_get(json_object_get(c, "window"), "enabled")))
+                printf(", %s%s", strcmp(str(c, "ranks", "all"), "all") ? "ranks " : "",
+                       strcmp(str(c, "ranks", "all"), "all") ? str(c, "ranks", "") : "every rank");
         printf("\n");
 }
 

@@ -47,14 +47,17 @@ json_t *npf_view_config(const npf_shm_ctl_t *ctl)
                                   "line", st.line ? json_integer(st.line) : json_null(),
                                   "column", st.column ? json_integer(st.column) : json_null(),
                                   "key", st.key[0] ? json_string(st.key) : json_null());
+        json_t *ranks;
         if (c->args.generation) {
                 json_t *full = npf_conf_to_json(c);
                 window = json_incref(json_object_get(full, "window"));
+                ranks = json_incref(json_object_get(full, "ranks"));
                 json_decref(full);
         } else {
                 window = json_pack("{s:b, s:n, s:n}", "enabled", 0, "start_step", "stop_step");
+                ranks = json_string("all");
         }
-        o = json_pack("{s:s, s:I, s:b, s:s, s:o, s:I, s:o, s:o}",
+        o = json_pack("{s:s, s:I, s:b, s:s, s:o, s:I, s:o, s:o, s:o}",
                       "path", st.path,
                       "generation", (json_int_t) c->args.generation,
                       "valid", st.file_state == NPF_FILE_VALID,
@@ -62,7 +65,8 @@ json_t *npf_view_config(const npf_shm_ctl_t *ctl)
                       "error", error,
                       "error_count", (json_int_t) st.error_count,
                       "dialect", c->args.generation ? json_string(npf_conf_dialect_name(c->args.dialect)) : json_null(),
-                      "window", window);
+                      "window", window,
+                      "ranks", ranks ? ranks : json_string("all"));
         free(c);
         return o;
 }

@@ -17,7 +17,8 @@
 #define NPF_STALL_MS_DEFAULT 120000u    /* a collecting rank silent this long is stalled */
 
 /*
- * npf_view_config() - {path, generation, valid, state, error, error_count, dialect, window}.
+ * npf_view_config() - {path, generation, valid, state, error, error_count, dialect, window,
+ * ranks (the rank filter: "all", or like "0-7,16")}.
  * Return: a new reference; NULL if out of memory. A segment that cannot be read whole
  * gives {"unreadable": "why"}.
  */
