@@ -280,6 +280,15 @@ else
     journal_after "$t0" | sed 's/^/    /'
 fi
 journal_after "$t0" | grep -i reload | sed 's/^/#   /'
+# Under systemd stderr is the journal (JOURNAL_STREAM), so the daemon logs through
+# sd_journal_send with its own fields: the publication carries its generation and file.
+published_fields() {
+    ns journalctl --no-pager -o verbose SYSLOG_IDENTIFIER=npuprofd 2>/dev/null |
+        awk '/MESSAGE=published generation/ { hit = 1 } hit && /^$/ { exit } hit' |
+        grep -q "NPUPROF_GENERATION=1" &&
+    ns journalctl --no-pager -o verbose SYSLOG_IDENTIFIER=npuprofd 2>/dev/null | grep -q "NPUPROF_CONFIG=/"
+}
+check "the journal has the daemon's structured fields (NPUPROF_GENERATION, NPUPROF_CONFIG)" wait_for 10 published_fields
 
 # --- 4. watchdog -----------------------------------------------------------------------
 generation() { prop StatusText npuprofd.service | sed -n 's/.*generation \([0-9]*\).*/\1/p'; }
