@@ -59,6 +59,8 @@ SHM_OBJS  := $(BUILD)/shm/shm.o $(BUILD)/shm/slot.o $(BUILD)/shm/proc.o
 CONF_OBJS := $(BUILD)/conf/conf.o $(BUILD)/conf/jsonpos.o
 
 VIEW_OBJS := $(BUILD)/shm/view.o
+RANK_OBJS := $(BUILD)/rank/rank.o $(BUILD)/rank/backend-host.o $(BUILD)/rank/backend-acl.o
+RANK_LIBS := $(shell pkg-config --libs jansson 2>/dev/null) -ldl
 DAEMON_OBJS := $(BUILD)/daemon/npuprofd.o $(BUILD)/daemon/daemon.o $(BUILD)/daemon/watch.o \
                $(BUILD)/daemon/server.o $(BUILD)/daemon/sweep.o $(BUILD)/daemon/notify.o $(BUILD)/daemon/log.o
 
@@ -66,6 +68,7 @@ NPUPROFD_OBJS   := $(DAEMON_OBJS) $(VIEW_OBJS) $(CONF_OBJS) $(SHM_OBJS)
 NPUPROFCTL_OBJS := $(BUILD)/client/npuprofctl.o $(BUILD)/client/validate.o $(BUILD)/client/ipc.o \
                    $(BUILD)/client/status.o $(VIEW_OBJS) $(CONF_OBJS) $(SHM_OBJS)
 
+LIBNPUPROF := $(BUILD)/libnpuprof.so $(BUILD)/libnpuprof.a
 PROGRAMS := $(BUILD)/npuprofctl $(BUILD)/npuprofd
 
 # --- tests ------------------------------------------------------------------------------
@@ -89,6 +92,17 @@ $(BUILD)/npuprofctl: $(NPUPROFCTL_OBJS)
 
 $(BUILD)/npuprofd: $(NPUPROFD_OBJS)
 	$(CC) $(LDFLAGS) -o $@ $^ $(DAEMON_LIBS)
+
+# libnpuprof: the rank library, linked into training processes (and loaded by python/npuprof).
+$(BUILD)/libnpuprof.so: $(RANK_OBJS) $(SHM_OBJS)
+	$(CC) $(LDFLAGS) -shared -Wl,-soname,libnpuprof.so.0 -o $@ $^ $(RANK_LIBS)
+
+$(BUILD)/libnpuprof.a: $(RANK_OBJS) $(SHM_OBJS)
+	rm -f $@
+	ar rcs $@ $^
+
+$(BUILD)/train-loop: $(BUILD)/examples/train-loop.o $(BUILD)/libnpuprof.a
+	$(CC) $(LDFLAGS) -o $@ $^ $(RANK_LIBS)
 
 $(BUILD)/tests/test-shm: $(BUILD)/tests/test-shm.o $(SHM_OBJS)
 	$(CC) $(LDFLAGS) -o $@ $^ $(CMOCKA_LIBS)

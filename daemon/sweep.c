@@ -50,7 +50,17 @@ void npf_sweep_run(npf_sweep_t *s, npf_shm_ranks_t *table, uint64_t now_ns, npf_
         memset(s->by_state, 0, sizeof(s->by_state));
         for (uint32_t i = 0; i < NPF_SHM_SLOTS; i++) {
                 if (NPF_SLOT_PID(atomic_load_explicit((_Atomic uint64_t *) &table->slots[i].claim, memory_order_relaxed)) == 0) {
-                        s->seen[i].pid = 0;
+                        /* A rank that closed right after its window left the outcome in its free slot. */
+                        /* (The first sweep of a daemon only notes what earlier daemons saw.) */
+                        if (npf_slot_read(table, i, &v) == 0 && v.pid == 0 && s->primed && is_outcome(v.st.state) &&
+                            (s->seen[i].tag != v.tag || s->seen[i].generation != v.st.generation ||
+                             s->seen[i].state != v.st.state)) {
+                                v.rank = table->slots[i].rank;
+                                record(s, &v, v.st.state, cb, data);
+                        }
+                        s->seen[i].tag = v.tag;
+                        s->seen[i].generation = v.st.generation;
+                        s->seen[i].state = v.st.state;
                         continue;
                 }
                 if (npf_slot_reclaim(table, i, &v) == 1) {
@@ -59,7 +69,13 @@ void npf_sweep_run(npf_sweep_t *s, npf_shm_ranks_t *table, uint64_t now_ns, npf_
                         bool open = v.st.state == NPF_WINDOW_COLLECTING || v.st.state == NPF_WINDOW_FLUSHING;
                         if (open)
                                 record(s, &v, NPF_WINDOW_LOST, cb, data);
-                        s->seen[i].pid = 0;
+                        else if (is_outcome(v.st.state) && (s->seen[i].tag != v.tag || s->seen[i].generation != v.st.generation ||
+                                                            s->seen[i].state != v.st.state))
+                                record(s, &v, v.st.state, cb, data);
+                        /* The reclaimed slot is idle now, under the same tag: nothing more to record. */
+                        s->seen[i].tag = v.tag;
+                        s->seen[i].generation = 0;
+                        s->seen[i].state = NPF_WINDOW_IDLE;
                         continue;
                 }
                 if (npf_slot_read(table, i, &v) < 0 || v.pid == 0 || v.pid == NPF_SLOT_RECLAIMING)
@@ -70,13 +86,23 @@ void npf_sweep_run(npf_sweep_t *s, npf_shm_ranks_t *table, uint64_t now_ns, npf_
 
                 /* Count each window's outcome once: per slot owner, generation and state. */
                 if (is_outcome(v.st.state) &&
-                    (s->seen[i].pid != v.pid || s->seen[i].generation != v.st.generation ||
+                    (s->seen[i].tag != v.tag || s->seen[i].generation != v.st.generation ||
                      s->seen[i].state != v.st.state))
                         record(s, &v, v.st.state, cb, data);
-                s->seen[i].pid = v.pid;
+                s->seen[i].tag = v.tag;
                 s->seen[i].generation = v.st.generation;
                 s->seen[i].state = v.st.state;
         }
+        s->primed = true;
+}
+
+/* Text a rank wrote into a fixed buffer: up to its NUL or the buffer's end; null if empty or not UTF-8. */
+static json_t *text_or_null(const char *buf, size_t size)
+{
+        size_t n = strnlen(buf, size);
+        json_t *t = n ? json_stringn(buf, n) : NULL;
+
+        return t ? t : json_null();
 }
 
 json_t *npf_sweep_history_json(const npf_sweep_t *s, size_t max)
@@ -92,8 +118,8 @@ json_t *npf_sweep_history_json(const npf_sweep_t *s, size_t max)
                                                    "stop_step", (json_int_t) r->stop_step,
                                                    "outcome", npf_shm_window_state_name(r->outcome),
                                                    "ended_unix_ms", (json_int_t) (r->ended_ns / 1000000u),
-                                                   "output", r->output[0] ? json_string(r->output) : json_null(),
-                                                   "message", r->message[0] ? json_string(r->message) : json_null()));
+                                                   "output", text_or_null(r->output, sizeof(r->output)),
+                                                   "message", text_or_null(r->message, sizeof(r->message))));
         }
         return a;
 }

@@ -8,11 +8,13 @@
 #define NPUPROF_DAEMON_SWEEP_H
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stdint.h>
 
+#include "npuprof/protocol.h"
 #include "npuprof/shm.h"
 
-#define NPF_SWEEP_HISTORY 256u          /* windows remembered for status */
+#define NPF_SWEEP_HISTORY NPF_PROTO_WINDOWS_KEPT  /* windows remembered, for status and `windows` */
 #define NPF_SWEEP_STALLED NPF_WINDOW__COUNT     /* index of "stalled" in by_state[] */
 
 typedef struct npf_window_record {
@@ -23,8 +25,8 @@ typedef struct npf_window_record {
         int64_t  stop_step;
         uint32_t outcome;               /* NPF_WINDOW_DONE, _FAILED, _MISSED, _FILTERED, _LOST */
         uint64_t ended_ns;              /* CLOCK_REALTIME when the sweep saw it end */
-        char     output[128];
-        char     message[256];
+        char     output[128];           /* as the rank wrote it: relative to prof_dir, maybe unterminated */
+        char     message[256];          /* likewise */
 } npf_window_record_t;
 
 typedef struct npf_sweep {
@@ -33,8 +35,9 @@ typedef struct npf_sweep {
         uint32_t by_state[NPF_WINDOW__COUNT + 1];       /* ranks per state, stalled last */
         uint64_t outcomes[NPF_WINDOW__COUNT];           /* windows ended, per outcome, ever */
         uint64_t reclaimed;
+        bool primed;                                    /* a first pass was made */
         /* What was last recorded of each slot, so that an outcome is counted once. */
-        struct { uint32_t pid; uint64_t generation; uint32_t state; } seen[NPF_SHM_SLOTS];
+        struct { uint32_t tag; uint64_t generation; uint32_t state; } seen[NPF_SHM_SLOTS];
         npf_window_record_t history[NPF_SWEEP_HISTORY]; /* a ring, newest at head - 1 */
         uint32_t head, count;
 } npf_sweep_t;
@@ -48,7 +51,11 @@ typedef void (*npf_sweep_record_cb)(const npf_window_record_t *rec, void *data);
  */
 void npf_sweep_run(npf_sweep_t *s, npf_shm_ranks_t *table, uint64_t now_ns, npf_sweep_record_cb cb, void *data);
 
-/* The window history, newest first, and the counts by outcome. Return: new references. */
+/*
+ * The window history, newest first, at most @max of it, each {rank, pid, generation,
+ * start_step, stop_step, outcome, output, message, ended_unix_ms} (output and message null
+ * when empty), and the counts by outcome. Return: new references.
+ */
 json_t *npf_sweep_history_json(const npf_sweep_t *s, size_t max);
 json_t *npf_sweep_outcomes_json(const npf_sweep_t *s);
 

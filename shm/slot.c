@@ -33,14 +33,17 @@ uint32_t npf_slot_index(const npf_shm_ranks_t *table, const npf_shm_slot_t *slot
 }
 
 /*
- * Empty @slot and hand it back: the last store frees it, keeping its tag.
+ * Empty @slot and hand it back: the last store frees it, keeping its tag. A released slot
+ * keeps its window state until it is claimed again, so that the daemon still sees how the
+ * last window of a rank that closed right after it ended.
  * Context: the holder of the claim word @claim (its owner, or a reclaimer).
  */
-static void slot_clear(npf_shm_slot_t *slot, uint64_t claim)
+static void slot_clear(npf_shm_slot_t *slot, uint64_t claim, bool keep_state)
 {
         npf_shm_slot_state_t idle = { .state = NPF_WINDOW_IDLE };
 
-        npf_slot_set_state(slot, &idle);
+        if (!keep_state)
+                npf_slot_set_state(slot, &idle);
         atomic_store_explicit(npf__seq(&slot->proc_start), 0, memory_order_relaxed);
         atomic_store_explicit(npf__seq((uint64_t *) &slot->step), (uint64_t) -1, memory_order_relaxed);
         atomic_store_explicit(npf__seq(&slot->claim), claim_word(NPF_SLOT_TAG(claim), 0), memory_order_release);
@@ -89,7 +92,7 @@ int npf_slot_reclaim(npf_shm_ranks_t *table, uint32_t index, npf_slot_view_t *re
                 uint32_t expect = NPF_INDEX_ENTRY(index, NPF_SLOT_TAG(claim));
                 atomic_compare_exchange_strong(a32(&table->index[rank]), &expect, 0);
         }
-        slot_clear(slot, mark);
+        slot_clear(slot, mark, false);
         if (ret_last)
                 *ret_last = last;
         return 1;
@@ -189,7 +192,7 @@ int npf_slot_claim(npf_shm_ranks_t *table, uint32_t rank, int32_t local_device,
                         return 0;
                 }
                 /* Another claimant of this rank won the race: give our slot back and look. */
-                slot_clear(&table->slots[r], mine);
+                slot_clear(&table->slots[r], mine, false);
         }
         npf__set_err(err, "rank %u: the rank table kept changing; try again", rank);
         return -EAGAIN;
@@ -211,7 +214,7 @@ void npf_slot_release(npf_shm_ranks_t *table, npf_shm_slot_t *slot)
                 uint32_t expect = NPF_INDEX_ENTRY(index, NPF_SLOT_TAG(claim));
                 atomic_compare_exchange_strong(a32(&table->index[rank]), &expect, 0);
         }
-        slot_clear(slot, mark);
+        slot_clear(slot, mark, true);
 }
 
 void npf_slot_step(npf_shm_slot_t *slot, int64_t step, uint64_t monotonic_ns)

@@ -36,7 +36,7 @@ typedef struct npf_slot_view {
 int npf_slot_claim(npf_shm_ranks_t *table, uint32_t rank, int32_t local_device,
                    npf_shm_slot_t **ret_slot, char *err);
 
-/* Give the slot back. Context: the owner. */
+/* Give the slot back; its window state stays readable until the slot is claimed again. Context: the owner. */
 void npf_slot_release(npf_shm_ranks_t *table, npf_shm_slot_t *slot);
 
 /* Record the step the owner is at and the heartbeat time. Context: the owner, per step. */

@@ -1,0 +1,93 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * train-loop: a stand-in for a training process, linked with libnpuprof the way a real one
+ * is. Each step does CPU work and touches memory for about --step-ms milliseconds; the
+ * rank library opens and closes its collection window at the steps the node's daemon
+ * publishes.
+ *
+ *   train-loop --rank R --steps N --step-ms MS [--shm-name NAME] [--backend host|acl|auto]
+ */
+#include "npuprof/rank.h"
+
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static uint64_t now_ns(void)
+{
+        struct timespec ts;
+
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec * 1000000000u + (uint64_t) ts.tv_nsec;
+}
+
+/* About @ms milliseconds of a step's work: arithmetic over a buffer that grows and shrinks. */
+static double work(unsigned ms, int64_t step)
+{
+        uint64_t end = now_ns() + (uint64_t) ms * 1000000u;
+        size_t n = (size_t) (1 << 16) * (size_t) (1 + step % 4);
+        double *buf = malloc(n * sizeof(*buf)), acc = 0;
+
+        if (!buf)
+                return 0;
+        while (now_ns() < end)
+                for (size_t i = 0; i < n; i += 64) {
+                        buf[i] = (double) i * 1.0001 + acc;
+                        acc += buf[i] * 1e-9;
+                }
+        free(buf);
+        return acc;
+}
+
+int main(int argc, char **argv)
+{
+        static const struct option opts[] = {
+                { "rank", required_argument, NULL, 'r' },   { "steps", required_argument, NULL, 'n' },
+                { "step-ms", required_argument, NULL, 'm' }, { "shm-name", required_argument, NULL, 's' },
+                { "backend", required_argument, NULL, 'b' }, { "help", no_argument, NULL, 'h' },
+                { 0 },
+        };
+        npf_rank_options_t o = { .rank = -1, .local_device = -1 };
+        long steps = 40, step_ms = 20;
+        char err[NPF_SHM_ERR_MAX] = "";
+        npf_rank_t *h;
+        int c;
+
+        while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+                switch (c) {
+                case 'r': o.rank = atoll(optarg); break;
+                case 'n': steps = atol(optarg); break;
+                case 'm': step_ms = atol(optarg); break;
+                case 's': o.shm_name = optarg; break;
+                case 'b': o.backend = optarg; break;
+                case 'h':
+                        printf("Usage: train-loop --rank R --steps N --step-ms MS [--shm-name NAME] [--backend B]\n");
+                        return 0;
+                default:
+                        return 2;
+                }
+        }
+        if (steps < 1 || step_ms < 0) {
+                fprintf(stderr, "train-loop: --steps must be at least 1 and --step-ms not negative\n");
+                return 2;
+        }
+        int r = npf_rank_open(&o, &h, err);
+        if (r < 0) {
+                fprintf(stderr, "train-loop: %s\n", err);
+                return 1;
+        }
+        double acc = 0;
+        for (int64_t step = 1; step <= steps; step++) {
+                npf_rank_step(h, step);
+                acc += work((unsigned) step_ms, step);
+        }
+        npf_rank_info_t info;
+        npf_rank_info(h, &info);
+        printf("rank %" PRId64 ": %ld steps done (%.3g); window %s%s%s\n", info.rank, steps, acc,
+               npf_shm_window_state_name(info.state), info.output[0] ? " in " : "", info.output);
+        npf_rank_close(h);
+        return 0;
+}

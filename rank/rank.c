@@ -1,0 +1,465 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The rank library: a training rank's side of the segment. The window state machine, per
+ * generation:
+ *
+ *   idle ──(window for this rank)──> armed ──(start step)──> collecting ──(after stop)──>
+ *   flushing ──> done
+ *
+ * with the outcomes missed (already past the start step when the configuration was read),
+ * failed (the backend refused), filtered (this rank is not in the rank list). A generation
+ * opens at most one window; a configuration published during a window is read once the
+ * window is closed.
+ */
+#include "npuprof/rank.h"
+#include "npuprof/protocol.h"
+#include "rank/backend.h"
+#include "shm/slot.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define ATTACH_RETRY_NS 1000000000u     /* a detached rank looks for the segment this often */
+#define ATTACH_CHECK_STEPS 64u          /* ... checking the clock only every so many steps */
+
+struct npf_rank {
+        npf_rank_fast_t fast;           /* first: npf_rank_step_inline() reads it */
+        char shm_name[NPF_SHM_NAME_MAX + 1];
+        npf_shm_t *shm;
+        int64_t rank;
+        int32_t device;
+        char backend_override[16];
+        uint64_t next_attach_ns;
+        uint32_t attach_countdown;
+        pid_t pid;
+
+        /* The window of generation win.args.generation. */
+        npf_shm_window_t win;
+        uint32_t state;
+        int64_t start, stop;            /* stop NPF_STEP_NONE while timed */
+        int64_t state_step;
+        int64_t last_step;
+        uint64_t opened_ns, opened_real_ns;
+        const npf_backend_ops_t *backend;
+        void *bstate;
+        char dir[NPF_SHM_PATH_MAX + 160];
+        char message[256];
+};
+
+static uint64_t clock_ns(clockid_t id)
+{
+        struct timespec ts;
+
+        clock_gettime(id, &ts);
+        return (uint64_t) ts.tv_sec * 1000000000u + (uint64_t) ts.tv_nsec;
+}
+
+static int64_t env_int(const char *name, int64_t fallback)
+{
+        const char *v = getenv(name);
+        char *end;
+
+        if (!v || !*v)
+                return fallback;
+        errno = 0;
+        long long x = strtoll(v, &end, 10);
+        return errno || *end || x < 0 ? fallback : x;
+}
+
+static bool active(const npf_rank_t *h)
+{
+        return h->state == NPF_WINDOW_COLLECTING || h->state == NPF_WINDOW_FLUSHING;
+}
+
+/* Show the state in the slot, and keep the fast path's flag right. */
+static void publish_state(npf_rank_t *h, uint32_t state, int64_t step)
+{
+        npf_shm_slot_state_t st = {
+                .generation = h->win.args.generation,
+                .state = state,
+                .backend = h->backend == &npf_backend_acl ? NPF_BACKEND_ACL
+                           : h->backend == &npf_backend_host ? NPF_BACKEND_HOST : NPF_BACKEND_AUTO,
+                .window_start = h->start,
+                .window_stop = h->stop,
+                .state_step = step,
+                .state_ns = clock_ns(CLOCK_REALTIME),
+        };
+
+        h->state = state;
+        h->state_step = step;
+        h->fast.busy = state == NPF_WINDOW_ARMED || active(h);
+        if (!h->fast.slot)
+                return;
+        snprintf(st.message, sizeof(st.message), "%s", h->message);
+        const char *slash = strrchr(h->dir, '/');
+        snprintf(st.output, sizeof(st.output), "%s", h->dir[0] && slash ? slash + 1 : "");
+        npf_slot_set_state(h->fast.slot, &st);
+}
+
+static void attach(npf_rank_t *h)
+{
+        char err[NPF_SHM_ERR_MAX];
+        npf_shm_slot_t *slot;
+
+        if (npf_shm_open(h->shm_name, 0, &h->shm, err) < 0)
+                return;
+        if (npf_slot_claim(npf_shm_ranks(h->shm), (uint32_t) h->rank, h->device, &slot, err) < 0) {
+                /* Someone holds our rank id (a previous incarnation still exiting?): try later. */
+                h->shm = npf_shm_close(h->shm);
+                return;
+        }
+        h->fast.slot = slot;
+        h->fast.generation = 0;
+        h->fast.ctl = npf_shm_ctl(h->shm);
+        publish_state(h, h->state, h->state_step);
+}
+
+static const npf_backend_ops_t *choose_backend(const npf_rank_t *h, uint32_t configured, char *err)
+{
+        const char *want = h->backend_override[0] ? h->backend_override
+                           : configured == NPF_BACKEND_ACL ? "acl" : configured == NPF_BACKEND_HOST ? "host" : "auto";
+
+        if (strcmp(want, "host") == 0)
+                return &npf_backend_host;
+        if (strcmp(want, "acl") == 0)
+                return npf_backend_acl.probe(err) == 0 ? &npf_backend_acl : NULL;
+        /* auto: the NPU runtime when it can be loaded, else the host. */
+        return npf_backend_acl.probe(err) == 0 ? &npf_backend_acl : &npf_backend_host;
+}
+
+/* mkdir -p of an absolute or relative path, each component 0755. */
+static int make_dirs(const char *path)
+{
+        char buf[NPF_SHM_PATH_MAX + 160];
+
+        if (strlen(path) >= sizeof(buf))
+                return -ENAMETOOLONG;
+        strcpy(buf, path);
+        for (char *p = buf + 1; *p; p++) {
+                if (*p != '/')
+                        continue;
+                *p = '\0';
+                if (mkdir(buf, 0755) < 0 && errno != EEXIST)
+                        return -errno;
+                *p = '/';
+        }
+        if (mkdir(buf, 0755) < 0 && errno != EEXIST)
+                return -errno;
+        return 0;
+}
+
+/* The manifest, written last and atomically: a temporary renamed over manifest.json. */
+static void write_manifest(npf_rank_t *h, bool complete)
+{
+        char host[256] = "", path[sizeof(h->dir) + 32], tmp[sizeof(h->dir) + 32];
+        json_t *files = json_array();
+        static const char *const names[] = { "trace.json", "memory_snapshot.json", NULL };
+
+        gethostname(host, sizeof(host) - 1);
+        for (const char *const *n = names; *n; n++) {
+                struct stat st;
+                snprintf(path, sizeof(path), "%s/%s", h->dir, *n);
+                if (stat(path, &st) == 0)
+                        json_array_append_new(files, json_pack("{s:s, s:I}", "name", *n, "size", (json_int_t) st.st_size));
+        }
+        json_t *m = json_pack("{s:I, s:I, s:s, s:I, s:{s:I, s:o, s:I, s:o}, s:s, s:o, s:s, s:I, s:I, s:o}",
+                              "rank", (json_int_t) h->rank, "pid", (json_int_t) h->pid, "host", host,
+                              "generation", (json_int_t) h->win.args.generation,
+                              "window", "start_step", (json_int_t) h->start,
+                              "stop_step", h->stop == NPF_STEP_NONE ? json_null() : json_integer(h->stop),
+                              "warmup", (json_int_t) h->win.args.warmup,
+                              "last_step", h->last_step >= h->start ? json_integer(h->last_step) : json_null(),
+                              "backend", h->backend ? h->backend->name : "none",
+                              "files", files,
+                              "status", complete ? "complete" : "incomplete",
+                              "started_unix_ms", (json_int_t) (h->opened_real_ns / 1000000u),
+                              "ended_unix_ms", (json_int_t) (clock_ns(CLOCK_REALTIME) / 1000000u),
+                              "message", h->message[0] ? json_string(h->message) : json_null());
+        snprintf(tmp, sizeof(tmp), "%s/.manifest.json.tmp", h->dir);
+        snprintf(path, sizeof(path), "%s/manifest.json", h->dir);
+        if (m && json_dump_file(m, tmp, JSON_INDENT(2) | JSON_PRESERVE_ORDER) == 0) {
+                int fd = open(tmp, O_RDONLY | O_CLOEXEC);
+                if (fd >= 0) {
+                        fsync(fd);
+                        close(fd);
+                }
+                rename(tmp, path);
+        }
+        json_decref(m);
+}
+
+static void fail_window(npf_rank_t *h, int64_t step, const char *why)
+{
+        snprintf(h->message, sizeof(h->message), "%.255s", why);
+        publish_state(h, NPF_WINDOW_FAILED, step);
+}
+
+static int open_window(npf_rank_t *h, int64_t step)
+{
+        char err[NPF_BACKEND_ERR_MAX] = "", msg[NPF_BACKEND_ERR_MAX + 64];
+        int r;
+
+        h->backend = choose_backend(h, h->win.args.backend, err);
+        if (!h->backend) {
+                fail_window(h, step, err[0] ? err : "no backend can run here");
+                return -ENODEV;
+        }
+        if (h->win.prof_dir[0] == '\0') {
+                fail_window(h, step, "no output directory was published");
+                return -EINVAL;
+        }
+        if (h->stop == NPF_STEP_NONE)
+                snprintf(h->dir, sizeof(h->dir), "%s/rank%" PRId64 "_start%" PRId64 "_for%" PRIu64 "ms", h->win.prof_dir,
+                         h->rank, h->start, h->win.args.duration_ms);
+        else
+                snprintf(h->dir, sizeof(h->dir), "%s/rank%" PRId64 "_start%" PRId64 "_stop%" PRId64, h->win.prof_dir,
+                         h->rank, h->start, h->stop);
+        r = make_dirs(h->dir);
+        if (r < 0) {
+                snprintf(msg, sizeof(msg), "cannot create %.200s: %s", h->dir, strerror(-r));
+                fail_window(h, step, msg);
+                return r;
+        }
+        npf_backend_window_t bw = {
+                .dir = h->dir,
+                .args = &h->win.args,
+                .rank = h->rank,
+                .local_device = h->device,
+                .first_step = step,
+                .last_step = h->stop,
+        };
+        h->opened_ns = clock_ns(CLOCK_MONOTONIC);
+        h->opened_real_ns = clock_ns(CLOCK_REALTIME);
+        h->last_step = step;
+        r = h->backend->window_open(&h->bstate, &bw, err);
+        if (r < 0) {
+                snprintf(msg, sizeof(msg), "%s backend: %s", h->backend->name, err);
+                snprintf(h->message, sizeof(h->message), "%.255s", msg);
+                write_manifest(h, false);
+                publish_state(h, NPF_WINDOW_FAILED, step);
+                return r;
+        }
+        h->message[0] = '\0';
+        publish_state(h, NPF_WINDOW_COLLECTING, step);
+        return 0;
+}
+
+static int close_window(npf_rank_t *h, int64_t step, bool complete)
+{
+        char err[NPF_BACKEND_ERR_MAX] = "";
+        int r;
+
+        publish_state(h, NPF_WINDOW_FLUSHING, step);
+        r = h->backend->window_close(h->bstate, h->last_step, complete, err);
+        h->bstate = NULL;
+        if (r < 0) {
+                snprintf(h->message, sizeof(h->message), "%s backend: %s", h->backend->name, err);
+                complete = false;
+        } else if (!complete) {
+                snprintf(h->message, sizeof(h->message), "the window was cut short at step %" PRId64, h->last_step);
+        }
+        write_manifest(h, complete);
+        publish_state(h, r < 0 ? NPF_WINDOW_FAILED : NPF_WINDOW_DONE, step);
+        return r;
+}
+
+/* A new generation was read at the start of @step: what does it mean for this rank? */
+static void evaluate(npf_rank_t *h, int64_t step)
+{
+        const npf_shm_args_t *a = &h->win.args;
+
+        h->dir[0] = h->message[0] = '\0';
+        h->backend = NULL;
+        h->start = h->stop = NPF_STEP_NONE;
+        if (!a->enabled) {
+                publish_state(h, NPF_WINDOW_IDLE, step);
+                return;
+        }
+        if (!h->win.selected) {
+                publish_state(h, NPF_WINDOW_FILTERED, step);
+                return;
+        }
+        int64_t start = a->start_step;
+        if (start == NPF_STEP_NEXT) {
+                start = step + 1;
+                uint64_t k = a->start_at_multiple_of;
+                if (k > 1 && start % (int64_t) k)
+                        start += (int64_t) k - start % (int64_t) k;
+        }
+        h->start = start;
+        h->stop = a->duration_ms ? NPF_STEP_NONE : start + (int64_t) a->step_count - 1;
+        if (step > start) {
+                snprintf(h->message, sizeof(h->message), "read the configuration at step %" PRId64
+                         ", after the start step %" PRId64, step, start);
+                publish_state(h, NPF_WINDOW_MISSED, step);
+                return;
+        }
+        publish_state(h, NPF_WINDOW_ARMED, step);
+}
+
+int npf_rank_step(npf_rank_t *h, int64_t step)
+{
+        int r = 0;
+
+        if (!h->fast.ctl) {
+                if (h->attach_countdown-- > 0)
+                        return 0;
+                h->attach_countdown = ATTACH_CHECK_STEPS;
+                uint64_t now = clock_ns(CLOCK_MONOTONIC);
+                if (now < h->next_attach_ns)
+                        return 0;
+                h->next_attach_ns = now + ATTACH_RETRY_NS;
+                attach(h);
+                if (!h->fast.ctl)
+                        return 0;
+        }
+        npf_slot_step(h->fast.slot, step, clock_ns(CLOCK_MONOTONIC));
+
+        /* A new configuration is read now, unless a window is open: it waits for its close. */
+        if (!active(h) && npf_shm_changed(h->fast.ctl, h->fast.generation)) {
+                if (npf_shm_read_window(h->fast.ctl, (uint32_t) h->rank, &h->win) >= 0 &&
+                    h->win.args.generation != h->fast.generation) {
+                        h->fast.generation = h->win.args.generation;
+                        evaluate(h, step);
+                } else if (h->win.args.generation == h->fast.generation) {
+                        /* Nothing new after all (a reader of a changing segment): stay. */
+                }
+        }
+
+        switch (h->state) {
+        case NPF_WINDOW_ARMED:
+                if (step >= h->start)
+                        r = open_window(h, step);
+                break;
+        case NPF_WINDOW_COLLECTING: {
+                bool over = h->stop == NPF_STEP_NONE
+                                    ? clock_ns(CLOCK_MONOTONIC) - h->opened_ns >= h->win.args.duration_ms * 1000000u
+                                    : step > h->stop;
+                if (over) {
+                        r = close_window(h, step, true);
+                        /* A configuration that came during the window is taken now. */
+                        if (npf_shm_changed(h->fast.ctl, h->fast.generation))
+                                return npf_rank_step(h, step) < 0 ? -EIO : r;
+                        break;
+                }
+                char err[NPF_BACKEND_ERR_MAX] = "";
+                r = h->backend->window_step(h->bstate, step, err);
+                h->last_step = step;
+                if (r < 0) {
+                        snprintf(h->message, sizeof(h->message), "%s backend: %s", h->backend->name, err);
+                        close_window(h, step, false);
+                        h->state = NPF_WINDOW_FAILED;
+                        publish_state(h, NPF_WINDOW_FAILED, step);
+                }
+                break;
+        }
+        default:
+                break;
+        }
+        return r;
+}
+
+int npf_rank_open(const npf_rank_options_t *opts, npf_rank_t **ret_rank, char *err)
+{
+        npf_rank_options_t o = opts ? *opts : (npf_rank_options_t) { .rank = -1, .local_device = -1 };
+        const char *env_shm = getenv(NPF_ENV_SHM);
+        const char *name = o.shm_name ? o.shm_name : env_shm && *env_shm ? env_shm : NPF_SHM_NAME_DEFAULT;
+        npf_rank_t *h;
+
+        if (npf_shm_name_check(name, err) < 0)
+                return -EINVAL;
+        int64_t rank = o.rank >= 0 ? o.rank : env_int("RANK", env_int("RANK_ID", 0));
+        if (rank >= NPF_SHM_MAX_RANKS) {
+                if (err)
+                        snprintf(err, NPF_SHM_ERR_MAX, "rank %" PRId64 " is out of range (0 to %u)", rank,
+                                 NPF_SHM_MAX_RANKS - 1);
+                return -EINVAL;
+        }
+        if (o.backend && strcmp(o.backend, "acl") != 0 && strcmp(o.backend, "host") != 0 &&
+            strcmp(o.backend, "auto") != 0) {
+                if (err)
+                        snprintf(err, NPF_SHM_ERR_MAX, "backend '%s': expected acl, host or auto", o.backend);
+                return -EINVAL;
+        }
+        h = calloc(1, sizeof(*h));
+        if (!h)
+                return -ENOMEM;
+        snprintf(h->shm_name, sizeof(h->shm_name), "%s", name);
+        h->rank = rank;
+        h->device = o.local_device >= 0 ? o.local_device
+                                        : (int32_t) env_int("LOCAL_RANK", env_int("ASCEND_DEVICE_ID", -1));
+        if (o.backend && strcmp(o.backend, "auto") != 0)
+                snprintf(h->backend_override, sizeof(h->backend_override), "%s", o.backend);
+        h->pid = getpid();
+        h->state = NPF_WINDOW_IDLE;
+        h->start = h->stop = h->state_step = NPF_STEP_NONE;
+
+        /* A live process holding our rank id is an error now; no segment is not. */
+        char e[NPF_SHM_ERR_MAX];
+        if (npf_shm_open(h->shm_name, 0, &h->shm, e) == 0) {
+                npf_shm_slot_t *slot;
+                int r = npf_slot_claim(npf_shm_ranks(h->shm), (uint32_t) rank, h->device, &slot, e);
+                if (r < 0) {
+                        if (err)
+                                snprintf(err, NPF_SHM_ERR_MAX, "%s", e);
+                        npf_shm_close(h->shm);
+                        free(h);
+                        return r;
+                }
+                h->fast.slot = slot;
+                h->fast.ctl = npf_shm_ctl(h->shm);
+                publish_state(h, NPF_WINDOW_IDLE, NPF_STEP_NONE);
+        }
+        *ret_rank = h;
+        return 0;
+}
+
+void npf_rank_close(npf_rank_t *h)
+{
+        if (!h)
+                return;
+        if (h->state == NPF_WINDOW_COLLECTING)
+                close_window(h, h->last_step + 1, false);
+        npf_backend_acl.shutdown();
+        if (h->fast.slot)
+                npf_slot_release(npf_shm_ranks(h->shm), h->fast.slot);
+        npf_shm_close(h->shm);
+        free(h);
+}
+
+void npf_rank_close_after_fork(npf_rank_t *h)
+{
+        if (!h)
+                return;
+        /* The slot and any open backend state are the parent's: drop the mappings only. */
+        npf_shm_close(h->shm);
+        free(h);
+}
+
+void npf_rank_info(const npf_rank_t *h, npf_rank_info_t *ret_info)
+{
+        npf_rank_info_t i = {
+                .rank = h->rank,
+                .local_device = h->device,
+                .attached = h->fast.ctl != NULL,
+                .state = h->state,
+                .generation = h->fast.generation,
+                .window_start = h->start,
+                .window_stop = h->stop,
+                .state_step = h->state_step,
+        };
+
+        snprintf(i.backend, sizeof(i.backend), "%s", h->backend ? h->backend->name : "");
+        snprintf(i.output, sizeof(i.output), "%s", h->dir);
+        snprintf(i.message, sizeof(i.message), "%s", h->message);
+        *ret_info = i;
+}
