@@ -32,7 +32,7 @@
 #define ATTACH_CHECK_STEPS 64u          /* ... checking the clock only every so many steps */
 
 struct npf_rank {
-        npf_rank_fast_t fast;           /* first: npf_rank_step_inline() reads it */
+        npf_rank_fast_t fast;           /* first: the inline npf_rank_step() reads it */
         char shm_name[NPF_SHM_NAME_MAX + 1];
         npf_shm_t *shm;
         int64_t rank;
@@ -136,11 +136,15 @@ static const npf_backend_ops_t *choose_backend(const npf_rank_t *h, uint32_t con
         return npf_backend_acl.probe(err) == 0 ? &npf_backend_acl : &npf_backend_host;
 }
 
-/* mkdir -p of an absolute or relative path, each component 0755. */
+/* mkdir -p of an absolute or relative path, each component 0755; the leaf is tried first. */
 static int make_dirs(const char *path)
 {
         char buf[NPF_SHM_PATH_MAX + 160];
 
+        if (mkdir(path, 0755) == 0 || errno == EEXIST)
+                return 0;
+        if (errno != ENOENT)
+                return -errno;
         if (strlen(path) >= sizeof(buf))
                 return -ENAMETOOLONG;
         strcpy(buf, path);
@@ -306,10 +310,15 @@ static void evaluate(npf_rank_t *h, int64_t step)
         publish_state(h, NPF_WINDOW_ARMED, step);
 }
 
-int npf_rank_step(npf_rank_t *h, int64_t step)
+int npf_rank_step_call(npf_rank_t *h, int64_t step)
 {
         int r = 0;
 
+        /* The fast path, as the inline npf_rank_step(): nothing changed and no window to run. */
+        if (h->fast.ctl && !h->fast.busy && !npf_shm_changed(h->fast.ctl, h->fast.generation)) {
+                atomic_store_explicit((_Atomic int64_t *) &h->fast.slot->step, step, memory_order_relaxed);
+                return 0;
+        }
         if (!h->fast.ctl) {
                 if (h->attach_countdown-- > 0)
                         return 0;
@@ -322,6 +331,7 @@ int npf_rank_step(npf_rank_t *h, int64_t step)
                 if (!h->fast.ctl)
                         return 0;
         }
+        /* The heartbeat says a rank with a window is alive and stepping: kept while one is armed or open. */
         npf_slot_step(h->fast.slot, step, clock_ns(CLOCK_MONOTONIC));
 
         /* A new configuration is read now, unless a window is open: it waits for its close. */
@@ -348,7 +358,7 @@ int npf_rank_step(npf_rank_t *h, int64_t step)
                         r = close_window(h, step, true);
                         /* A configuration that came during the window is taken now. */
                         if (npf_shm_changed(h->fast.ctl, h->fast.generation))
-                                return npf_rank_step(h, step) < 0 ? -EIO : r;
+                                return npf_rank_step_call(h, step) < 0 ? -EIO : r;
                         break;
                 }
                 char err[NPF_BACKEND_ERR_MAX] = "";

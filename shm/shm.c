@@ -462,7 +462,8 @@ void npf_shm_heartbeat(npf_shm_t *shm, uint64_t now_ns)
 
 int npf_shm_read_config(const npf_shm_ctl_t *ctl, npf_shm_config_t *ret_config)
 {
-        npf_shm_config_t *c = malloc(sizeof(*c));
+        /* calloc: the compiler cannot see that the atomic word copy fills it all. */
+        npf_shm_config_t *c = calloc(1, sizeof(*c));
         int r = -EAGAIN;
 
         if (!c)

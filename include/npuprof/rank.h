@@ -5,7 +5,7 @@
  *   npf_rank_t *h;
  *   npf_rank_open(NULL, &h);                    // once, at start; never fails for lack of a daemon
  *   for (step = 1; ...; step++) {
- *           npf_rank_step(h, step);             // at the start of every step
+ *           npf_rank_step(h, step);             // at the start of every step (inline)
  *           train_one_step();
  *   }
  *   npf_rank_close(h);
@@ -39,7 +39,7 @@ typedef struct npf_rank_options {
         const char *backend;            /* NULL: as the configuration says ("auto" by default) */
 } npf_rank_options_t;
 
-/* The fast-path part of a handle, first in it; read by npf_rank_step_inline(). */
+/* The fast-path part of a handle, first in it; read by the inline npf_rank_step(). */
 typedef struct npf_rank_fast {
         const npf_shm_ctl_t *ctl;       /* NULL while detached */
         npf_shm_slot_t *slot;
@@ -74,13 +74,10 @@ typedef struct npf_rank_info {
 int npf_rank_open(const npf_rank_options_t *opts, npf_rank_t **ret_rank, char *err);
 
 /*
- * npf_rank_step() - the start of step @step: open, advance or close the window.
- * Return: 0, or a negative errno when the backend failed (the window is then `failed`,
- * the training loop carries on; nothing needs doing).
- * Context: the training loop's thread, once per step. When nothing changed it is one
- * acquire load and a compare, a relaxed store of the step, and no system call.
+ * npf_rank_step_call() - npf_rank_step() as a real function, for callers that cannot inline
+ * a header (Python through ctypes, other languages). Same contract; a call costs a few ns.
  */
-int npf_rank_step(npf_rank_t *h, int64_t step);
+int npf_rank_step_call(npf_rank_t *h, int64_t step);
 
 /* Close an open window (its manifest says `incomplete` if it was cut short) and release. */
 void npf_rank_close(npf_rank_t *h);
@@ -92,11 +89,15 @@ void npf_rank_close_after_fork(npf_rank_t *h);
 void npf_rank_info(const npf_rank_t *h, npf_rank_info_t *ret_info);
 
 /*
- * npf_rank_step_inline() - npf_rank_step() for C callers that count nanoseconds: the
- * unchanged case inline (one acquire load, one compare, one relaxed store), the rest
- * through npf_rank_step().
+ * npf_rank_step() - the start of step @step: open, advance or close the window.
+ * Return: 0, or a negative errno when the backend failed (the window is then `failed`,
+ * the training loop carries on; nothing needs doing).
+ * Context: the training loop's thread, once per step. Inline: when nothing changed and no
+ * window is armed or open it is one acquire load and a compare and a relaxed store of the
+ * step, no call and no system call. The heartbeat (a clock read) is kept only while a
+ * window is armed or open.
  */
-static inline int npf_rank_step_inline(npf_rank_t *h, int64_t step)
+static inline int npf_rank_step(npf_rank_t *h, int64_t step)
 {
         npf_rank_fast_t *f = (npf_rank_fast_t *) h;
 
@@ -104,7 +105,7 @@ static inline int npf_rank_step_inline(npf_rank_t *h, int64_t step)
                 atomic_store_explicit((_Atomic int64_t *) &f->slot->step, step, memory_order_relaxed);
                 return 0;
         }
-        return npf_rank_step(h, step);
+        return npf_rank_step_call(h, step);
 }
 
 #endif /* NPUPROF_RANK_H */
