@@ -11,6 +11,8 @@
 PREFIX     ?= /usr/local
 BINDIR     ?= $(PREFIX)/bin
 SBINDIR    ?= $(PREFIX)/sbin
+LIBDIR     ?= $(PREFIX)/lib
+INCLUDEDIR ?= $(PREFIX)/include
 MANDIR     ?= $(PREFIX)/share/man
 SYSCONFDIR ?= /etc
 UNITDIR    ?= /lib/systemd/system
@@ -60,7 +62,7 @@ CONF_OBJS := $(BUILD)/conf/conf.o $(BUILD)/conf/jsonpos.o
 
 VIEW_OBJS := $(BUILD)/shm/view.o
 RANK_OBJS := $(BUILD)/rank/rank.o $(BUILD)/rank/backend-host.o $(BUILD)/rank/backend-acl.o
-RANK_LIBS := $(shell pkg-config --libs jansson 2>/dev/null) -ldl
+RANK_LIBS := $(shell pkg-config --libs jansson 2>/dev/null) -ldl -pthread
 DAEMON_OBJS := $(BUILD)/daemon/npuprofd.o $(BUILD)/daemon/daemon.o $(BUILD)/daemon/watch.o \
                $(BUILD)/daemon/server.o $(BUILD)/daemon/sweep.o $(BUILD)/daemon/notify.o $(BUILD)/daemon/log.o
 
@@ -69,14 +71,18 @@ NPUPROFCTL_OBJS := $(BUILD)/client/npuprofctl.o $(BUILD)/client/validate.o $(BUI
                    $(BUILD)/client/status.o $(VIEW_OBJS) $(CONF_OBJS) $(SHM_OBJS)
 
 LIBNPUPROF := $(BUILD)/libnpuprof.so $(BUILD)/libnpuprof.a
-PROGRAMS := $(BUILD)/npuprofctl $(BUILD)/npuprofd
+PROGRAMS := $(BUILD)/npuprofctl $(BUILD)/npuprofd $(LIBNPUPROF) $(BUILD)/train-loop
 
 # --- tests ------------------------------------------------------------------------------
 UNIT_TESTS := $(BUILD)/tests/test-shm $(BUILD)/tests/test-slot $(BUILD)/tests/test-proc \
-              $(BUILD)/tests/test-conf $(BUILD)/tests/test-jsonpos
+              $(BUILD)/tests/test-conf $(BUILD)/tests/test-jsonpos $(BUILD)/tests/test-backend-acl
+# The stand-in for the CANN runtime, which cannot exist here: it records every call.
+ACL_STUB    := $(BUILD)/tests/stub-acl/libascendcl.so
+MSPROF_STUB := $(BUILD)/tests/stub-acl/libmsprofiler.so
 TORTURE    := $(BUILD)/tests/torture-seqlock
 BENCH      := $(BUILD)/bench/bench-shm
 BENCH_DAEMON := $(BUILD)/bench/bench-daemon
+BENCH_RANK := $(BUILD)/bench/bench-rank
 RANK_DRIVER := $(BUILD)/tests/rank-driver
 FUZZ_CONF  := build/fuzz/fuzz-conf
 
@@ -119,6 +125,18 @@ $(BUILD)/tests/test-conf: $(BUILD)/tests/test-conf.o $(CONF_OBJS) $(SHM_OBJS)
 $(BUILD)/tests/test-jsonpos: $(BUILD)/tests/test-jsonpos.o $(BUILD)/conf/jsonpos.o
 	$(CC) $(LDFLAGS) -o $@ $^ $(CMOCKA_LIBS)
 
+$(ACL_STUB): tests/stub-acl/libascendcl.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -shared -o $@ $<
+
+$(MSPROF_STUB): tests/stub-acl/libascendcl.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -DNPF_ACL_STUB_MSPROFILER -shared -o $@ $<
+
+$(BUILD)/tests/test-backend-acl.o: CPPFLAGS += -DNPF_ACL_STUB_DEFAULT='"$(ACL_STUB)"'
+$(BUILD)/tests/test-backend-acl: $(BUILD)/tests/test-backend-acl.o $(BUILD)/rank/backend-acl.o | $(ACL_STUB) $(MSPROF_STUB)
+	$(CC) $(LDFLAGS) -o $@ $^ $(CMOCKA_LIBS) -ldl -pthread
+
 $(TORTURE): $(BUILD)/tests/torture-seqlock.o $(SHM_OBJS)
 	$(CC) $(LDFLAGS) -pthread -o $@ $^
 
@@ -127,6 +145,9 @@ $(BENCH): $(BUILD)/bench/bench-shm.o $(SHM_OBJS)
 
 $(BENCH_DAEMON): $(BUILD)/bench/bench-daemon.o $(SHM_OBJS)
 	$(CC) $(LDFLAGS) -o $@ $^
+
+$(BENCH_RANK): $(BUILD)/bench/bench-rank.o $(BUILD)/libnpuprof.a
+	$(CC) $(LDFLAGS) -o $@ $^ $(RANK_LIBS)
 
 $(RANK_DRIVER): $(BUILD)/tests/rank-driver.o $(SHM_OBJS)
 	$(CC) $(LDFLAGS) -o $@ $^
@@ -139,8 +160,10 @@ check: all $(UNIT_TESTS) $(TORTURE) $(RANK_DRIVER) fuzz-build
 demo: all
 	@scripts/demo $(BUILD)
 
-bench: all $(BENCH) $(BENCH_DAEMON)
+bench: all $(BENCH) $(BENCH_DAEMON) $(BENCH_RANK)
 	@$(BENCH)
+	@echo
+	@$(BENCH_RANK)
 	@echo
 	@$(BENCH_DAEMON) $(BUILD)/npuprofd
 
@@ -171,6 +194,12 @@ install: all install-systemd
 	install -m 0644 docs/npuprofctl.1 $(DESTDIR)$(MANDIR)/man1/
 	install -m 0644 docs/profiler_config.json.5 $(DESTDIR)$(MANDIR)/man5/
 	install -m 0644 docs/npuprofd.8 $(DESTDIR)$(MANDIR)/man8/
+	install -d $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCLUDEDIR)/npuprof
+	install -m 0755 $(BUILD)/libnpuprof.so $(DESTDIR)$(LIBDIR)/libnpuprof.so.0
+	ln -sf libnpuprof.so.0 $(DESTDIR)$(LIBDIR)/libnpuprof.so
+	install -m 0644 $(BUILD)/libnpuprof.a $(DESTDIR)$(LIBDIR)/
+	install -m 0644 include/npuprof/shm.h include/npuprof/rank.h include/npuprof/protocol.h \
+		$(DESTDIR)$(INCLUDEDIR)/npuprof/
 
 install-systemd:
 	install -d $(DESTDIR)$(UNITDIR) $(DESTDIR)$(SYSUSERSDIR) $(DESTDIR)$(TMPFILESDIR) $(DESTDIR)$(SYSCONFDIR)/npuprof

@@ -437,9 +437,10 @@ void npf_rank_close(npf_rank_t *h)
 {
         if (!h)
                 return;
+        /* Closing its own window is all: the ACL runtime is process-wide, another rank's
+         * window may still be open in it. */
         if (h->state == NPF_WINDOW_COLLECTING)
                 close_window(h, h->last_step + 1, false);
-        npf_backend_acl.shutdown();
         if (h->fast.slot)
                 npf_slot_release(npf_shm_ranks(h->shm), h->fast.slot);
         npf_shm_close(h->shm);
