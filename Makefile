@@ -70,7 +70,7 @@ NPUPROFD_OBJS   := $(DAEMON_OBJS) $(VIEW_OBJS) $(CONF_OBJS) $(SHM_OBJS)
 NPUPROFCTL_OBJS := $(BUILD)/client/npuprofctl.o $(BUILD)/client/validate.o $(BUILD)/client/ipc.o \
                    $(BUILD)/client/status.o $(VIEW_OBJS) $(CONF_OBJS) $(SHM_OBJS)
 
-LIBNPUPROF := $(BUILD)/libnpuprof.so $(BUILD)/libnpuprof.a
+LIBNPUPROF := $(BUILD)/libnpuprof.so $(BUILD)/libnpuprof.a $(BUILD)/libnpuprof-heap.so
 PROGRAMS := $(BUILD)/npuprofctl $(BUILD)/npuprofd $(LIBNPUPROF) $(BUILD)/train-loop
 
 # --- tests ------------------------------------------------------------------------------
@@ -107,8 +107,13 @@ $(BUILD)/libnpuprof.a: $(RANK_OBJS) $(SHM_OBJS)
 	rm -f $@
 	ar rcs $@ $^
 
+# The heap tracker for profile_memory, preloaded into a training process (LD_PRELOAD).
+$(BUILD)/libnpuprof-heap.so: $(BUILD)/rank/heap.o
+	$(CC) $(LDFLAGS) -shared -o $@ $^ -ldl
+
+# -rdynamic: the heap tracker's call stacks name the example's own functions.
 $(BUILD)/train-loop: $(BUILD)/examples/train-loop.o $(BUILD)/libnpuprof.a
-	$(CC) $(LDFLAGS) -o $@ $^ $(RANK_LIBS)
+	$(CC) $(LDFLAGS) -rdynamic -o $@ $^ $(RANK_LIBS)
 
 $(BUILD)/tests/test-shm: $(BUILD)/tests/test-shm.o $(SHM_OBJS)
 	$(CC) $(LDFLAGS) -o $@ $^ $(CMOCKA_LIBS)
@@ -198,6 +203,7 @@ install: all install-systemd
 	install -m 0755 $(BUILD)/libnpuprof.so $(DESTDIR)$(LIBDIR)/libnpuprof.so.0
 	ln -sf libnpuprof.so.0 $(DESTDIR)$(LIBDIR)/libnpuprof.so
 	install -m 0644 $(BUILD)/libnpuprof.a $(DESTDIR)$(LIBDIR)/
+	install -m 0755 $(BUILD)/libnpuprof-heap.so $(DESTDIR)$(LIBDIR)/
 	install -m 0644 include/npuprof/shm.h include/npuprof/rank.h include/npuprof/protocol.h \
 		$(DESTDIR)$(INCLUDEDIR)/npuprof/
 

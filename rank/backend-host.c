@@ -6,7 +6,9 @@
  * chrome://tracing open: one "ProfilerStep#N" span per step, and counter tracks.
  */
 #include "rank/backend.h"
+#include "rank/heap.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -36,6 +38,8 @@ typedef struct host {
         int pid;
         int64_t rank;
         uint64_t steps;
+        char dir[NPF_SHM_PATH_MAX + 160];
+        npf_heap_stop_fn heap_stop;     /* set while heap tracking runs for this window */
 } host_t;
 
 static uint64_t clock_ns(clockid_t id)
@@ -147,13 +151,30 @@ static int host_window_open(void **ret_state, const npf_backend_window_t *w, cha
         }
         h->pid = (int) getpid();
         h->rank = w->rank;
+        snprintf(h->dir, sizeof(h->dir), "%s", w->dir);
+
+        /* profile_memory: the heap tracker, when the process was started with it preloaded. */
+        const char *heap = "off";
+        if (w->args->flags & NPF_FLAG_PROFILE_MEMORY) {
+                npf_heap_start_fn start = (npf_heap_start_fn) (uintptr_t) dlsym(RTLD_DEFAULT, "npf_heap_start");
+                npf_heap_stop_fn stop = (npf_heap_stop_fn) (uintptr_t) dlsym(RTLD_DEFAULT, "npf_heap_stop");
+                const char *env = getenv("NPUPROF_HEAP_MIN_BYTES");
+                uint64_t min = env && *env ? strtoull(env, NULL, 10) : NPF_HEAP_MIN_BYTES_DEFAULT;
+                if (!start || !stop)
+                        heap = "not available: start the process with LD_PRELOAD=libnpuprof-heap.so";
+                else if (start(min) == 0) {
+                        h->heap_stop = stop;
+                        heap = "recording";
+                } else
+                        heap = "busy: another window of this process records the heap";
+        }
         h->perf_cycles = perf_counter(PERF_COUNT_HW_CPU_CYCLES);
         h->perf_instructions = h->perf_cycles >= 0 ? perf_counter(PERF_COUNT_HW_INSTRUCTIONS) : -1;
         fprintf(h->trace,
                 "{\"displayTimeUnit\":\"ms\",\"otherData\":{\"producer\":\"npuprof host backend\",\"rank\":%" PRId64
-                ",\"hardware_counters\":%s},\n\"traceEvents\":["
+                ",\"hardware_counters\":%s,\"heap_tracking\":\"%s\"},\n\"traceEvents\":["
                 "\n{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%d,\"args\":{\"name\":\"rank %" PRId64 "\"}}",
-                w->rank, h->perf_cycles >= 0 ? "true" : "false", h->pid, w->rank);
+                w->rank, h->perf_cycles >= 0 ? "true" : "false", heap, h->pid, w->rank);
         h->steps = 1;   /* the metadata event above is the first of the list */
         h->step = w->first_step;
         sample(h, &h->at_start);
@@ -186,6 +207,14 @@ static int host_window_close(void *state, int64_t last_step, bool complete, char
         if (fclose(h->trace) != 0 && r == 0) {
                 r = -errno;
                 snprintf(err, NPF_BACKEND_ERR_MAX, "cannot write trace.json: %s", strerror(errno));
+        }
+        if (h->heap_stop) {
+                char path[sizeof(h->dir) + 32], herr[256];
+                snprintf(path, sizeof(path), "%s/memory_snapshot.json", h->dir);
+                if (h->heap_stop(path, herr) < 0 && r == 0) {
+                        r = -EIO;
+                        snprintf(err, NPF_BACKEND_ERR_MAX, "heap tracking: %.200s", herr);
+                }
         }
         if (h->perf_cycles >= 0)
                 close(h->perf_cycles);
