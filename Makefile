@@ -75,7 +75,8 @@ PROGRAMS := $(BUILD)/npuprofctl $(BUILD)/npuprofd $(LIBNPUPROF) $(BUILD)/train-l
 
 # --- tests ------------------------------------------------------------------------------
 UNIT_TESTS := $(BUILD)/tests/test-shm $(BUILD)/tests/test-slot $(BUILD)/tests/test-proc \
-              $(BUILD)/tests/test-conf $(BUILD)/tests/test-jsonpos $(BUILD)/tests/test-backend-acl
+              $(BUILD)/tests/test-conf $(BUILD)/tests/test-jsonpos $(BUILD)/tests/test-backend-acl \
+              $(BUILD)/tests/test-rank
 # The stand-in for the CANN runtime, which cannot exist here: it records every call.
 ACL_STUB    := $(BUILD)/tests/stub-acl/libascendcl.so
 MSPROF_STUB := $(BUILD)/tests/stub-acl/libmsprofiler.so
@@ -141,6 +142,9 @@ $(MSPROF_STUB): tests/stub-acl/libascendcl.c
 $(BUILD)/tests/test-backend-acl.o: CPPFLAGS += -DNPF_ACL_STUB_DEFAULT='"$(ACL_STUB)"'
 $(BUILD)/tests/test-backend-acl: $(BUILD)/tests/test-backend-acl.o $(BUILD)/rank/backend-acl.o | $(ACL_STUB) $(MSPROF_STUB)
 	$(CC) $(LDFLAGS) -o $@ $^ $(CMOCKA_LIBS) -ldl -pthread
+
+$(BUILD)/tests/test-rank: $(BUILD)/tests/test-rank.o $(RANK_OBJS) $(CONF_OBJS) $(SHM_OBJS) | $(ACL_STUB) $(MSPROF_STUB)
+	$(CC) $(LDFLAGS) -o $@ $^ $(CMOCKA_LIBS) $(RANK_LIBS)
 
 $(TORTURE): $(BUILD)/tests/torture-seqlock.o $(SHM_OBJS)
 	$(CC) $(LDFLAGS) -pthread -o $@ $^

@@ -246,7 +246,7 @@ static int open_window(npf_rank_t *h, int64_t step)
         h->last_step = step;
         r = h->backend->window_open(&h->bstate, &bw, err);
         if (r < 0) {
-                snprintf(msg, sizeof(msg), "%s backend: %s", h->backend->name, err);
+                snprintf(msg, sizeof(msg), "%s backend: %.200s", h->backend->name, err);
                 snprintf(h->message, sizeof(h->message), "%.255s", msg);
                 write_manifest(h, false);
                 publish_state(h, NPF_WINDOW_FAILED, step);
@@ -266,9 +266,9 @@ static int close_window(npf_rank_t *h, int64_t step, bool complete)
         r = h->backend->window_close(h->bstate, h->last_step, complete, err);
         h->bstate = NULL;
         if (r < 0) {
-                snprintf(h->message, sizeof(h->message), "%s backend: %s", h->backend->name, err);
+                snprintf(h->message, sizeof(h->message), "%s backend: %.200s", h->backend->name, err);
                 complete = false;
-        } else if (!complete) {
+        } else if (!complete && !h->message[0]) {
                 snprintf(h->message, sizeof(h->message), "the window was cut short at step %" PRId64, h->last_step);
         }
         write_manifest(h, complete);
@@ -347,8 +347,14 @@ int npf_rank_step_call(npf_rank_t *h, int64_t step)
 
         switch (h->state) {
         case NPF_WINDOW_ARMED:
-                if (step >= h->start)
+                /* Steps that jump over the whole window (a resumed checkpoint) miss it. */
+                if (h->stop != NPF_STEP_NONE && step > h->stop) {
+                        snprintf(h->message, sizeof(h->message), "stepped from %" PRId64 " to %" PRId64
+                                 ", past the window", h->state_step, step);
+                        publish_state(h, NPF_WINDOW_MISSED, step);
+                } else if (step >= h->start) {
                         r = open_window(h, step);
+                }
                 break;
         case NPF_WINDOW_COLLECTING: {
                 bool over = h->stop == NPF_STEP_NONE
@@ -365,9 +371,9 @@ int npf_rank_step_call(npf_rank_t *h, int64_t step)
                 r = h->backend->window_step(h->bstate, step, err);
                 h->last_step = step;
                 if (r < 0) {
-                        snprintf(h->message, sizeof(h->message), "%s backend: %s", h->backend->name, err);
+                        /* The backend's reason is what the slot and the manifest say, not "cut short". */
+                        snprintf(h->message, sizeof(h->message), "%s backend: %.200s", h->backend->name, err);
                         close_window(h, step, false);
-                        h->state = NPF_WINDOW_FAILED;
                         publish_state(h, NPF_WINDOW_FAILED, step);
                 }
                 break;
@@ -439,8 +445,9 @@ void npf_rank_close(npf_rank_t *h)
                 return;
         /* Closing its own window is all: the ACL runtime is process-wide, another rank's
          * window may still be open in it. */
+        /* A job whose last step is the window's last has a complete window. */
         if (h->state == NPF_WINDOW_COLLECTING)
-                close_window(h, h->last_step + 1, false);
+                close_window(h, h->last_step + 1, h->stop != NPF_STEP_NONE && h->last_step >= h->stop);
         if (h->fast.slot)
                 npf_slot_release(npf_shm_ranks(h->shm), h->fast.slot);
         npf_shm_close(h->shm);
