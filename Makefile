@@ -11,6 +11,9 @@
 PREFIX     ?= /usr/local
 BINDIR     ?= $(PREFIX)/bin
 SBINDIR    ?= $(PREFIX)/sbin
+PYTHON     ?= /usr/bin/python3
+# Where Debian's python3 looks: /usr/lib/python3/dist-packages, /usr/local/lib/python3.X/dist-packages
+PYTHONDIR  ?= $(if $(filter /usr,$(PREFIX)),$(PREFIX)/lib/python3/dist-packages,$(PREFIX)/lib/python$(shell $(PYTHON) -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null || echo 3)/dist-packages)
 LIBDIR     ?= $(PREFIX)/lib
 INCLUDEDIR ?= $(PREFIX)/include
 MANDIR     ?= $(PREFIX)/share/man
@@ -208,6 +211,9 @@ install: all install-systemd
 	ln -sf libnpuprof.so.0 $(DESTDIR)$(LIBDIR)/libnpuprof.so
 	install -m 0644 $(BUILD)/libnpuprof.a $(DESTDIR)$(LIBDIR)/
 	install -m 0755 $(BUILD)/libnpuprof-heap.so $(DESTDIR)$(LIBDIR)/
+	install -d $(DESTDIR)$(PYTHONDIR)/npuprof
+	install -m 0644 python/npuprof/__init__.py python/npuprof/_lib.py python/npuprof/torch.py \
+		$(DESTDIR)$(PYTHONDIR)/npuprof/
 	install -m 0644 include/npuprof/shm.h include/npuprof/rank.h include/npuprof/protocol.h \
 		$(DESTDIR)$(INCLUDEDIR)/npuprof/
 

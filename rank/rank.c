@@ -16,6 +16,7 @@
 #include "rank/backend.h"
 #include "shm/slot.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -166,15 +167,21 @@ static void write_manifest(npf_rank_t *h, bool complete)
 {
         char host[256] = "", path[sizeof(h->dir) + 32], tmp[sizeof(h->dir) + 32];
         json_t *files = json_array();
-        static const char *const names[] = { "trace.json", "memory_snapshot.json", NULL };
+        DIR *d = opendir(h->dir);
+        struct dirent *e;
 
         gethostname(host, sizeof(host) - 1);
-        for (const char *const *n = names; *n; n++) {
+        /* Every file the window left, the backend's and a framework's (torch_trace.json), but this one. */
+        while (d && (e = readdir(d))) {
                 struct stat st;
-                snprintf(path, sizeof(path), "%s/%s", h->dir, *n);
-                if (stat(path, &st) == 0)
-                        json_array_append_new(files, json_pack("{s:s, s:I}", "name", *n, "size", (json_int_t) st.st_size));
+                if (e->d_name[0] == '.' || strcmp(e->d_name, "manifest.json") == 0)
+                        continue;
+                if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode))
+                        json_array_append_new(files, json_pack("{s:s, s:I}", "name", e->d_name, "size",
+                                                               (json_int_t) st.st_size));
         }
+        if (d)
+                closedir(d);
         json_t *m = json_pack("{s:I, s:I, s:s, s:I, s:{s:I, s:o, s:I, s:o}, s:s, s:o, s:s, s:I, s:I, s:o}",
                               "rank", (json_int_t) h->rank, "pid", (json_int_t) h->pid, "host", host,
                               "generation", (json_int_t) h->win.args.generation,

@@ -1,0 +1,524 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: MIT
+"""The Python binding with the real npuprofd and real PyTorch (CPU).
+
+    /usr/bin/python3 python/tests/test_torch_window.py [BUILD_DIR]
+
+A small model trains for 40 steps inside `with npuprof.torch.ProfilerWindow() as win:`
+(win.step() once per step) under a private npuprofd (its own configuration directory, shm
+name, socket and output root); at step 3 the configuration is edited (temporary file,
+rename) to a window of steps 10 to 12. Then the window directory must hold a complete
+manifest and a torch trace whose ProfilerStep# spans are exactly 10, 11 and 12. Also: a
+Monitor and a ProfilerWindow with no daemon at all, and a torch that fails in the window.
+
+Prints "ok   NAME" / "FAIL NAME" per check and "python: N passed, N failed"; exit 1 on a
+failure, 77 when torch cannot be imported. The daemon and the segment are always removed.
+"""
+
+import sys
+sys.dont_write_bytecode = True  # noqa: E402 - no __pycache__ in the source tree
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+BUILD = os.path.abspath(sys.argv[1]) if len(sys.argv) > 1 else os.path.join(ROOT, "build")
+sys.path.insert(0, os.path.join(ROOT, "python"))
+os.environ.setdefault("NPUPROF_LIB", os.path.join(BUILD, "libnpuprof.so"))
+os.environ.pop("NPUPROF_SHM", None)
+os.environ.pop("RANK", None)
+os.environ.pop("RANK_ID", None)
+
+
+def sanitizer_runtime(path):
+    """The sanitizer runtime a shared object needs (it cannot be loaded into Python), or None."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError:
+        return None
+    for rt in (b"libasan.so", b"libtsan.so", b"libubsan.so", b"libhwasan.so"):
+        if rt in data:
+            return rt.decode()
+    return None
+
+
+_rt = sanitizer_runtime(os.environ["NPUPROF_LIB"])
+if _rt:
+    print("skip: %s needs %s, which cannot be loaded into a Python that was not started with it; "
+          "the Python binding is tested on the plain build" % (os.environ["NPUPROF_LIB"], _rt))
+    sys.exit(77)
+
+try:
+    import torch
+except Exception as e:  # noqa: BLE001 - any reason torch is unusable is a skip
+    print("skip: torch cannot be imported by %s: %s: %s" % (sys.executable, type(e).__name__, e))
+    print("      (Debian: apt-get install python3-torch; run with /usr/bin/python3)")
+    sys.exit(77)
+
+import npuprof  # noqa: E402
+import npuprof.torch  # noqa: E402
+from npuprof import _lib  # noqa: E402
+
+passed = 0
+failed = 0
+TMP = tempfile.mkdtemp(prefix="npftest-py.")
+SHM_PREFIX = "npftest-py-%d" % os.getpid()
+daemons = []
+
+
+def ok(name):
+    global passed
+    passed += 1
+    print("ok   %s" % name, flush=True)
+
+
+def fail(name, detail=""):
+    global failed
+    failed += 1
+    print("FAIL %s" % name, flush=True)
+    for line in str(detail).splitlines()[:40]:
+        print("     | %s" % line)
+
+
+def check(name, cond, detail=""):
+    (ok if cond else fail)(name, *(() if cond else (detail,)))
+    return cond
+
+
+def wait_for(pred, timeout=5.0):
+    deadline = time.monotonic() + timeout
+    while True:
+        v = pred()
+        if v:
+            return v
+        if time.monotonic() >= deadline:
+            return v
+        time.sleep(0.01)
+
+
+def cleanup():
+    for p in daemons:
+        if p.poll() is None:
+            p.terminate()
+            try:
+                p.wait(5)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+    for f in os.listdir("/dev/shm"):
+        if f.startswith(SHM_PREFIX + "-") or f.startswith(SHM_PREFIX + "."):
+            try:
+                os.unlink(os.path.join("/dev/shm", f))
+            except OSError:
+                pass
+    shutil.rmtree(TMP, ignore_errors=True)
+
+
+def on_signal(sig, _frame):
+    raise SystemExit(128 + sig)
+
+
+signal.signal(signal.SIGTERM, on_signal)
+signal.signal(signal.SIGHUP, on_signal)
+
+
+def save_config(path, obj):
+    """As an editor or npuprofctl saves it: a temporary file, fsync, rename over."""
+    tmp = path + ".tmp~"
+    with open(tmp, "w") as f:
+        json.dump(obj, f, indent=2)
+        f.write("\n")
+        f.flush()
+        os.fsync(f.fileno())
+    os.rename(tmp, path)
+
+
+class Daemon:
+    """npuprofd on a private configuration, shm name, socket and output root."""
+
+    def __init__(self, tag, config):
+        self.dir = os.path.join(TMP, tag)
+        os.makedirs(self.dir)
+        self.conf = os.path.join(self.dir, "profiler_config.json")
+        self.shm = "%s-%s" % (SHM_PREFIX, tag)
+        self.sock = os.path.join(self.dir, "npuprofd.sock")
+        self.log = os.path.join(self.dir, "daemon.log")
+        save_config(self.conf, config)
+        self.logf = open(self.log, "w")
+        self.proc = subprocess.Popen(
+            [os.path.join(BUILD, "npuprofd"), "--config", self.conf, "--shm-name", self.shm,
+             "--socket", self.sock, "--output-root", self.dir, "--poll-interval", "50", "--log", "stderr"],
+            stdin=subprocess.DEVNULL, stdout=self.logf, stderr=self.logf)
+        daemons.append(self.proc)
+
+    def generation(self):
+        return _lib.config_generation(self.shm)
+
+    def wait_generation(self, at_least, timeout=5.0):
+        g = wait_for(lambda: (self.generation() or 0) >= at_least and self.generation(), timeout)
+        return g if g and g >= at_least else None
+
+    def tail(self):
+        try:
+            with open(self.log) as f:
+                return "daemon log:\n" + "".join(f.readlines()[-12:])
+        except OSError as e:
+            return str(e)
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.logf.close()
+        for suffix in (".ctl", ".ranks"):
+            try:
+                os.unlink("/dev/shm/%s%s" % (self.shm, suffix))
+            except OSError:
+                pass
+
+
+def make_model():
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(64, 128), torch.nn.ReLU(), torch.nn.Linear(128, 128),
+                                torch.nn.ReLU(), torch.nn.Linear(128, 10))
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    return model, opt
+
+
+def train_step(model, opt):
+    x = torch.randn(32, 64)
+    y = torch.randint(0, 10, (32,))
+    opt.zero_grad()
+    loss = torch.nn.functional.cross_entropy(model(x), y)
+    loss.backward()
+    opt.step()
+    return float(loss)
+
+
+def profiler_steps(path):
+    """The numbers N of the ProfilerStep#N spans of a Chrome trace, in trace order."""
+    with open(path) as f:
+        trace = json.load(f)
+    events = trace["traceEvents"] if isinstance(trace, dict) else trace
+    out = []
+    for e in events:
+        name = e.get("name", "")
+        if name.startswith("ProfilerStep#") and e.get("ph") in ("X", "B"):
+            out.append(int(name[len("ProfilerStep#"):]))
+    return out, events
+
+
+# --- no daemon at all ---------------------------------------------------------------------
+
+def t_detached():
+    name = "%s-absent" % SHM_PREFIX
+    try:
+        with npuprof.Monitor(rank=0, shm_name=name) as mon:
+            i = mon.info()
+            check("detached: Monitor opens with no daemon, state idle, not attached",
+                  i.state == "idle" and not i.attached and i.generation == 0, i)
+            # The best of 5 rounds of 4000 steps: a busy machine may preempt one round.
+            n, per = 0, float("inf")
+            for _ in range(5):
+                t0 = time.perf_counter()
+                for _ in range(4000):
+                    mon.step()
+                per = min(per, (time.perf_counter() - t0) / 4000 * 1e9)
+                n += 4000
+            i = mon.info()
+            check("detached: %d steps, numbered 1..%d, still idle (%.0f ns a step)" % (n, n, per),
+                  mon.current_step == n and i.step == n and i.state == "idle" and i.output == ""
+                  and i.message == "", i)
+            check("detached: a step costs no more than a Python call (< 20 us)", per < 20000, "%.0f ns" % per)
+            mon.step(500)
+            check("detached: an explicit step number is taken, and counting goes on from it",
+                  mon.step() == 0 and mon.current_step == 501)
+        check("detached: leaving the with-block closes it", mon.closed and mon.step() == 0
+              and mon.info().state == "closed")
+        mon.close()
+        ok("detached: close() twice is harmless")
+    except Exception as e:  # noqa: BLE001
+        fail("detached: Monitor raised", "%s: %s" % (type(e).__name__, e))
+
+    try:
+        model, opt = make_model()
+        with npuprof.torch.ProfilerWindow(rank=0, shm_name=name) as win:
+            for step in range(1, 21):
+                train_step(model, opt)
+                win.step()
+            i = win.info()
+        check("detached: ProfilerWindow trains 20 steps with no daemon, idle, no profiler, no message",
+              i.state == "idle" and win.trace_path is None and win.profile_options is None
+              and i.message == "" and win.current_step is None, i)
+    except Exception as e:  # noqa: BLE001
+        fail("detached: ProfilerWindow raised", "%s: %s" % (type(e).__name__, e))
+
+    try:
+        npuprof.Monitor(shm_name="bad/name")
+        fail("detached: a bad segment name is refused")
+    except npuprof.Error as e:
+        check("detached: a bad segment name is refused with EINVAL", e.errno == 22, e)
+
+
+# --- the real daemon, the window 10..12 ---------------------------------------------------
+
+def t_window():
+    d = Daemon("window", {})
+    try:
+        g1 = d.wait_generation(1)
+        if not check("window: npuprofd started and published generation 1", g1 == 1, d.tail()):
+            return
+        out = os.path.join(d.dir, "out")
+        model, opt = make_model()
+        states = {}
+        published = None
+        losses = []
+        with npuprof.torch.ProfilerWindow(shm_name=d.shm) as win:
+            for step in range(1, 41):
+                if win.current_step != step:
+                    fail("window: ProfilerWindow counts steps from 1", "%r != %r" % (win.current_step, step))
+                    return
+                states[step] = win.info()
+                losses.append(train_step(model, opt))
+                if step == 3:
+                    save_config(d.conf, {"start_step": 10, "steps": 3, "output_dir": out,
+                                         "record_shapes": True})
+                    published = d.wait_generation(2)
+                time.sleep(0.004)
+                win.step()
+            final = win.info()
+        check("window: the edit at step 3 was published as generation 2", published == 2, d.tail())
+        check("window: the rank read it at step 4 and was armed for steps 4 to 9",
+              all(states[s].state == "armed" and states[s].window_start == 10 and states[s].window_stop == 12
+                  for s in range(4, 10)),
+              "\n".join("%d: %s" % (s, states[s]) for s in range(3, 10)))
+        check("window: collecting at steps 10, 11 and 12",
+              all(states[s].state == "collecting" for s in (10, 11, 12)) and states[9].state == "armed",
+              "\n".join("%d: %s" % (s, states[s]) for s in range(9, 14)))
+        check("window: done from step 13 on, generation 2",
+              all(states[s].state == "done" and states[s].generation == 2 for s in range(13, 41)),
+              "\n".join("%d: %s" % (s, states[s]) for s in (13, 20, 40)))
+        check("window: no message after the window", final.message == "" and final.state == "done", final)
+
+        wdir = os.path.join(out, "rank0_start10_stop12")
+        if not check("window: the window directory rank0_start10_stop12 exists", os.path.isdir(wdir),
+                     "out: %s" % (os.listdir(out) if os.path.isdir(out) else "missing")):
+            return
+        check("window: it is the only window directory", sorted(os.listdir(out)) == ["rank0_start10_stop12"],
+              os.listdir(out))
+        check("window: info().output names it", states[10].output == wdir, states[10].output)
+        try:
+            with open(os.path.join(wdir, "manifest.json")) as f:
+                m = json.load(f)
+        except (OSError, ValueError) as e:
+            fail("window: manifest.json is there and is JSON", e)
+            return
+        check("window: the manifest says complete, rank 0, window 10..12, host backend, generation 2",
+              m.get("status") == "complete" and m.get("rank") == 0 and m.get("backend") == "host"
+              and m.get("generation") == 2 and (m.get("window") or {}).get("start_step") == 10
+              and (m.get("window") or {}).get("stop_step") == 12, json.dumps(m, indent=1))
+
+        tpath = os.path.join(wdir, npuprof.torch.TRACE_NAME)
+        check("window: the torch trace is torch_trace.json in the window directory",
+              win.trace_path == tpath and os.path.isfile(tpath), "%r %s" % (win.trace_path, os.listdir(wdir)))
+        try:
+            steps, events = profiler_steps(tpath)
+        except (OSError, ValueError, KeyError) as e:
+            fail("window: the torch trace is a Chrome trace", e)
+            return
+        check("window: the torch trace's ProfilerStep# spans are exactly 10, 11 and 12",
+              sorted(steps) == [10, 11, 12], steps)
+        ops = [e for e in events if e.get("name", "").startswith("aten::") and e.get("ph") == "X"]
+        check("window: the torch trace holds the model's operators (aten::linear, aten::addmm)",
+              {"aten::linear", "aten::addmm"} <= {e["name"] for e in ops},
+              sorted({e.get("name") for e in events})[:30])
+        spans = [e for e in events if e.get("name", "").startswith("ProfilerStep#") and e.get("ph") == "X"]
+        # record_function's own handle allocation (aten::zeros/empty/zero_) precedes each span.
+        linears = [e for e in ops if e["name"] == "aten::linear"]
+        inside = [e for e in linears if any(
+            s["ts"] <= e["ts"] and e["ts"] + e.get("dur", 0) <= s["ts"] + s["dur"] for s in spans)]
+        check("window: 9 forward linears (3 layers x 3 steps), all inside ProfilerStep spans",
+              len(linears) == 9 and len(inside) == 9, "%d inside of %d" % (len(inside), len(linears)))
+        check("window: record_shapes from the configuration reached torch (and nothing else was on)",
+              win.profile_options == {"record_shapes": True, "profile_memory": False, "with_stack": False,
+                                      "with_flops": False, "with_modules": False}, win.profile_options)
+        # Debian's torch is built without kineto: its Chrome export has no shapes, the events do.
+        try:
+            shapes = [e.input_shapes[:3] for e in win.profile.events() if e.name == "aten::addmm"]
+        except Exception as e:  # noqa: BLE001
+            shapes = [repr(e)]
+        check("window: the profile recorded input shapes (aten::addmm [[128], [32, 64], [64, 128]])",
+              [[128], [32, 64], [64, 128]] in shapes, shapes[:3])
+        try:
+            hsteps, _ = profiler_steps(os.path.join(wdir, "trace.json"))
+            check("window: the C host backend's trace.json has steps 10, 11, 12 too",
+                  sorted(hsteps) == [10, 11, 12], hsteps)
+        except (OSError, ValueError, KeyError) as e:
+            fail("window: the C host backend's trace.json is there", e)
+        check("window: the torch trace was written before the manifest",
+              os.stat(tpath).st_mtime_ns <= os.stat(os.path.join(wdir, "manifest.json")).st_mtime_ns)
+        check("window: no temporary file is left", not [f for f in os.listdir(wdir) if f.startswith(".")],
+              os.listdir(wdir))
+        check("window: the model trained (finite losses)", all(l == l and l < 1e6 for l in losses))
+    finally:
+        d.stop()
+
+
+# --- torch fails inside the window: training goes on --------------------------------------
+
+def t_torch_fails():
+    out = None
+    d = Daemon("fails", {})
+    try:
+        if not check("torch fails: npuprofd published generation 1", d.wait_generation(1) == 1, d.tail()):
+            return
+        out = os.path.join(d.dir, "out")
+        save_config(d.conf, {"start_step": 5, "steps": 2, "output_dir": out})
+        if not check("torch fails: the window 5..6 is published", d.wait_generation(2) == 2, d.tail()):
+            return
+        import torch.profiler as tp
+        real = tp.profile
+
+        class Broken(real):
+            def start(self):
+                raise RuntimeError("kineto is broken today")
+
+        tp.profile = Broken
+        model, opt = make_model()
+        done = 0
+        try:
+            with npuprof.torch.ProfilerWindow(shm_name=d.shm) as win:
+                for step in range(1, 11):
+                    train_step(model, opt)
+                    done = step
+                    if step == 6:
+                        during = win.info()
+                    win.step()
+                after = win.info()
+        finally:
+            tp.profile = real
+        check("torch fails: the loop ran its 10 steps", done == 10)
+        check("torch fails: info().message says what torch did",
+              "kineto is broken today" in during.message and "step 5" in during.message, during)
+        check("torch fails: the window still ran on the C side and is done", after.state == "done", after)
+        wdir = os.path.join(out, "rank0_start5_stop6")
+        try:
+            with open(os.path.join(wdir, "manifest.json")) as f:
+                m = json.load(f)
+            check("torch fails: the C window's manifest says complete; no torch trace",
+                  m.get("status") == "complete" and not os.path.exists(os.path.join(wdir, "torch_trace.json")),
+                  json.dumps(m))
+        except (OSError, ValueError) as e:
+            fail("torch fails: the C window's manifest is there", e)
+        # A profiler left running by the failure would make the next one fail to start.
+        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as p:
+            train_step(model, opt)
+        check("torch fails: no torch profiler was left running", len(p.events()) > 0)
+    finally:
+        d.stop()
+
+
+# --- a window cut short by the end of the loop --------------------------------------------
+
+def t_cut_short():
+    d = Daemon("short", {})
+    try:
+        if not check("cut short: npuprofd published generation 1", d.wait_generation(1) == 1, d.tail()):
+            return
+        out = os.path.join(d.dir, "out")
+        save_config(d.conf, {"start_step": 4, "steps": 10, "output_dir": out})
+        if not check("cut short: the window 4..13 is published", d.wait_generation(2) == 2, d.tail()):
+            return
+        model, opt = make_model()
+        with npuprof.torch.ProfilerWindow(shm_name=d.shm) as win:
+            for step in range(1, 7):         # steps 1..6: the window ends with the loop
+                train_step(model, opt)
+                win.step()
+        wdir = os.path.join(out, "rank0_start4_stop13")
+        try:
+            with open(os.path.join(wdir, "manifest.json")) as f:
+                m = json.load(f)
+            steps, _ = profiler_steps(os.path.join(wdir, "torch_trace.json"))
+            check("cut short: manifest incomplete, the torch trace has steps 4 to 7",
+                  m.get("status") == "incomplete" and sorted(steps) == [4, 5, 6, 7],
+                  "%s %s" % (m.get("status"), steps))
+        except (OSError, ValueError, KeyError) as e:
+            fail("cut short: the window's manifest and torch trace are there", e)
+    finally:
+        d.stop()
+
+
+# --- the slot: held against a second claimant, kept across fork(), released by close() ----
+
+def t_slot_and_fork():
+    d = Daemon("fork", {})
+    try:
+        if not check("slot: npuprofd published generation 1", d.wait_generation(1) == 1, d.tail()):
+            return
+        mon = npuprof.Monitor(rank=7, shm_name=d.shm)
+        mon.step()
+        i = mon.info()
+        check("slot: an attached Monitor reads generation 1, idle, rank 7",
+              i.attached and i.generation == 1 and i.state == "idle" and i.rank == 7, i)
+        try:
+            npuprof.Monitor(rank=7, shm_name=d.shm).close()
+            fail("slot: a second Monitor of rank 7 is refused")
+        except npuprof.Error as e:
+            check("slot: a second Monitor of rank 7 is refused with EBUSY", e.errno == 16, e)
+        pid = os.fork()
+        if pid == 0:
+            code = 0 if (mon.closed and mon.step() == 0 and mon.info().state == "closed") else 3
+            os._exit(code)
+        _, status = os.waitpid(pid, 0)
+        check("fork: the child's inherited Monitor is closed and its steps do nothing",
+              os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, status)
+        mon.step()
+        try:
+            npuprof.Monitor(rank=7, shm_name=d.shm).close()
+            fail("fork: the child left the parent's slot alone (rank 7 still held)")
+        except npuprof.Error as e:
+            check("fork: the child left the parent's slot alone (rank 7 still held)", e.errno == 16, e)
+        check("fork: the parent's Monitor still works", mon.info().attached and mon.current_step == 2)
+        mon.close()
+        try:
+            npuprof.Monitor(rank=7, shm_name=d.shm).close()
+            ok("slot: close() released rank 7 for the next Monitor")
+        except npuprof.Error as e:
+            fail("slot: close() released rank 7 for the next Monitor", e)
+    finally:
+        d.stop()
+
+
+def main():
+    for exe in ("npuprofd", "libnpuprof.so"):
+        if not os.path.exists(os.path.join(BUILD, exe)):
+            print("python: %s/%s is not built" % (BUILD, exe))
+            return 2
+    print("torch %s, libnpuprof %s" % (torch.__version__, os.environ["NPUPROF_LIB"]), flush=True)
+    for t in (t_detached, t_window, t_torch_fails, t_cut_short, t_slot_and_fork):
+        try:
+            t()
+        except Exception:  # noqa: BLE001 - one test's crash is its failure, not the suite's
+            import traceback
+            fail("%s raised" % t.__name__, traceback.format_exc())
+    print("python: %d passed, %d failed" % (passed, failed))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    try:
+        rc = main()
+    finally:
+        cleanup()
+    sys.exit(rc)
