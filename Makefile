@@ -67,11 +67,12 @@ VIEW_OBJS := $(BUILD)/shm/view.o
 RANK_OBJS := $(BUILD)/rank/rank.o $(BUILD)/rank/backend-host.o $(BUILD)/rank/backend-acl.o
 RANK_LIBS := $(shell pkg-config --libs jansson 2>/dev/null) -ldl -pthread
 DAEMON_OBJS := $(BUILD)/daemon/npuprofd.o $(BUILD)/daemon/daemon.o $(BUILD)/daemon/watch.o \
-               $(BUILD)/daemon/server.o $(BUILD)/daemon/sweep.o $(BUILD)/daemon/notify.o $(BUILD)/daemon/log.o
+               $(BUILD)/daemon/server.o $(BUILD)/daemon/sweep.o $(BUILD)/daemon/notify.o $(BUILD)/daemon/log.o \
+               $(BUILD)/daemon/outroot.o
 
 NPUPROFD_OBJS   := $(DAEMON_OBJS) $(VIEW_OBJS) $(CONF_OBJS) $(SHM_OBJS)
 NPUPROFCTL_OBJS := $(BUILD)/client/npuprofctl.o $(BUILD)/client/validate.o $(BUILD)/client/ipc.o \
-                   $(BUILD)/client/status.o $(VIEW_OBJS) $(CONF_OBJS) $(SHM_OBJS)
+                   $(BUILD)/client/status.o $(BUILD)/client/edit.o $(VIEW_OBJS) $(CONF_OBJS) $(SHM_OBJS)
 
 LIBNPUPROF := $(BUILD)/libnpuprof.so $(BUILD)/libnpuprof.a $(BUILD)/libnpuprof-heap.so
 PROGRAMS := $(BUILD)/npuprofctl $(BUILD)/npuprofd $(LIBNPUPROF) $(BUILD)/train-loop
@@ -79,7 +80,7 @@ PROGRAMS := $(BUILD)/npuprofctl $(BUILD)/npuprofd $(LIBNPUPROF) $(BUILD)/train-l
 # --- tests ------------------------------------------------------------------------------
 UNIT_TESTS := $(BUILD)/tests/test-shm $(BUILD)/tests/test-slot $(BUILD)/tests/test-proc \
               $(BUILD)/tests/test-conf $(BUILD)/tests/test-jsonpos $(BUILD)/tests/test-backend-acl \
-              $(BUILD)/tests/test-rank
+              $(BUILD)/tests/test-rank $(BUILD)/tests/test-outroot
 # The stand-in for the CANN runtime, which cannot exist here: it records every call.
 ACL_STUB    := $(BUILD)/tests/stub-acl/libascendcl.so
 MSPROF_STUB := $(BUILD)/tests/stub-acl/libmsprofiler.so
@@ -148,6 +149,9 @@ $(BUILD)/tests/test-backend-acl: $(BUILD)/tests/test-backend-acl.o $(BUILD)/rank
 
 $(BUILD)/tests/test-rank: $(BUILD)/tests/test-rank.o $(RANK_OBJS) $(CONF_OBJS) $(SHM_OBJS) | $(ACL_STUB) $(MSPROF_STUB)
 	$(CC) $(LDFLAGS) -o $@ $^ $(CMOCKA_LIBS) $(RANK_LIBS)
+
+$(BUILD)/tests/test-outroot: $(BUILD)/tests/test-outroot.o $(BUILD)/daemon/outroot.o
+	$(CC) $(LDFLAGS) -o $@ $^ $(CMOCKA_LIBS)
 
 $(TORTURE): $(BUILD)/tests/torture-seqlock.o $(SHM_OBJS)
 	$(CC) $(LDFLAGS) -pthread -o $@ $^

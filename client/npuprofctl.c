@@ -1,11 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /* npuprofctl: how a person talks to npuprof. */
+#include "client/edit.h"
 #include "client/status.h"
 #include "client/validate.h"
 #include "npuprof/protocol.h"
 #include "npuprof/shm.h"
 
+#include <errno.h>
 #include <getopt.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +25,14 @@ static void usage(FILE *f)
               "                             with the file), every rank and window; when the daemon\n"
               "                             cannot be reached, what the segment holds (exit 3)\n"
               "  ranks [--json]             the ranks attached to the segment\n"
+              "  windows [--json]           every window the daemon saw end, newest first: rank,\n"
+              "                             generation, steps, outcome, directory, message\n"
+              "  start --at N --steps K [--warmup W] [--level L] [--ranks LIST] [--backend B]\n"
+              "        [--config PATH] [--json]\n"
+              "                             open a window of K steps at step N: edit the watched\n"
+              "                             profiler_config.json in its own dialect, validated, atomically\n"
+              "  stop [--config PATH] [--json]\n"
+              "                             turn profiling off in that file\n"
               "  config                     the effective configuration in force, as JSON\n"
               "  reload                     make the daemon read its file now (root or its user)\n"
               "  metrics                    Prometheus text exposition of the daemon's counters\n"
@@ -99,6 +110,117 @@ static int cmd_validate(int argc, char **argv)
         return npf_cli_validate(argv + optind, argc - optind, json);
 }
 
+/* Parse a step or a count for @opt. Return: 0, or 2 (a usage error) with the reason printed. */
+static int parse_int(const char *cmd, const char *opt, const char *s, int64_t *ret)
+{
+        char *end;
+
+        errno = 0;
+        long long v = strtoll(s, &end, 10);
+        if (errno || end == s || *end) {
+                fprintf(stderr, "npuprofctl %s: %s takes an integer, not '%s'\n", cmd, opt, s);
+                return 2;
+        }
+        *ret = v;
+        return 0;
+}
+
+static void edit_help(bool start)
+{
+        if (start)
+                printf("Usage: npuprofctl start --at N --steps K [--warmup W] [--level L] [--ranks LIST]\n"
+                       "                        [--backend B] [--config PATH] [--json]\n\n"
+                       "Open a window of K steps at step N (N may be 'next'): set the keys of the file's\n"
+                       "dialect (native: start_step, steps, warmup, level, ranks, backend; torch_npu:\n"
+                       "start_step, active, warmup, experimental_config.profiler_level, is_rank and\n"
+                       "rank_list; MindSpore: start_step, stop_step = N+K-1, profiler_level), keep every\n"
+                       "other key, drop duration_ms, validate, and replace the file atomically. The file\n"
+                       "is the one the daemon watches, or PATH. L: Level0, Level1, Level2, Level_none.\n"
+                       "LIST: all, or ranks and ranges like 0-7,16. B: acl, host or auto.\n"
+                       "Exit: 0 written, 1 invalid or refused (the file untouched), 2 usage, 3 the daemon\n"
+                       "could not be reached for the path.\n");
+        else
+                printf("Usage: npuprofctl stop [--config PATH] [--json]\n\n"
+                       "Turn profiling off in the file the daemon watches (or PATH), in its dialect:\n"
+                       "native: remove start_step; torch_npu: start_step 0; MindSpore: start_step and\n"
+                       "stop_step -1. Every other key is kept; the file is replaced atomically.\n");
+}
+
+/* `start` and `stop`. Return: the exit status. */
+static int cmd_edit(int argc, char **argv, const char *socket_path)
+{
+        enum { OPT_AT = 256, OPT_STEPS, OPT_WARMUP, OPT_LEVEL, OPT_RANKS, OPT_BACKEND, OPT_CONFIG, OPT_JSON, OPT_HELP };
+        static const struct option start_opts[] = {
+                { "at", required_argument, NULL, OPT_AT },
+                { "steps", required_argument, NULL, OPT_STEPS },
+                { "warmup", required_argument, NULL, OPT_WARMUP },
+                { "level", required_argument, NULL, OPT_LEVEL },
+                { "ranks", required_argument, NULL, OPT_RANKS },
+                { "backend", required_argument, NULL, OPT_BACKEND },
+                { "config", required_argument, NULL, OPT_CONFIG },
+                { "json", no_argument, NULL, OPT_JSON },
+                { "help", no_argument, NULL, OPT_HELP },
+                { 0 },
+        };
+        static const struct option stop_opts[] = {
+                { "config", required_argument, NULL, OPT_CONFIG },
+                { "json", no_argument, NULL, OPT_JSON },
+                { "help", no_argument, NULL, OPT_HELP },
+                { 0 },
+        };
+        bool start = strcmp(argv[0], "start") == 0, json = false, have_at = false, have_steps = false;
+        const char *cmd = start ? "start" : "stop", *config = NULL;
+        npf_edit_start_t a = { 0 };
+        int c;
+
+        argv[0] = (char *) (start ? "npuprofctl start" : "npuprofctl stop");   /* getopt's messages name it */
+        optind = 1;
+        while ((c = getopt_long(argc, argv, "", start ? start_opts : stop_opts, NULL)) != -1) {
+                switch (c) {
+                case OPT_AT:
+                        have_at = true;
+                        if (strcasecmp(optarg, "next") == 0)
+                                a.at_next = true;
+                        else if (parse_int(cmd, "--at", optarg, &a.at) != 0)
+                                return 2;
+                        break;
+                case OPT_STEPS:
+                        have_steps = true;
+                        if (parse_int(cmd, "--steps", optarg, &a.steps) != 0)
+                                return 2;
+                        break;
+                case OPT_WARMUP:
+                        a.has_warmup = true;
+                        if (parse_int(cmd, "--warmup", optarg, &a.warmup) != 0)
+                                return 2;
+                        break;
+                case OPT_LEVEL: a.level = optarg; break;
+                case OPT_RANKS: a.ranks = optarg; break;
+                case OPT_BACKEND: a.backend = optarg; break;
+                case OPT_CONFIG: config = optarg; break;
+                case OPT_JSON: json = true; break;
+                case OPT_HELP:
+                        edit_help(start);
+                        return 0;
+                default:
+                        return 2;
+                }
+        }
+        if (optind < argc) {
+                fprintf(stderr, "npuprofctl %s: unexpected argument '%s'\n", cmd, argv[optind]);
+                return 2;
+        }
+        if (start && (!have_at || !have_steps)) {
+                fprintf(stderr, "npuprofctl start: --at N and --steps K are required (see npuprofctl start --help)\n");
+                return 2;
+        }
+        if (config && !*config) {
+                fprintf(stderr, "npuprofctl %s: --config takes a path\n", cmd);
+                return 2;
+        }
+        return npf_cli_edit(socket_path, config, start ? &a : NULL, json);
+}
+
 int main(int argc, char **argv)
 {
         const char *env_socket = getenv(NPF_ENV_SOCKET), *env_shm = getenv(NPF_ENV_SHM);
@@ -142,7 +264,10 @@ int main(int argc, char **argv)
         }
         if (strcmp(cmd, "validate") == 0)
                 return cmd_validate(cargc, cargv);
-        if (strcmp(cmd, "status") == 0 || strcmp(cmd, "ranks") == 0 || strcmp(cmd, "config") == 0 ||
+        if (strcmp(cmd, "start") == 0 || strcmp(cmd, "stop") == 0)
+                return cmd_edit(cargc, cargv, socket_path);
+        if (strcmp(cmd, "status") == 0 || strcmp(cmd, "ranks") == 0 || strcmp(cmd, "windows") == 0 ||
+            strcmp(cmd, "config") == 0 ||
             strcmp(cmd, "reload") == 0 || strcmp(cmd, "metrics") == 0) {
                 if (json_flag(cargc, cargv, cmd, &json) != 0)
                         return 2;

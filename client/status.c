@@ -141,6 +141,33 @@ static void print_windows(json_t *w)
         }
 }
 
+/* `windows`: every window the daemon saw end, newest first, then the counts by outcome. */
+static void print_window_list(json_t *res)
+{
+        static const char *const outcomes[] = { "done", "failed", "missed", "filtered", "lost" };
+        json_t *list = json_object_get(res, "windows"), *w, *counts = json_object_get(res, "outcomes");
+        size_t i;
+
+        if (json_array_size(list) == 0) {
+                printf("no window has ended yet\n");
+        } else {
+                printf("%6s %6s  %-17s %-9s %s\n", "RANK", "GEN", "WINDOW", "OUTCOME", "DIRECTORY / MESSAGE");
+                json_array_foreach(list, i, w) {
+                        char win[48];
+                        snprintf(win, sizeof(win), "%lld..%lld", (long long) num(w, "start_step"),
+                                 (long long) num(w, "stop_step"));
+                        printf("%6lld %6lld  %-17s %-9s %s", (long long) num(w, "rank"), (long long) num(w, "generation"),
+                               win, str(w, "outcome", "?"), str(w, "output", "-"));
+                        if (json_is_string(json_object_get(w, "message")))
+                                printf("  (%s)", str(w, "message", ""));
+                        printf("\n");
+                }
+        }
+        printf("windows:");
+        for (size_t k = 0; k < sizeof(outcomes) / sizeof(outcomes[0]); k++)
+                printf(" %s %lld%s", outcomes[k], (long long) num(counts, outcomes[k]), k + 1 < 5 ? "," : "\n");
+}
+
 /* What the segment holds, read directly: for when the daemon does not answer. */
 static json_t *segment_view(const char *shm_name)
 {
@@ -211,6 +238,15 @@ int npf_cli_status(const char *socket_path, const char *shm_name, bool json)
         return 0;
 }
 
+/* A failed command's one JSON object. */
+static void print_error_json(const char *command, const char *error, bool unreachable)
+{
+        json_t *o = json_pack("{s:s, s:s, s:b}", "command", command, "error", error, "unreachable", unreachable);
+
+        print_json(o);
+        json_decref(o);
+}
+
 int npf_cli_command(const char *socket_path, const char *command, bool json)
 {
         char err[256];
@@ -219,15 +255,21 @@ int npf_cli_command(const char *socket_path, const char *command, bool json)
 
         if (r < 0) {
                 fprintf(stderr, "npuprofctl %s: the daemon is not reachable: %s\n", command, err);
+                if (json)
+                        print_error_json(command, err, true);
                 return NPF_EXIT_UNREACHABLE;
         }
         if (!json_is_true(json_object_get(reply, "ok"))) {
                 fprintf(stderr, "npuprofctl %s: %s\n", command, str(reply, "error", "the daemon refused"));
+                if (json)
+                        print_error_json(command, str(reply, "error", "the daemon refused"), false);
                 json_decref(reply);
                 return 1;
         }
         json_t *res = json_object_get(reply, "result");
-        if (strcmp(command, "metrics") == 0 && !json)
+        if (strcmp(command, "windows") == 0 && !json)
+                print_window_list(res);
+        else if (strcmp(command, "metrics") == 0 && !json)
                 fputs(str(res, "text", ""), stdout);
         else if (strcmp(command, "ranks") == 0 && !json)
                 print_ranks(json_object_get(res, "ranks"));

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* npuprofctl's commands that talk to the daemon: status, ranks, config, reload, metrics. */
+/* npuprofctl's commands that talk to the daemon: status, ranks, windows, config, reload, metrics. */
 #ifndef NPUPROF_CLIENT_STATUS_H
 #define NPUPROF_CLIENT_STATUS_H
 
@@ -15,7 +15,11 @@
  */
 int npf_cli_status(const char *socket_path, const char *shm_name, bool json);
 
-/* `ranks`, `config`, `reload` and `metrics`. Return: the exit status (3: unreachable). */
+/*
+ * `ranks`, `windows`, `config`, `reload` and `metrics`. With @json, one JSON object on
+ * stdout, an {"error": ...} one when the command fails.
+ * Return: the exit status (1: refused, 3: unreachable).
+ */
 int npf_cli_command(const char *socket_path, const char *command, bool json);
 
 #endif /* NPUPROF_CLIENT_STATUS_H */

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #define RELOAD_WAITERS_MAX 32
+#define PROF_DIRS_KEPT 16               /* generations whose prof_dir names their windows' output */
 #define NPF_IDLE_SWEEP_MS 10000u        /* with no rank and no watchdog: look for new ranks */
 
 typedef struct daemon {
@@ -42,6 +43,9 @@ typedef struct daemon {
         struct early { npf_request_t *req; char command[16]; npf_peer_t peer; } early[RELOAD_WAITERS_MAX];
         unsigned n_early;
         bool stopping;
+        /* The prof_dir of the last generations published, so that a window's output can be named. */
+        struct prof_dir { uint64_t generation; char *dir; } prof_dirs[PROF_DIRS_KEPT];
+        unsigned prof_dirs_head;
 } daemon_t;
 
 static uint64_t realtime_ns(void)
@@ -106,6 +110,49 @@ static bool differs_from_published(daemon_t *d, const npf_shm_config_t *c)
         return differs;
 }
 
+static void remember_prof_dir(daemon_t *d, uint64_t generation, const char *dir)
+{
+        struct prof_dir *p = &d->prof_dirs[d->prof_dirs_head];
+
+        free(p->dir);
+        p->dir = strdup(dir);
+        p->generation = p->dir ? generation : 0;
+        d->prof_dirs_head = (d->prof_dirs_head + 1) % PROF_DIRS_KEPT;
+}
+
+/* Return: the prof_dir of @generation, or NULL when it is no longer (or was never) known. */
+static const char *prof_dir_of(const daemon_t *d, uint64_t generation)
+{
+        for (unsigned i = 0; generation && i < PROF_DIRS_KEPT; i++)
+                if (d->prof_dirs[i].generation == generation)
+                        return d->prof_dirs[i].dir;
+        return NULL;
+}
+
+/*
+ * The window history as JSON, newest first: a window's output, which its rank names
+ * relative to the generation's prof_dir, becomes the absolute directory where that prof_dir
+ * is known.
+ */
+static json_t *history_json(const daemon_t *d, size_t max)
+{
+        json_t *list = npf_sweep_history_json(&d->sweep, max), *w;
+        size_t i;
+
+        json_array_foreach(list, i, w) {
+                const char *out = json_string_value(json_object_get(w, "output"));
+                const char *dir = out && out[0] != '/'
+                                          ? prof_dir_of(d, (uint64_t) json_integer_value(json_object_get(w, "generation")))
+                                          : NULL;
+                char *full;
+                if (dir && asprintf(&full, "%s%s%s", dir, strcmp(dir, "/") == 0 ? "" : "/", out) >= 0) {
+                        json_object_set_new(w, "output", json_string(full));
+                        free(full);
+                }
+        }
+        return list;
+}
+
 static void finish_reload(daemon_t *d)
 {
         json_t *result = json_pack("{s:I, s:b, s:s}", "generation", (json_int_t) generation_in_force(d), "valid",
@@ -143,6 +190,7 @@ static void on_config(npf_watch_t *w, const npf_watch_result_t *res, void *data)
                         uint64_t gen;
                         char what[160];
                         if (npf_shm_publish_config(d->shm, res->config, &gen) == 0) {
+                                remember_prof_dir(d, gen, res->config->prof_dir);
                                 describe_window(res->config, what, sizeof(what));
                                 npf_log(LOG_NOTICE, (int64_t) gen, NPF_LOG_NONE, "published generation %" PRIu64
                                         " (%s dialect): %s", gen, npf_conf_dialect_name(res->config->args.dialect), what);
@@ -275,7 +323,7 @@ static json_t *status_json(daemon_t *d)
         json_t *windows = npf_sweep_outcomes_json(&d->sweep);
 
         json_object_set_new(config, "path", json_string(d->opt.config_path));
-        json_object_set_new(windows, "recent", npf_sweep_history_json(&d->sweep, 32));
+        json_object_set_new(windows, "recent", history_json(d, 32));
         return json_pack("{s:{s:I, s:s, s:I, s:I, s:b, s:b, s:I, s:s, s:I}, s:{s:s, s:b}, s:o, s:o, s:o, s:I}",
                          "daemon",
                          "pid", (json_int_t) getpid(),
@@ -388,6 +436,10 @@ static void on_request(npf_request_t *req, const char *command, json_t *request,
                 else
                         npf_server_reply(req, json_pack("{s:I, s:n}", "generation", (json_int_t) 0, "config"));
                 free(c);
+        } else if (strcmp(command, "windows") == 0) {
+                sweep(d);
+                npf_server_reply(req, json_pack("{s:o, s:o}", "windows", history_json(d, NPF_SWEEP_HISTORY),
+                                                "outcomes", npf_sweep_outcomes_json(&d->sweep)));
         } else if (strcmp(command, "metrics") == 0) {
                 sweep(d);
                 npf_server_reply(req, metrics_json(d));
@@ -406,7 +458,7 @@ static void on_request(npf_request_t *req, const char *command, json_t *request,
                 snprintf(why, sizeof(why), "asked by uid %u, pid %d", (unsigned) peer->uid, (int) peer->pid);
                 start_reload(d, why);
         } else {
-                npf_server_reply_error(req, "unknown command '%.64s': known are status, ranks, config, reload, metrics",
+                npf_server_reply_error(req, "unknown command '%.64s': known are status, ranks, windows, config, reload, metrics",
                                        command);
         }
 }
@@ -487,6 +539,10 @@ int npf_daemon_run(const npf_daemon_options_t *opt)
         /* Ranks that died while no daemon ran are found, and their windows logged, now. */
         npf_sweep_run(&d->sweep, npf_shm_ranks(d->shm), npf_view_monotonic_ns(), on_window_recorded, d);
         if (npf_shm_adopted(d->shm)) {
+                npf_shm_config_t *c = malloc(sizeof(*c));
+                if (c && npf_shm_read_config(npf_shm_ctl(d->shm), c) >= 0 && c->args.generation)
+                        remember_prof_dir(d, c->args.generation, c->prof_dir);
+                free(c);
                 npf_shm_read_status(npf_shm_ctl(d->shm), &d->status);
                 npf_log(LOG_NOTICE, (int64_t) generation_in_force(d), NPF_LOG_NONE,
                         "adopted segment %s at generation %" PRIu64 " with %u rank%s attached", opt->shm_name,
@@ -508,7 +564,8 @@ int npf_daemon_run(const npf_daemon_options_t *opt)
                 npf_log(LOG_ERR, NPF_LOG_NONE, NPF_LOG_NONE, "control socket: %s", err);
                 goto out;
         }
-        r = npf_watch_start(d->loop, opt->config_path, opt->poll_ms, opt->inotify, on_config, d, &d->watch);
+        r = npf_watch_start(d->loop, opt->config_path, opt->poll_ms, opt->inotify, opt->output_root, on_config, d,
+                            &d->watch);
         if (r < 0) {
                 npf_log(LOG_ERR, NPF_LOG_NONE, NPF_LOG_NONE, "cannot watch %s: %s", opt->config_path, uv_strerror(r));
                 goto out;
@@ -547,6 +604,8 @@ out:
                 d->shm = npf_shm_close(d->shm);
         }
         uv_loop_close(d->loop);
+        for (unsigned i = 0; i < PROF_DIRS_KEPT; i++)
+                free(d->prof_dirs[i].dir);
         free(d);
         return status;
 }

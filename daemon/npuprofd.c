@@ -2,6 +2,7 @@
 /* npuprofd: the per-node daemon. Options here; the daemon itself is daemon/daemon.c. */
 #include "daemon/daemon.h"
 #include "daemon/log.h"
+#include "daemon/outroot.h"
 #include "npuprof/protocol.h"
 #include "npuprof/shm.h"
 #include "shm/view.h"
@@ -28,9 +29,11 @@ static void usage(FILE *f)
                 "  --socket-group GROUP   group of the control socket (default: the daemon's)\n"
                 "  --poll-interval MS     stat the file every MS milliseconds (default %u, minimum %u)\n"
                 "  --no-inotify           poll only: for NFS and file systems where inotify misses edits\n"
-                "  --output-root DIR      the tree ranks write window output under (shown in status;\n"
-                "                         ranks are confined to it by the rank library)\n"
-                "                         (default %s)\n"
+                "  --output-root DIR      the only tree window output may be written under (default\n"
+                "                         %s). A configuration's prof_dir is resolved\n"
+                "                         against it before publication: empty is DIR itself, relative\n"
+                "                         is below DIR, absolute must be DIR or below it; \"..\" is\n"
+                "                         refused. A file whose directory falls outside is invalid.\n"
                 "  --stall-timeout MS     a collecting rank without a heartbeat this long is stalled\n"
                 "                         (default %u)\n"
                 "  --log stderr|journal   where logs go (default: the journal when stderr is the journal)\n"
@@ -85,6 +88,7 @@ int main(int argc, char **argv)
                 .stall_ms = NPF_STALL_MS_DEFAULT,
         };
         char err[NPF_SHM_ERR_MAX];
+        static char root[NPF_SHM_PATH_MAX];
         uint64_t ms;
         int c;
 
@@ -143,6 +147,19 @@ int main(int argc, char **argv)
         }
         if (npf_shm_name_check(o.shm_name, err) < 0) {
                 fprintf(stderr, "npuprofd: %s\n", err);
+                return 2;
+        }
+        switch (npf_outroot_normalize(o.output_root, root, sizeof(root))) {
+        case 0:
+                o.output_root = root;
+                break;
+        case -ENAMETOOLONG:
+                fprintf(stderr, "npuprofd: --output-root %.64s... is too long; at most %u bytes\n", o.output_root,
+                        NPF_SHM_PATH_MAX - 1);
+                return 2;
+        default:
+                fprintf(stderr, "npuprofd: --output-root takes an absolute path without \"..\", not '%s'\n",
+                        o.output_root);
                 return 2;
         }
         /* A client that hangs up before its reply must cost a write error, not the daemon. */

@@ -56,6 +56,9 @@ void npf_sweep_run(npf_sweep_t *s, npf_shm_ranks_t *table, uint64_t now_ns, npf_
                             (s->seen[i].tag != v.tag || s->seen[i].generation != v.st.generation ||
                              s->seen[i].state != v.st.state)) {
                                 v.rank = table->slots[i].rank;
+                                /* The owner's pid went with its claim; the sweep saw it if it saw that claim. */
+                                if (s->seen[i].tag == v.tag)
+                                        v.pid = s->seen[i].pid;
                                 record(s, &v, v.st.state, cb, data);
                         }
                         s->seen[i].tag = v.tag;
@@ -90,6 +93,7 @@ void npf_sweep_run(npf_sweep_t *s, npf_shm_ranks_t *table, uint64_t now_ns, npf_
                      s->seen[i].state != v.st.state))
                         record(s, &v, v.st.state, cb, data);
                 s->seen[i].tag = v.tag;
+                s->seen[i].pid = v.pid;
                 s->seen[i].generation = v.st.generation;
                 s->seen[i].state = v.st.state;
         }
@@ -111,8 +115,9 @@ json_t *npf_sweep_history_json(const npf_sweep_t *s, size_t max)
 
         for (uint32_t k = 0; a && k < s->count && k < max; k++) {
                 const npf_window_record_t *r = &s->history[(s->head + NPF_SWEEP_HISTORY - 1 - k) % NPF_SWEEP_HISTORY];
-                json_array_append_new(a, json_pack("{s:I, s:I, s:I, s:I, s:I, s:s, s:I, s:o, s:o}",
-                                                   "rank", (json_int_t) r->rank, "pid", (json_int_t) r->pid,
+                json_array_append_new(a, json_pack("{s:I, s:o, s:I, s:I, s:I, s:s, s:I, s:o, s:o}",
+                                                   "rank", (json_int_t) r->rank,
+                                                   "pid", r->pid ? json_integer((json_int_t) r->pid) : json_null(),
                                                    "generation", (json_int_t) r->generation,
                                                    "start_step", (json_int_t) r->start_step,
                                                    "stop_step", (json_int_t) r->stop_step,

@@ -37,7 +37,7 @@ typedef struct npf_sweep {
         uint64_t reclaimed;
         bool primed;                                    /* a first pass was made */
         /* What was last recorded of each slot, so that an outcome is counted once. */
-        struct { uint32_t tag; uint64_t generation; uint32_t state; } seen[NPF_SHM_SLOTS];
+        struct { uint32_t tag, pid; uint64_t generation; uint32_t state; } seen[NPF_SHM_SLOTS];
         npf_window_record_t history[NPF_SWEEP_HISTORY]; /* a ring, newest at head - 1 */
         uint32_t head, count;
 } npf_sweep_t;
@@ -53,8 +53,8 @@ void npf_sweep_run(npf_sweep_t *s, npf_shm_ranks_t *table, uint64_t now_ns, npf_
 
 /*
  * The window history, newest first, at most @max of it, each {rank, pid, generation,
- * start_step, stop_step, outcome, output, message, ended_unix_ms} (output and message null
- * when empty), and the counts by outcome. Return: new references.
+ * start_step, stop_step, outcome, output, message, ended_unix_ms} (pid, output and message
+ * null when unknown or empty), and the counts by outcome. Return: new references.
  */
 json_t *npf_sweep_history_json(const npf_sweep_t *s, size_t max);
 json_t *npf_sweep_outcomes_json(const npf_sweep_t *s);

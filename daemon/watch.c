@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include "daemon/watch.h"
+#include "conf/jsonpos.h"
+#include "daemon/outroot.h"
 
 #include <errno.h>
 #include <libgen.h>
@@ -12,6 +14,7 @@
 struct npf_watch {
         uv_loop_t *loop;
         char *path, *dir, *base;
+        char *root;                     /* the output root, normal form; NULL: no confinement */
         uv_fs_poll_t poll;
         uv_fs_event_t event;
         uv_timer_t settle;
@@ -45,6 +48,39 @@ static uint64_t fnv64(const char *p, size_t n)
                 h *= UINT64_C(0x100000001b3);
         }
         return h;
+}
+
+/*
+ * Thread pool: put the directory of the valid configuration just parsed from @text under
+ * the output root, or turn the configuration into an error at the directory's key.
+ */
+static void confine(npf_watch_t *w, const char *text, size_t len)
+{
+        static const char *const keys[] = {
+                [NPF_DIALECT_NATIVE] = "output_dir",
+                [NPF_DIALECT_TORCH_NPU] = "prof_dir",
+                [NPF_DIALECT_MINDSPORE] = "prof_path",
+        };
+        npf_shm_config_t *c = &w->config;
+        uint32_t dialect = c->args.dialect;
+        const char *key = dialect < sizeof(keys) / sizeof(keys[0]) && keys[dialect] ? keys[dialect] : "prof_dir";
+        char dir[NPF_SHM_PATH_MAX], err[NPF_OUTROOT_ERR_MAX];
+
+        if (npf_outroot_resolve(w->root, c->prof_dir, key, dir, sizeof(dir), err) == 0) {
+                size_t n = strlen(dir);
+                memset(c->prof_dir, 0, sizeof(c->prof_dir));
+                memcpy(c->prof_dir, dir, n + 1);
+                c->args.prof_dir_len = (uint32_t) n;
+                return;
+        }
+        npf_conf_diag_t *e = &w->report.errors[0];
+        memset(e, 0, sizeof(*e));
+        snprintf(e->key, sizeof(e->key), "%s", key);
+        snprintf(e->message, sizeof(e->message), "%s", err);
+        if (npf_jsonpos_find(text, len, &key, 1, &e->line, &e->column) < 0)
+                e->line = e->column = 0;
+        w->report.n_errors = 1;
+        w->rc = -EINVAL;
 }
 
 /* Thread pool: read until two consecutive reads agree, then parse. */
@@ -82,6 +118,8 @@ static void read_work(uv_work_t *req)
         }
         w->hash = fnv64(text, len);
         w->rc = npf_conf_parse(text, len, &w->config, &w->report);
+        if (w->rc == 0 && w->root)
+                confine(w, text, len);
         free(text);
 }
 
@@ -95,6 +133,7 @@ static void maybe_free(npf_watch_t *w)
         free(w->path);
         free(w->dir);
         free(w->base);
+        free(w->root);
         free(w);
 }
 
@@ -183,8 +222,8 @@ static void on_handle_closed(uv_handle_t *h)
         maybe_free(w);
 }
 
-int npf_watch_start(uv_loop_t *loop, const char *path, unsigned poll_ms, bool inotify, npf_watch_cb cb,
-                    void *data, npf_watch_t **ret_watch)
+int npf_watch_start(uv_loop_t *loop, const char *path, unsigned poll_ms, bool inotify, const char *output_root,
+                    npf_watch_cb cb, void *data, npf_watch_t **ret_watch)
 {
         npf_watch_t *w = calloc(1, sizeof(*w));
         char *d = NULL, *b = NULL;
@@ -195,7 +234,8 @@ int npf_watch_start(uv_loop_t *loop, const char *path, unsigned poll_ms, bool in
         w->path = strdup(path);
         d = strdup(path);
         b = strdup(path);
-        if (!w->path || !d || !b)
+        w->root = output_root ? strdup(output_root) : NULL;
+        if (!w->path || !d || !b || (output_root && !w->root))
                 goto fail;
         w->dir = strdup(dirname(d));
         w->base = strdup(basename(b));
@@ -236,6 +276,7 @@ fail_handles:
 fail:
         free(d);
         free(b);
+        free(w->root);
         free(w->path);
         free(w->dir);
         free(w->base);

@@ -36,10 +36,14 @@ typedef void (*npf_watch_cb)(npf_watch_t *w, const npf_watch_result_t *result, v
 
 /*
  * npf_watch_start() - watch @path on @loop; the first reading is delivered soon after.
+ * With @output_root (absolute, in npf_outroot_normalize() form; copied), a valid file's
+ * prof_dir is resolved under it (daemon/outroot.h): the configuration delivered carries the
+ * absolute, confined directory, and a file whose directory falls outside the root is
+ * delivered as invalid, with the error at the directory's key. NULL: no confinement.
  * Return: 0 and the watcher in @ret_watch, or -errno.
  */
-int npf_watch_start(uv_loop_t *loop, const char *path, unsigned poll_ms, bool inotify, npf_watch_cb cb,
-                    void *data, npf_watch_t **ret_watch);
+int npf_watch_start(uv_loop_t *loop, const char *path, unsigned poll_ms, bool inotify, const char *output_root,
+                    npf_watch_cb cb, void *data, npf_watch_t **ret_watch);
 
 /* Read the file now and deliver what is found, valid or not (SIGHUP, `reload`). */
 void npf_watch_reload(npf_watch_t *w);

@@ -24,10 +24,13 @@ static uint64_t now_ns(void)
         return (uint64_t) ts.tv_sec * 1000000000u + (uint64_t) ts.tv_nsec;
 }
 
-/* About @ms milliseconds of a step's work: arithmetic over a buffer that grows and shrinks. */
+/*
+ * About @ms milliseconds of a step: a quarter of it arithmetic over a buffer that grows and
+ * shrinks, the rest waiting, as a rank waits for its device; eight of them share two cores.
+ */
 static double work(unsigned ms, int64_t step)
 {
-        uint64_t end = now_ns() + (uint64_t) ms * 1000000u;
+        uint64_t start = now_ns(), end = start + (uint64_t) ms * 250000u;
         size_t n = (size_t) (1 << 16) * (size_t) (1 + step % 4);
         double *buf = malloc(n * sizeof(*buf)), acc = 0;
 
@@ -39,6 +42,11 @@ static double work(unsigned ms, int64_t step)
                         acc += buf[i] * 1e-9;
                 }
         free(buf);
+        uint64_t rest = start + (uint64_t) ms * 1000000u;
+        uint64_t now = now_ns();
+        if (now < rest)
+                nanosleep(&(struct timespec) { .tv_sec = (time_t) ((rest - now) / 1000000000u),
+                                               .tv_nsec = (long) ((rest - now) % 1000000000u) }, NULL);
         return acc;
 }
 

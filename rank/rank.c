@@ -234,7 +234,15 @@ static int open_window(npf_rank_t *h, int64_t step)
         else
                 snprintf(h->dir, sizeof(h->dir), "%s/rank%" PRId64 "_start%" PRId64 "_stop%" PRId64, h->win.prof_dir,
                          h->rank, h->start, h->stop);
-        r = make_dirs(h->dir);
+        /* The window directory is this window's alone: an earlier run's gets a numbered sibling. */
+        r = make_dirs(h->win.prof_dir);
+        size_t base = strlen(h->dir);
+        for (int n = 1; r == 0; n++) {
+                if (mkdir(h->dir, 0755) == 0)
+                        break;
+                r = errno == EEXIST && n < 100 ? 0 : -errno;
+                snprintf(h->dir + base, sizeof(h->dir) - base, ".%d", n);
+        }
         if (r < 0) {
                 snprintf(msg, sizeof(msg), "cannot create %.200s: %s", h->dir, strerror(-r));
                 fail_window(h, step, msg);

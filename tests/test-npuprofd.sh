@@ -626,6 +626,240 @@ t_protocol() {
         check "protocol: the daemon still runs" alive "$dpid"
 }
 
+# --- start, stop and windows ------------------------------------------------------------------
+
+# pyf FILE EXPR: the JSON file FILE satisfies the Python expression EXPR (the object is `f`,
+# its keys in file order are `keys`).
+pyf() {
+        python3 -c '
+import json, sys
+f = json.load(open(sys.argv[1]))
+keys = list(f)
+sys.exit(0 if eval(sys.argv[2]) else 1)' "$1" "$2" 2>/dev/null
+}
+# jw EXPR: as js, on `windows --json` (the list is `W`).
+jw() {
+        local out
+        out=$(ctl windows --json 2>/dev/null) || return 1
+        python3 -c "$py_prelude"'
+W = o.get("windows") or []
+sys.exit(0 if eval(sys.argv[1]) else 1)' "$1" "$out" 2>/dev/null
+}
+# jc EXPR: as js, on `config` (the effective configuration is `c`).
+jc() {
+        local out
+        out=$(ctl config 2>/dev/null) || return 1
+        python3 -c "$py_prelude"'
+c = o.get("config") or {}
+sys.exit(0 if eval(sys.argv[1]) else 1)' "$1" "$out" 2>/dev/null
+}
+
+t_start_stop() {
+        local g0 out status ino
+        start_daemon || { fail "start: the daemon did not start" "$(diag)"; return; }
+        g0=$(gen)
+        ino=$(stat -c %i "$conf")
+        out=$(ctl start --at 100 --steps 5 --warmup 1 --level Level1 --backend host 2>&1)
+        status=$?
+        check "start: exits 0 and says what it wrote" \
+                test "$status" -eq 0 -a -n "$(grep -F "start: wrote $conf (native dialect): window steps 100..105" <<<"$out")"
+        eventually "start: status shows the new window with a new generation" \
+                js "cfg['valid'] is True and cfg['window']['start_step'] == 100 and cfg['window']['stop_step'] == 105 and cfg['generation'] == $g0 + 1"
+        check "start: the file has the native keys" \
+                pyf "$conf" "f['start_step'] == 100 and f['steps'] == 5 and f['warmup'] == 1 and f['level'] == 'Level1' and f['backend'] == 'host'"
+        check "start: the file was replaced by rename, not rewritten in place" test "$(stat -c %i "$conf")" != "$ino"
+        check "start: no temporary file is left behind" test -z "$(find "$dir" -name '.profiler_config.json.*')"
+        check "start: the daemon logged the publication once" test "$(grep -c "published generation $((g0 + 1))" "$log")" -eq 1
+        out=$(ctl stop 2>&1)
+        status=$?
+        check "stop: exits 0 and says profiling is off" \
+                test "$status" -eq 0 -a -n "$(grep -F 'profiling off' <<<"$out")"
+        eventually "stop: status shows profiling off in a new generation" \
+                js "cfg['valid'] is True and cfg['window']['enabled'] is False and cfg['generation'] == $g0 + 2"
+        check "stop: a native file loses its start_step and keeps the rest" \
+                pyf "$conf" "'start_step' not in f and f['steps'] == 5 and f['level'] == 'Level1' and f['backend'] == 'host'"
+        out=$(ctl start --at next --steps 3 --ranks 0-3,8 --json 2>/dev/null)
+        status=$?
+        check "start --json: one object with written true and the effective window" \
+                python3 -c 'import json, sys
+o = json.loads(sys.argv[1])
+sys.exit(0 if o["written"] is True and o["dialect"] == "native" and o["config"]["window"]["start_step"] == "next" and o["config"]["ranks"] == "0-3,8" else 1)' "$out"
+        check "stop --json: one object" \
+                python3 -c 'import json, sys
+o = json.loads(sys.argv[1])
+sys.exit(0 if o["command"] == "stop" and o["written"] is True and o["config"]["window"]["enabled"] is False else 1)' "$(ctl stop --json 2>/dev/null)"
+}
+
+# A torch_npu file stays torch_npu, with every key it had, in its order.
+t_start_torch() {
+        local out status
+        cat >"$conf" <<'EOF_T'
+{
+  "activities": ["CPU", "NPU"],
+  "prof_dir": "./",
+  "analyse": false,
+  "record_shapes": true,
+  "my_team_note": {"owner": "perf", "ratio": 0.1},
+  "start_step": 0,
+  "active": 1,
+  "warmup": 0,
+  "experimental_config": {"aic_metrics": "AiCoreNone", "export_type": "text"}
+}
+EOF_T
+        start_daemon || { fail "start torch_npu: the daemon did not start" "$(diag)"; return; }
+        ctl start --at 20 --steps 3 --warmup 2 --level Level2 --ranks 0-2,7 >/dev/null 2>&1
+        check "start torch_npu: exits 0" test $? -eq 0
+        out=$(timeout 10 "$npuprofctl" validate --json "$conf" 2>/dev/null)
+        check "start torch_npu: validate --json says dialect torch_npu" \
+                python3 -c 'import json, sys; o = json.loads(sys.argv[1]); sys.exit(0 if o["valid"] and o["dialect"] == "torch_npu" else 1)' "$out"
+        check "start torch_npu: torch_npu's keys were set" \
+                pyf "$conf" "f['start_step'] == 20 and f['active'] == 3 and f['warmup'] == 2 and f['experimental_config']['profiler_level'] == 'Level2' and f['is_rank'] is True and f['rank_list'] == [0, 1, 2, 7] and 'steps' not in f and 'level' not in f"
+        check "start torch_npu: unknown keys and their order are kept" \
+                pyf "$conf" "keys[:8] == ['activities', 'prof_dir', 'analyse', 'record_shapes', 'my_team_note', 'start_step', 'active', 'warmup'] and f['my_team_note'] == {'owner': 'perf', 'ratio': 0.1} and f['experimental_config']['aic_metrics'] == 'AiCoreNone'"
+        eventually "start torch_npu: the daemon publishes window 20..24 for ranks 0-2,7" \
+                js "cfg['dialect'] == 'torch_npu' and cfg['window']['start_step'] == 20 and cfg['window']['stop_step'] == 24 and cfg['ranks'] == '0-2,7'"
+        ctl stop >/dev/null 2>&1
+        check "stop torch_npu: start_step 0, the rest kept" \
+                pyf "$conf" "f['start_step'] == 0 and f['active'] == 3 and f['my_team_note']['owner'] == 'perf'"
+        eventually "stop torch_npu: profiling off" js "cfg['window']['enabled'] is False and cfg['dialect'] == 'torch_npu'"
+}
+
+# A MindSpore file: stop_step = N + K - 1, and its own way of turning off.
+t_start_mindspore() {
+        local out status
+        printf '{\n  "start_step": -1,\n  "stop_step": -1,\n  "prof_path": "ms",\n  "profiler_level": 0,\n  "aicore_metrics": -1\n}\n' >"$conf"
+        start_daemon || { fail "start MindSpore: the daemon did not start" "$(diag)"; return; }
+        ctl start --at 30 --steps 4 --level Level1 >/dev/null 2>&1
+        check "start MindSpore: exits 0" test $? -eq 0
+        check "start MindSpore: start_step 30, stop_step 33, profiler_level 1 (an integer)" \
+                pyf "$conf" "f['start_step'] == 30 and f['stop_step'] == 33 and f['profiler_level'] == 1 and f['prof_path'] == 'ms' and 'steps' not in f"
+        eventually "start MindSpore: the daemon publishes window 30..33" \
+                js "cfg['dialect'] == 'mindspore' and cfg['window']['start_step'] == 30 and cfg['window']['stop_step'] == 33"
+        cp "$conf" "$dir/before"
+        out=$(ctl start --at 40 --steps 2 --warmup 1 2>&1)
+        status=$?
+        check "start MindSpore: --warmup is refused (exit 1), the file untouched" \
+                test "$status" -eq 1 -a -n "$(grep -F 'no warmup' <<<"$out")" -a -z "$(cmp "$conf" "$dir/before" 2>&1)"
+        ctl stop >/dev/null 2>&1
+        check "stop MindSpore: start_step and stop_step -1" pyf "$conf" "f['start_step'] == -1 and f['stop_step'] == -1"
+}
+
+# An invalid or malformed start leaves the file byte for byte as it was.
+t_start_invalid() {
+        local out status g0
+        start_daemon || { fail "start invalid: the daemon did not start" "$(diag)"; return; }
+        g0=$(gen)
+        printf '{ "start_step": 10,   "steps": 2, "keep": [1,2] }' >"$conf"       # odd spacing, no newline
+        wait_for js "cfg['valid'] is True"
+        cp -p "$conf" "$dir/before"
+        out=$(ctl start --at 10 --steps 0 2>&1)
+        status=$?
+        check "start invalid: --steps 0 exits 1 naming the key" \
+                test "$status" -eq 1 -a -n "$(grep -E 'steps: .*from 1' <<<"$out")"
+        check "start invalid: the file is byte-identical" cmp -s "$conf" "$dir/before"
+        out=$(ctl start --at 10 --steps 0 --json 2>/dev/null)
+        check "start invalid --json: one object with written false and the errors" \
+                python3 -c 'import json, sys
+o = json.loads(sys.argv[1])
+sys.exit(0 if o["written"] is False and o["errors"][0]["key"] == "steps" else 1)' "$out"
+        ctl start --at 10 --steps 2 --ranks 9-3 >/dev/null 2>&1
+        check "start invalid: a backwards rank range exits 1" test $? -eq 1
+        ctl start --at 10 --steps 2 --level Level7 >/dev/null 2>&1
+        check "start invalid: an unknown level exits 1" test $? -eq 1
+        ctl start --at 10 --steps two >/dev/null 2>&1
+        check "start usage: --steps two exits 2" test $? -eq 2
+        ctl start --steps 2 >/dev/null 2>&1
+        check "start usage: no --at exits 2" test $? -eq 2
+        ctl start --at 1 --steps 2 --bogus >/dev/null 2>&1
+        check "start usage: an unknown option exits 2" test $? -eq 2
+        check "start invalid: after all that the file is still byte-identical" cmp -s "$conf" "$dir/before"
+        check "start invalid: nothing was published" js "cfg['generation'] == $g0"
+        printf '{"start_step": ' >"$conf"
+        cp "$conf" "$dir/broken"
+        ctl start --at 10 --steps 2 --config "$conf" >/dev/null 2>&1
+        check "start on a file that is not JSON: exit 1, the file untouched" \
+                test $? -eq 1 -a -z "$(cmp "$conf" "$dir/broken" 2>&1)"
+}
+
+# The mode (and the owner) of the file are kept; the path may come from --config alone.
+t_start_mode() {
+        local status
+        start_daemon || { fail "start mode: the daemon did not start" "$(diag)"; return; }
+        chmod 0604 "$conf"
+        ctl start --at 7 --steps 2 >/dev/null 2>&1
+        check "start mode: exits 0" test $? -eq 0
+        check "start mode: the file's mode 0604 is kept" test "$(stat -c %a "$conf")" = 604
+        chmod 0640 "$conf"
+        ctl stop >/dev/null 2>&1
+        check "stop mode: the file's mode 0640 is kept" test "$(stat -c %a "$conf")" = 640
+        stop_pid "$dpid"
+        ctl start --at 9 --steps 1 >/dev/null 2>&1
+        check "start without a daemon and without --config exits 3" test $? -eq 3
+        ctl start --at 9 --steps 1 --config "$conf" >/dev/null 2>&1
+        check "start without a daemon but with --config exits 0" test $? -eq 0
+        check "start --config: the file has the window" pyf "$conf" "f['start_step'] == 9 and f['steps'] == 1"
+        rm -f "$dir/new.json"
+        ctl start --at 5 --steps 1 --config "$dir/new.json" >/dev/null 2>&1
+        check "start --config on a missing file creates a native one" \
+                pyf "$dir/new.json" "f == {'start_step': 5, 'steps': 1}"
+}
+
+# windows: a lost window is listed with its outcome, newest first.
+t_windows() {
+        local out
+        start_daemon --poll-interval 50 || { fail "windows: the daemon did not start" "$(diag)"; return; }
+        check "windows: none yet" jw "W == [] and o['outcomes']['lost'] == 0"
+        start_driver "$dir/r4.out" --rank 4 --step 3 --state 'done' --window 1-2 --message 'all fine' \
+                || { fail "windows: rank-driver 4 did not claim" "$(cat "$dir/r4.out")"; return; }
+        eventually "windows: a done window is listed" jw "len(W) == 1 and W[0]['outcome'] == 'done'"
+        start_driver "$dir/r7.out" --rank 7 --step 12 --state collecting --window 10-20 \
+                || { fail "windows: rank-driver 7 did not claim" "$(cat "$dir/r7.out")"; return; }
+        kill -KILL "$drv_pid"
+        wait "$drv_pid" 2>/dev/null
+        eventually "windows: the rank killed while collecting is listed first, lost" \
+                jw "len(W) == 2 and W[0]['rank'] == 7 and W[0]['outcome'] == 'lost' and W[0]['start_step'] == 10 and W[0]['stop_step'] == 20 and W[1]['rank'] == 4"
+        check "windows: each entry has every field" \
+                jw "all(set(w) >= {'rank', 'pid', 'generation', 'start_step', 'stop_step', 'outcome', 'output', 'message', 'ended_unix_ms'} for w in W) and W[0]['generation'] == 1 and W[1]['message'] == 'all fine' and W[0]['ended_unix_ms'] >= W[1]['ended_unix_ms'] > 1700000000000"
+        check "windows: outcomes count them" jw "o['outcomes']['lost'] == 1 and o['outcomes']['done'] == 1"
+        out=$(ctl windows)
+        check "windows: the table has the lost window's row" grep -Eq '^ +7 +1 +10\.\.20 +lost ' <<<"$out"
+        check "windows: the table has the done window's message" grep -Eq '^ +4 +1 +1\.\.2 +done .*all fine' <<<"$out"
+}
+
+# The output root: prof_dir is confined to it, and published absolute.
+t_output_root() {
+        local g0 root=$dir/out
+        start_daemon --output-root "$root//" || { fail "output root: the daemon did not start" "$(diag)"; return; }
+        check "output root: status shows the root" js "o['daemon']['output_root'] == '$root'"
+        check "output root: a file without a directory is published with the root itself" jc "c['prof_dir'] == '$root'"
+        g0=$(gen)
+        printf '{\n  "start_step": 10,\n  "steps": 2,\n  "output_dir": "job7/./run//"\n}\n' >"$conf.tmp~" && mv -f "$conf.tmp~" "$conf"
+        eventually "output root: a relative output_dir is published as ROOT/output_dir" \
+                jc "c['prof_dir'] == '$root/job7/run' and o['generation'] == $g0 + 1"
+        g0=$(gen)
+        printf '{\n  "start_step": 10,\n  "steps": 2,\n  "output_dir": "/etc"\n}\n' >"$conf.tmp~" && mv -f "$conf.tmp~" "$conf"
+        eventually "output root: output_dir /etc is refused, the message in status" \
+                js "cfg['valid'] is False and cfg['error']['key'] == 'output_dir' and cfg['error']['message'] == 'output_dir /etc is outside the output root $root' and cfg['error']['line'] == 4"
+        check "output root: nothing was published" \
+                jc "o['generation'] == $g0 and c['prof_dir'] == '$root/job7/run'"
+        check "output root: the log says so" grep -qF "output_dir /etc is outside the output root $root" "$log"
+        printf '{\n  "start_step": 10,\n  "steps": 2,\n  "output_dir": "../escape"\n}\n' >"$conf.tmp~" && mv -f "$conf.tmp~" "$conf"
+        eventually "output root: a .. component is refused" \
+                js "cfg['valid'] is False and '..' in cfg['error']['message'] and cfg['generation'] == $g0"
+        printf '{\n  "start_step": 10,\n  "steps": 2,\n  "output_dir": "%s/job8"\n}\n' "$root" >"$conf.tmp~" && mv -f "$conf.tmp~" "$conf"
+        eventually "output root: an absolute output_dir inside the root is published" \
+                jc "c['prof_dir'] == '$root/job8' and o['generation'] == $g0 + 1"
+        # torch_npu names it prof_dir, MindSpore prof_path.
+        printf '{\n  "start_step": 5,\n  "active": 1,\n  "prof_dir": "/tmp"\n}\n' >"$conf.tmp~" && mv -f "$conf.tmp~" "$conf"
+        eventually "output root: torch_npu's prof_dir outside is refused under its own name" \
+                js "cfg['valid'] is False and cfg['error']['message'] == 'prof_dir /tmp is outside the output root $root'"
+        printf '{\n  "start_step": 5,\n  "stop_step": 6,\n  "prof_path": "/"\n}\n' >"$conf.tmp~" && mv -f "$conf.tmp~" "$conf"
+        eventually "output root: MindSpore's prof_path outside is refused under its own name" \
+                js "cfg['valid'] is False and cfg['error']['key'] == 'prof_path'"
+        "$npuprofd" --config "$conf" --shm-name "$shm-x" --socket "$dir/x.sock" --output-root relative/dir >/dev/null 2>&1
+        check "output root: a relative --output-root is a usage error" test $? -eq 2
+}
+
 # --- authorization --------------------------------------------------------------------------
 
 user=npftestuser
@@ -701,6 +935,13 @@ run t_lost_while_down
 run t_stalled
 run t_metrics
 run t_protocol
+run t_start_stop
+run t_start_torch
+run t_start_mindspore
+run t_start_invalid
+run t_start_mode
+run t_windows
+run t_output_root
 run t_auth
 run t_auth_nogroup
 

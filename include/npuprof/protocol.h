@@ -24,8 +24,21 @@
  *            config.error is null or {message, line, column, key}; config.window is
  *            {enabled, start_step, stop_step, warmup, steps}; a rank's state is one of
  *            NPF_PROTO_RANK_STATES.
+ *            windows.recent is the newest 32 entries of the window history, as in `windows`.
  *   ranks    {"ranks": [...]} as in status.
+ *   windows  {"windows": [{rank, pid, generation, start_step, stop_step, outcome, output,
+ *             message, ended_unix_ms}, ...], "outcomes": {done, failed, missed, filtered, lost}}:
+ *            every window the daemon saw end (outcome done, failed, missed, filtered or lost),
+ *            newest first. The daemon keeps the last NPF_PROTO_WINDOWS_KEPT; older ones are
+ *            only counted in outcomes (counts since the daemon started). output is the
+ *            window directory: absolute when the prof_dir of its generation is still known
+ *            (the last 16 generations), else as the rank named it (relative to prof_dir);
+ *            output and message are null when the rank gave none; pid is null when the
+ *            rank came and went between two sweeps. ended_unix_ms is when
+ *            the daemon saw the window end (CLOCK_REALTIME, milliseconds).
  *   config   {"generation": n, "config": the configuration in force (npf_conf_to_json()) or null}.
+ *            Its prof_dir is the absolute directory the daemon published: the file's
+ *            prof_dir resolved under the daemon's output root (status daemon.output_root).
  *   reload   {"generation": n, "valid": bool, "state": "valid"|"invalid"}: the file is read again
  *            now, and the reply comes once it was. Only root or
  *            the daemon's own user may ask; others get an error naming the rule.
@@ -40,6 +53,7 @@
 #define NPF_PROTO_REQUEST_MAX       (64 * 1024)     /* bytes of one request line */
 #define NPF_PROTO_CLIENTS_MAX       128             /* connections at once */
 #define NPF_PROTO_IDLE_MS           30000           /* a silent connection is closed */
+#define NPF_PROTO_WINDOWS_KEPT      256             /* windows the `windows` command can list */
 
 /* Environment variables that give every program of the project its defaults. */
 #define NPF_ENV_SHM                 "NPUPROF_SHM"

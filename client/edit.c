@@ -1,0 +1,571 @@
+/* SPDX-License-Identifier: MIT */
+#include "client/edit.h"
+#include "client/ipc.h"
+#include "client/status.h"
+#include "conf/conf.h"
+#include "npuprof/shm.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <libgen.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define RANK_LIST_MAX NPF_SHM_MAX_RANKS         /* ranks one --ranks may expand to */
+
+static const char *const level_names[] = { "Level_none", "Level0", "Level1", "Level2" };
+
+/* The level @s names: -1 (none) to 2, or INT_MIN when it names none of them. */
+static int level_value(const char *s)
+{
+        static const struct { const char *name; int level; } names[] = {
+                { "Level_none", -1 }, { "LevelNone", -1 }, { "none", -1 }, { "-1", -1 },
+                { "Level0", 0 }, { "0", 0 }, { "Level1", 1 }, { "1", 1 }, { "Level2", 2 }, { "2", 2 },
+        };
+
+        for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+                if (strcasecmp(s, names[i].name) == 0)
+                        return names[i].level;
+        return INT_MIN;
+}
+
+static bool all_ranks(const char *s)
+{
+        return strcasecmp(s, "all") == 0 || strcmp(s, "*") == 0;
+}
+
+/*
+ * "0-3,8" as a JSON array of ranks, for torch_npu's rank_list.
+ * Return: a new reference, or NULL with the reason in @err.
+ */
+static json_t *rank_array(const char *list, char *err)
+{
+        json_t *a = json_array();
+        size_t total = 0;
+        const char *s = list;
+
+        while (a) {
+                char *end;
+                long long lo, hi;
+                while (*s == ' ')
+                        s++;
+                errno = 0;
+                lo = strtoll(s, &end, 10);
+                hi = lo;
+                if (end != s && *end == '-' && end[1] >= '0' && end[1] <= '9')
+                        hi = strtoll(end + 1, &end, 10);
+                while (*end == ' ')
+                        end++;
+                if (errno || end == s || *s < '0' || *s > '9' || (*end && *end != ',')) {
+                        snprintf(err, NPF_EDIT_ERR_MAX, "--ranks %s: expected all, or ranks and ranges like 0-7,16", list);
+                        goto fail;
+                }
+                if (hi < lo || hi >= (long long) NPF_SHM_MAX_RANKS) {
+                        snprintf(err, NPF_EDIT_ERR_MAX, "--ranks %s: ranks are 0 to %u, and a range goes upwards", list,
+                                 NPF_SHM_MAX_RANKS - 1);
+                        goto fail;
+                }
+                total += (size_t) (hi - lo + 1);
+                if (total > RANK_LIST_MAX) {
+                        snprintf(err, NPF_EDIT_ERR_MAX, "--ranks %s: more than %u ranks", list, RANK_LIST_MAX);
+                        goto fail;
+                }
+                for (long long r = lo; r <= hi; r++)
+                        json_array_append_new(a, json_integer(r));
+                if (*end != ',')
+                        return a;
+                s = end + 1;
+        }
+        snprintf(err, NPF_EDIT_ERR_MAX, "out of memory");
+        return NULL;
+fail:
+        json_decref(a);
+        return NULL;
+}
+
+/* The level as @dialect writes it: MindSpore an integer, the others a name. */
+static json_t *level_json(const char *level, uint32_t dialect)
+{
+        int v = level_value(level);
+
+        if (v == INT_MIN)
+                return json_string(level);      /* the parser says what is allowed */
+        if (dialect == NPF_DIALECT_MINDSPORE)
+                return json_integer(v);
+        return json_string(level_names[v + 1]);
+}
+
+int npf_edit_start_json(json_t *root, uint32_t dialect, const npf_edit_start_t *a, char *err)
+{
+        /* The window is given in steps: a time bound would contradict it. */
+        json_object_del(root, "duration_ms");
+
+        switch (dialect) {
+        case NPF_DIALECT_MINDSPORE: {
+                int64_t stop;
+                if (a->at_next) {
+                        snprintf(err, NPF_EDIT_ERR_MAX, "a MindSpore file has no \"next\" step: give --at a step from 1");
+                        return -EINVAL;
+                }
+                if (a->has_warmup) {
+                        snprintf(err, NPF_EDIT_ERR_MAX, "a MindSpore file has no warmup: leave --warmup out, or "
+                                 "start the window earlier");
+                        return -EINVAL;
+                }
+                if (__builtin_add_overflow(a->at, a->steps - 1, &stop)) {
+                        snprintf(err, NPF_EDIT_ERR_MAX, "--at %" PRId64 " with --steps %" PRId64 " ends past the last step",
+                                 a->at, a->steps);
+                        return -EINVAL;
+                }
+                json_object_set_new(root, "start_step", json_integer(a->at));
+                json_object_set_new(root, "stop_step", json_integer(stop));
+                if (a->level)
+                        json_object_set_new(root, "profiler_level", level_json(a->level, dialect));
+                if (a->ranks)
+                        json_object_set_new(root, "ranks", json_string(a->ranks));
+                break;
+        }
+        case NPF_DIALECT_TORCH_NPU:
+                if (!a->at_next && a->at == 0) {
+                        snprintf(err, NPF_EDIT_ERR_MAX, "torch_npu reads start_step 0 as \"never\": give --at a step "
+                                 "from 1, or next");
+                        return -EINVAL;
+                }
+                json_object_set_new(root, "start_step", json_integer(a->at_next ? -1 : a->at));
+                json_object_set_new(root, "active", json_integer(a->steps));
+                if (a->has_warmup)
+                        json_object_set_new(root, "warmup", json_integer(a->warmup));
+                if (a->level) {
+                        json_t *x = json_object_get(root, "experimental_config");
+                        if (x && !json_is_object(x)) {
+                                snprintf(err, NPF_EDIT_ERR_MAX, "experimental_config is not an object: cannot set "
+                                         "its profiler_level");
+                                return -EINVAL;
+                        }
+                        if (!x) {
+                                x = json_object();
+                                json_object_set_new(root, "experimental_config", x);
+                        }
+                        json_object_set_new(x, "profiler_level", level_json(a->level, dialect));
+                }
+                if (a->ranks && json_object_get(root, "ranks")) {
+                        /* The file chose npuprof's own key: keep to it. */
+                        json_object_set_new(root, "ranks", json_string(a->ranks));
+                } else if (a->ranks && all_ranks(a->ranks)) {
+                        json_object_set_new(root, "is_rank", json_false());
+                } else if (a->ranks) {
+                        json_t *list = rank_array(a->ranks, err);
+                        if (!list)
+                                return -EINVAL;
+                        json_object_set_new(root, "is_rank", json_true());
+                        json_object_set_new(root, "rank_list", list);
+                }
+                break;
+        default:
+                json_object_set_new(root, "start_step", a->at_next ? json_string("next") : json_integer(a->at));
+                json_object_set_new(root, "steps", json_integer(a->steps));
+                if (a->has_warmup)
+                        json_object_set_new(root, "warmup", json_integer(a->warmup));
+                if (a->level)
+                        json_object_set_new(root, "level", level_json(a->level, dialect));
+                if (a->ranks)
+                        json_object_set_new(root, "ranks", json_string(a->ranks));
+                break;
+        }
+        if (a->backend)
+                json_object_set_new(root, "backend", json_string(a->backend));
+        return 0;
+}
+
+void npf_edit_stop_json(json_t *root, uint32_t dialect)
+{
+        switch (dialect) {
+        case NPF_DIALECT_MINDSPORE:
+                json_object_set_new(root, "start_step", json_integer(-1));
+                json_object_set_new(root, "stop_step", json_integer(-1));
+                break;
+        case NPF_DIALECT_TORCH_NPU:
+                json_object_set_new(root, "start_step", json_integer(0));
+                break;
+        default:
+                json_object_del(root, "start_step");
+                break;
+        }
+}
+
+/*
+ * @root as the file's new text, two-space indented, keys in their order, with a final
+ * newline. Reals are written short when that reads back the same, else exactly.
+ * Return: a malloc'd string, or NULL if out of memory.
+ */
+static char *dump(const json_t *root)
+{
+        const size_t flags = JSON_INDENT(2) | JSON_PRESERVE_ORDER;
+        char *s = json_dumps(root, flags | JSON_REAL_PRECISION(15)), *out = NULL;
+        json_t *back = s ? json_loads(s, 0, NULL) : NULL;
+
+        if (!back || !json_equal(back, root)) {
+                free(s);
+                s = json_dumps(root, flags);
+        }
+        json_decref(back);
+        if (s && asprintf(&out, "%s\n", s) < 0)
+                out = NULL;
+        free(s);
+        return out;
+}
+
+int npf_edit_replace(const char *path, const char *text, size_t len, unsigned mode, unsigned uid, unsigned gid,
+                     char *err)
+{
+        char *dcopy = strdup(path), *bcopy = strdup(path), *tmp = NULL;
+        const char *dir, *base;
+        int fd = -1, dfd = -1, r = 0;
+
+        if (!dcopy || !bcopy) {
+                r = -ENOMEM;
+                snprintf(err, NPF_EDIT_ERR_MAX, "out of memory");
+                goto out;
+        }
+        dir = dirname(dcopy);
+        base = basename(bcopy);
+        if (asprintf(&tmp, "%s/.%s.npuprofctl-XXXXXX", dir, base) < 0) {
+                tmp = NULL;
+                r = -ENOMEM;
+                snprintf(err, NPF_EDIT_ERR_MAX, "out of memory");
+                goto out;
+        }
+        fd = mkostemp(tmp, O_CLOEXEC);
+        if (fd < 0) {
+                r = -errno;
+                snprintf(err, NPF_EDIT_ERR_MAX, "cannot create a temporary file in %s: %s", dir, strerror(errno));
+                free(tmp);
+                tmp = NULL;
+                goto out;
+        }
+        /* The owner first: changing it may clear set-id bits that the mode then restores. */
+        if ((uid != (unsigned) getuid() || gid != (unsigned) getgid()) && fchown(fd, uid, gid) < 0)
+                (void) fchown(fd, (uid_t) -1, gid);    /* a member of the group may still keep it */
+        if (fchmod(fd, mode & 07777) < 0) {
+                r = -errno;
+                snprintf(err, NPF_EDIT_ERR_MAX, "cannot set the mode of %s: %s", tmp, strerror(errno));
+                goto out;
+        }
+        for (size_t off = 0; off < len;) {
+                ssize_t n = write(fd, text + off, len - off);
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n < 0) {
+                        r = -errno;
+                        snprintf(err, NPF_EDIT_ERR_MAX, "cannot write %s: %s", tmp, strerror(errno));
+                        goto out;
+                }
+                off += (size_t) n;
+        }
+        if (fsync(fd) < 0) {
+                r = -errno;
+                snprintf(err, NPF_EDIT_ERR_MAX, "cannot sync %s: %s", tmp, strerror(errno));
+                goto out;
+        }
+        r = close(fd);
+        fd = -1;
+        if (r < 0) {
+                r = -errno;
+                snprintf(err, NPF_EDIT_ERR_MAX, "cannot write %s: %s", tmp, strerror(errno));
+                goto out;
+        }
+        if (rename(tmp, path) < 0) {
+                r = -errno;
+                snprintf(err, NPF_EDIT_ERR_MAX, "cannot rename %s over %s: %s", tmp, path, strerror(errno));
+                goto out;
+        }
+        free(tmp);
+        tmp = NULL;
+        /* The rename is durable once the directory is. */
+        dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (dfd < 0 || fsync(dfd) < 0) {
+                r = -errno;
+                snprintf(err, NPF_EDIT_ERR_MAX, "%s was replaced, but syncing %s failed: %s", path, dir, strerror(errno));
+        }
+out:
+        if (fd >= 0)
+                close(fd);
+        if (dfd >= 0)
+                close(dfd);
+        if (tmp) {
+                unlink(tmp);
+                free(tmp);
+        }
+        free(dcopy);
+        free(bcopy);
+        return r;
+}
+
+/* --- the command --------------------------------------------------------------------- */
+
+typedef struct edit_cmd {
+        const char *name;               /* "start" or "stop" */
+        bool json;
+        json_t *out;                    /* the JSON object printed at the end */
+} edit_cmd_t;
+
+static void print_json(json_t *o)
+{
+        char *s = json_dumps(o, JSON_COMPACT);
+
+        if (s)
+                puts(s);
+        free(s);
+}
+
+/* Say why nothing was written. Return: @status. */
+static int refuse(edit_cmd_t *c, int status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int refuse(edit_cmd_t *c, int status, const char *fmt, ...)
+{
+        char msg[1024];
+        va_list ap;
+
+        va_start(ap, fmt);
+        vsnprintf(msg, sizeof(msg), fmt, ap);
+        va_end(ap);
+        fprintf(stderr, "npuprofctl %s: %s\n", c->name, msg);
+        if (c->json) {
+                json_object_set_new(c->out, "written", json_false());
+                json_object_set_new(c->out, "error", json_string(msg));
+                print_json(c->out);
+        }
+        return status;
+}
+
+/*
+ * The file the daemon watches, from its status. A relative path is the daemon's: it is
+ * taken from the daemon's working directory. Return: 0 and a malloc'd path, or the exit
+ * status after saying why.
+ */
+static int daemon_config_path(edit_cmd_t *c, const char *socket_path, char **ret_path)
+{
+        char err[256], cwd[PATH_MAX], link[64];
+        json_t *reply = NULL;
+        int r = npf_ipc_call(socket_path, "status", &reply, err);
+
+        if (r < 0)
+                return refuse(c, NPF_EXIT_UNREACHABLE, "the daemon is not reachable, so the file it watches is "
+                              "unknown (give --config PATH): %s", err);
+        json_t *res = json_object_get(reply, "result");
+        const char *path = json_string_value(json_object_get(json_object_get(res, "config"), "path"));
+        json_int_t pid = json_integer_value(json_object_get(json_object_get(res, "daemon"), "pid"));
+        if (!json_is_true(json_object_get(reply, "ok")) || !path || !*path) {
+                const char *why = json_string_value(json_object_get(reply, "error"));
+                r = refuse(c, 1, "the daemon did not say which file it watches: %s",
+                           why ? why : "no config.path in its status");
+                json_decref(reply);
+                return r;
+        }
+        char *full = NULL;
+        if (path[0] == '/') {
+                full = strdup(path);
+        } else {
+                snprintf(link, sizeof(link), "/proc/%lld/cwd", (long long) pid);
+                ssize_t n = readlink(link, cwd, sizeof(cwd) - 1);
+                if (n <= 0) {
+                        r = refuse(c, 1, "the daemon watches %s relative to its working directory, which cannot be "
+                                   "read (%s); give --config PATH", path, strerror(errno));
+                        json_decref(reply);
+                        return r;
+                }
+                cwd[n] = '\0';
+                if (asprintf(&full, "%s/%s", cwd, path) < 0)
+                        full = NULL;
+        }
+        json_decref(reply);
+        if (!full)
+                return refuse(c, 1, "out of memory");
+        *ret_path = full;
+        return 0;
+}
+
+static void print_errors(const edit_cmd_t *c, const char *path, const npf_conf_report_t *rep)
+{
+        fprintf(stderr, "npuprofctl %s: the result would be invalid; %s is unchanged:\n", c->name, path);
+        for (uint32_t i = 0; i < rep->n_errors && i < NPF_CONF_DIAG_MAX; i++)
+                fprintf(stderr, "  error: %s%s%s\n", rep->errors[i].key, rep->errors[i].key[0] ? ": " : "",
+                        rep->errors[i].message);
+}
+
+/* The diagnostics of a text that is not on disk: where in it means nothing to anybody. */
+static json_t *diags_json(const npf_conf_diag_t *d, uint32_t n)
+{
+        json_t *a = json_array();
+
+        for (uint32_t i = 0; a && i < n && i < NPF_CONF_DIAG_MAX; i++)
+                json_array_append_new(a, json_pack("{s:o, s:s}", "key", d[i].key[0] ? json_string(d[i].key) : json_null(),
+                                                   "message", d[i].message));
+        return a;
+}
+
+/* The window and settings just written, in words. */
+static void print_summary(const edit_cmd_t *c, const char *path, const npf_shm_config_t *cfg)
+{
+        const npf_shm_args_t *a = &cfg->args;
+
+        printf("%s: wrote %s (%s dialect): ", c->name, path, npf_conf_dialect_name(a->dialect));
+        if (!a->enabled) {
+                printf("profiling off\n");
+                return;
+        }
+        if (a->start_step == NPF_STEP_NEXT)
+                printf("a window of %" PRIu64 " steps from the next step", a->step_count);
+        else
+                printf("window steps %" PRId64 "..%" PRId64, a->start_step, a->stop_step);
+        if (a->warmup)
+                printf(" (the first %" PRIu64 " warmup)", a->warmup);
+        printf(", level %s, backend %s, ", npf_conf_level_name(a->level), npf_conf_backend_name(a->backend));
+        if (a->rank_filter == NPF_RANKS_ALL)
+                printf("every rank\n");
+        else
+                printf("%u rank%s\n", a->rank_count, a->rank_count == 1 ? "" : "s");
+}
+
+int npf_cli_edit(const char *socket_path, const char *config_path, const npf_edit_start_t *a, bool json)
+{
+        edit_cmd_t c = { .name = a ? "start" : "stop", .json = json, .out = json_object() };
+        npf_conf_report_t *rep = calloc(1, sizeof(*rep));
+        npf_shm_config_t *cfg = malloc(sizeof(*cfg));
+        char *given = NULL, *path = NULL, *text = NULL, *newtext = NULL, err[NPF_EDIT_ERR_MAX];
+        json_t *root = NULL;
+        struct stat st = { 0 }, now;
+        bool exists;
+        size_t len = 0;
+        int status;
+
+        if (!c.out || !rep || !cfg) {
+                fprintf(stderr, "npuprofctl %s: out of memory\n", c.name);
+                status = 1;
+                goto out;
+        }
+        json_object_set_new(c.out, "command", json_string(c.name));
+        if (!config_path) {
+                status = daemon_config_path(&c, socket_path, &given);
+                if (status != 0)
+                        goto out;
+                config_path = given;
+        }
+        /* Edit what a symbolic link points to; the link stays. */
+        path = realpath(config_path, NULL);
+        if (!path && errno != ENOENT) {
+                status = refuse(&c, 1, "cannot resolve %s: %s", config_path, strerror(errno));
+                goto out;
+        }
+        if (!path)
+                path = strdup(config_path);
+        json_object_set_new(c.out, "path", json_string(path));
+
+        exists = stat(path, &st) == 0;
+        if (!exists && errno != ENOENT) {
+                status = refuse(&c, 1, "cannot stat %s: %s", path, strerror(errno));
+                goto out;
+        }
+        uint32_t dialect = NPF_DIALECT_NATIVE;
+        if (exists) {
+                if (npf_conf_read(path, &text, &len, rep) < 0) {
+                        status = refuse(&c, 1, "%s", rep->n_errors ? rep->errors[0].message : "cannot read the file");
+                        goto out;
+                }
+                json_error_t jerr;
+                root = json_loadb(text, len, 0, &jerr);
+                if (!json_is_object(root)) {
+                        status = refuse(&c, 1, "%s:%d:%d: %s; fix the file or write it anew", path, jerr.line,
+                                        jerr.column, root ? "not a JSON object" : jerr.text);
+                        goto out;
+                }
+                memset(rep, 0, sizeof(*rep));
+                npf_conf_parse(text, len, cfg, rep);
+                if (rep->dialect == 0) {
+                        status = refuse(&c, 1, "cannot tell which dialect %s is written in: %s", path,
+                                        rep->n_errors ? rep->errors[0].message : "no key says");
+                        goto out;
+                }
+                dialect = rep->dialect;
+        } else {
+                /* A file to be: npuprof's own dialect, readable by all as an editor would create it. */
+                root = json_object();
+                mode_t mask = umask(0);
+                umask(mask);
+                st.st_mode = 0666 & ~mask;
+                st.st_uid = getuid();
+                st.st_gid = getgid();
+        }
+        json_object_set_new(c.out, "dialect", json_string(npf_conf_dialect_name(dialect)));
+
+        if (a) {
+                if (npf_edit_start_json(root, dialect, a, err) < 0) {
+                        status = refuse(&c, 1, "%s; %s is unchanged", err, path);
+                        goto out;
+                }
+        } else {
+                npf_edit_stop_json(root, dialect);
+        }
+        newtext = dump(root);
+        if (!newtext) {
+                status = refuse(&c, 1, "out of memory");
+                goto out;
+        }
+        memset(rep, 0, sizeof(*rep));
+        if (npf_conf_parse(newtext, strlen(newtext), cfg, rep) < 0) {
+                print_errors(&c, path, rep);
+                if (json) {
+                        json_object_set_new(c.out, "written", json_false());
+                        json_object_set_new(c.out, "errors", diags_json(rep->errors, rep->n_errors));
+                        print_json(c.out);
+                }
+                status = 1;
+                goto out;
+        }
+        if (rep->dialect != dialect) {
+                status = refuse(&c, 1, "the edit would turn the %s file into a %s one; %s is unchanged",
+                                npf_conf_dialect_name(dialect), npf_conf_dialect_name(rep->dialect), path);
+                goto out;
+        }
+        /* Somebody else's save between our read and our rename would be lost: refuse instead. */
+        bool now_exists = stat(path, &now) == 0;
+        if (now_exists != exists ||
+            (exists && (now.st_ino != st.st_ino || now.st_size != st.st_size ||
+                        now.st_mtim.tv_sec != st.st_mtim.tv_sec || now.st_mtim.tv_nsec != st.st_mtim.tv_nsec))) {
+                status = refuse(&c, 1, "%s changed while it was being edited; nothing was written, try again", path);
+                goto out;
+        }
+        if (npf_edit_replace(path, newtext, strlen(newtext), st.st_mode, st.st_uid, st.st_gid, err) < 0) {
+                status = refuse(&c, 1, "%s", err);
+                goto out;
+        }
+        for (uint32_t i = 0; i < rep->n_warnings && i < NPF_CONF_DIAG_MAX; i++)
+                fprintf(stderr, "npuprofctl %s: warning: %s%s%s\n", c.name, rep->warnings[i].key,
+                        rep->warnings[i].key[0] ? ": " : "", rep->warnings[i].message);
+        if (json) {
+                json_object_set_new(c.out, "written", json_true());
+                json_object_set_new(c.out, "created", json_boolean(!exists));
+                json_object_set_new(c.out, "config", npf_conf_to_json(cfg));
+                json_object_set_new(c.out, "warnings", diags_json(rep->warnings, rep->n_warnings));
+                print_json(c.out);
+        } else {
+                print_summary(&c, path, cfg);
+        }
+        status = 0;
+out:
+        json_decref(root);
+        json_decref(c.out);
+        free(newtext);
+        free(text);
+        free(path);
+        free(given);
+        free(cfg);
+        free(rep);
+        return status;
+}

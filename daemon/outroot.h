@@ -1,0 +1,45 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The output root: the only tree under which window output may be written. A
+ * configuration's prof_dir is resolved against it before the configuration is published,
+ * so that ranks, which create their window directories under the published prof_dir, never
+ * write anywhere else, whatever the file asks for.
+ *
+ * The resolution is lexical: "." components and repeated or trailing slashes are
+ * collapsed, and a ".." component is refused outright (it is never folded away). Symbolic
+ * links are not followed: a link inside the root is the operator's to answer for.
+ */
+#ifndef NPUPROF_DAEMON_OUTROOT_H
+#define NPUPROF_DAEMON_OUTROOT_H
+
+#include <stddef.h>
+
+#define NPF_OUTROOT_ERR_MAX 320u        /* bytes of the message buffers below */
+
+/*
+ * npf_outroot_normalize() - the lexical normal form of the absolute path @path.
+ * Return: 0 and the path in @ret (@size bytes) with "." components, repeated slashes and a
+ * trailing slash removed ("/" stays "/"); -EINVAL if @path is not absolute or has a ".."
+ * component; -ENAMETOOLONG if the result does not fit in @size bytes. @ret is written only
+ * on success.
+ * Context: any; reentrant.
+ */
+int npf_outroot_normalize(const char *path, char *ret, size_t size);
+
+/*
+ * npf_outroot_resolve() - where a configuration's @prof_dir lands under @root.
+ * @root must be in normal form (npf_outroot_normalize()). An empty @prof_dir is @root
+ * itself; a relative one is taken below @root; an absolute one must be @root or below it.
+ * @key is the name the file gives the directory ("prof_dir", "prof_path", "output_dir"),
+ * used in messages.
+ * Return: 0 and the absolute, normal directory in @ret (@size bytes, NUL-terminated); or
+ * -EINVAL (a ".." component), -EPERM (outside @root) or -ENAMETOOLONG (the result does not
+ * fit in @size bytes), with a sentence in @err (NPF_OUTROOT_ERR_MAX bytes) such as
+ * "prof_dir /etc is outside the output root /var/lib/npuprof/output". @ret is written only
+ * on success.
+ * Context: any; reentrant.
+ */
+int npf_outroot_resolve(const char *root, const char *prof_dir, const char *key, char *ret, size_t size,
+                        char *err);
+
+#endif /* NPUPROF_DAEMON_OUTROOT_H */

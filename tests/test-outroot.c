@@ -1,0 +1,210 @@
+/* SPDX-License-Identifier: MIT */
+/* The output root: npf_outroot_normalize() and npf_outroot_resolve(). */
+#include "daemon/outroot.h"
+#include "npuprof/shm.h"
+
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#define ROOT "/var/lib/npuprof/output"
+
+/* Resolve @dir under @root into a buffer of NPF_SHM_PATH_MAX bytes; expect @want. */
+static void expect_dir(const char *root, const char *dir, const char *want)
+{
+        char got[NPF_SHM_PATH_MAX], err[NPF_OUTROOT_ERR_MAX] = "";
+        int r = npf_outroot_resolve(root, dir, "prof_dir", got, sizeof(got), err);
+
+        if (r != 0 || strcmp(got, want) != 0)
+                fail_msg("root %s, prof_dir \"%s\": got r=%d \"%s\" (%s), expected \"%s\"", root, dir, r,
+                         r == 0 ? got : "", err, want);
+}
+
+/* Resolving @dir under @root must fail with @rc, the message holding @words, @ret untouched. */
+static void expect_refused(const char *root, const char *dir, int rc, const char *words)
+{
+        char got[NPF_SHM_PATH_MAX], err[NPF_OUTROOT_ERR_MAX] = "";
+
+        memset(got, 'x', sizeof(got));
+        int r = npf_outroot_resolve(root, dir, "prof_dir", got, sizeof(got), err);
+        if (r != rc)
+                fail_msg("root %s, prof_dir \"%.80s\": got r=%d (%s), expected %d", root, dir, r, err, rc);
+        if (!strstr(err, words))
+                fail_msg("root %s, prof_dir \"%.80s\": message \"%s\" lacks \"%s\"", root, dir, err, words);
+        assert_int_equal(got[0], 'x');
+}
+
+static void test_empty(void **state)
+{
+        (void) state;
+        expect_dir(ROOT, "", ROOT);
+}
+
+static void test_relative(void **state)
+{
+        (void) state;
+        expect_dir(ROOT, "job1", ROOT "/job1");
+}
+
+static void test_nested_relative(void **state)
+{
+        (void) state;
+        expect_dir(ROOT, "team/job1/run2", ROOT "/team/job1/run2");
+        expect_dir(ROOT, "a//b///c", ROOT "/a/b/c");
+}
+
+static void test_absolute_inside(void **state)
+{
+        (void) state;
+        expect_dir(ROOT, ROOT "/job1", ROOT "/job1");
+        expect_dir(ROOT, "//var///lib/npuprof/output//job1", ROOT "/job1");
+}
+
+static void test_absolute_equal(void **state)
+{
+        (void) state;
+        expect_dir(ROOT, ROOT, ROOT);
+        expect_dir(ROOT, ROOT "/", ROOT);
+}
+
+static void test_trailing_slashes(void **state)
+{
+        (void) state;
+        expect_dir(ROOT, "job1/", ROOT "/job1");
+        expect_dir(ROOT, "job1///", ROOT "/job1");
+        expect_dir(ROOT, ROOT "/job1//", ROOT "/job1");
+}
+
+static void test_dot_components(void **state)
+{
+        (void) state;
+        expect_dir(ROOT, ".", ROOT);
+        expect_dir(ROOT, "./", ROOT);
+        expect_dir(ROOT, "./job1/./x/.", ROOT "/job1/x");
+        expect_dir(ROOT, "/var/./lib/npuprof/./output/job1", ROOT "/job1");
+        /* Names that only start with dots are names. */
+        expect_dir(ROOT, ".hidden/...", ROOT "/.hidden/...");
+}
+
+static void test_dotdot(void **state)
+{
+        (void) state;
+        expect_refused(ROOT, "..", -EINVAL, "\"..\"");
+        expect_refused(ROOT, "../etc", -EINVAL, "\"..\"");
+        expect_refused(ROOT, "job1/../job2", -EINVAL, "\"..\"");     /* even when it would stay inside */
+        expect_refused(ROOT, ROOT "/..", -EINVAL, "\"..\"");
+        expect_refused(ROOT, "/etc/../var/lib/npuprof/output", -EINVAL, "\"..\"");
+        expect_refused(ROOT, "job1/..", -EINVAL, "output root " ROOT);
+}
+
+static void test_absolute_outside(void **state)
+{
+        (void) state;
+        expect_refused(ROOT, "/etc", -EPERM, "prof_dir /etc is outside the output root " ROOT);
+        expect_refused(ROOT, "/", -EPERM, "is outside the output root");
+        expect_refused(ROOT, "/var/lib/npuprof", -EPERM, "is outside the output root");
+        /* A sibling whose name starts like the root is not below it. */
+        expect_refused(ROOT, ROOT "2", -EPERM, "is outside the output root");
+        expect_refused(ROOT, ROOT "-other/x", -EPERM, "is outside the output root");
+}
+
+static void test_root_slash(void **state)
+{
+        (void) state;
+        expect_dir("/", "", "/");
+        expect_dir("/", "job1", "/job1");
+        expect_dir("/", "/etc/x", "/etc/x");
+        expect_dir("/", "/", "/");
+        expect_dir("/", "//", "/");
+        expect_refused("/", "/tmp/../etc", -EINVAL, "\"..\"");
+}
+
+static void test_too_long(void **state)
+{
+        (void) state;
+        char dir[NPF_SHM_PATH_MAX + 16], want[NPF_SHM_PATH_MAX + 64];
+        size_t room = NPF_SHM_PATH_MAX - 1 - strlen(ROOT "/");
+
+        /* Exactly as long as fits: NPF_SHM_PATH_MAX - 1 bytes and the NUL. */
+        memset(dir, 'a', room);
+        dir[room] = '\0';
+        snprintf(want, sizeof(want), "%s/%s", ROOT, dir);
+        assert_int_equal(strlen(want), NPF_SHM_PATH_MAX - 1);
+        expect_dir(ROOT, dir, want);
+        /* One byte more does not. */
+        memset(dir, 'a', room + 1);
+        dir[room + 1] = '\0';
+        expect_refused(ROOT, dir, -ENAMETOOLONG, "at most 4095");
+        /* Nor does a short relative name under a root that leaves no room. */
+        char root[NPF_SHM_PATH_MAX];
+        root[0] = '/';
+        memset(root + 1, 'r', NPF_SHM_PATH_MAX - 3);
+        root[NPF_SHM_PATH_MAX - 2] = '\0';
+        expect_dir(root, "", root);
+        expect_refused(root, "job", -ENAMETOOLONG, "at most 4095");
+        /* A small output buffer is respected too. */
+        char small[8], err[NPF_OUTROOT_ERR_MAX];
+        assert_int_equal(npf_outroot_resolve("/r", "abcde", "output_dir", small, sizeof(small), err), -ENAMETOOLONG);
+        assert_non_null(strstr(err, "output_dir abcde"));
+        assert_int_equal(npf_outroot_resolve("/r", "abcd", "output_dir", small, sizeof(small), err), 0);
+        assert_string_equal(small, "/r/abcd");
+}
+
+static void test_key_named(void **state)
+{
+        (void) state;
+        char got[64], err[NPF_OUTROOT_ERR_MAX];
+
+        assert_int_equal(npf_outroot_resolve(ROOT, "/etc", "prof_path", got, sizeof(got), err), -EPERM);
+        assert_string_equal(err, "prof_path /etc is outside the output root " ROOT);
+}
+
+static void expect_normal(const char *path, int rc, const char *want)
+{
+        char got[NPF_SHM_PATH_MAX] = "";
+        int r = npf_outroot_normalize(path, got, sizeof(got));
+
+        if (r != rc || (rc == 0 && strcmp(got, want) != 0))
+                fail_msg("normalize \"%s\": got r=%d \"%s\", expected %d \"%s\"", path, r, got, rc, want ? want : "");
+}
+
+static void test_normalize(void **state)
+{
+        (void) state;
+        expect_normal("/", 0, "/");
+        expect_normal("///", 0, "/");
+        expect_normal("/srv//prof/./out/", 0, "/srv/prof/out");
+        expect_normal("/srv/prof/..", -EINVAL, NULL);
+        expect_normal("srv/prof", -EINVAL, NULL);
+        expect_normal("", -EINVAL, NULL);
+        char small[4];
+        assert_int_equal(npf_outroot_normalize("/abcd", small, sizeof(small)), -ENAMETOOLONG);
+}
+
+int main(void)
+{
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_empty),
+                cmocka_unit_test(test_relative),
+                cmocka_unit_test(test_nested_relative),
+                cmocka_unit_test(test_absolute_inside),
+                cmocka_unit_test(test_absolute_equal),
+                cmocka_unit_test(test_trailing_slashes),
+                cmocka_unit_test(test_dot_components),
+                cmocka_unit_test(test_dotdot),
+                cmocka_unit_test(test_absolute_outside),
+                cmocka_unit_test(test_root_slash),
+                cmocka_unit_test(test_too_long),
+                cmocka_unit_test(test_key_named),
+                cmocka_unit_test(test_normalize),
+        };
+
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
