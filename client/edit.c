@@ -353,7 +353,7 @@ static int daemon_config_path(edit_cmd_t *c, const char *socket_path, char **ret
 {
         char err[256], cwd[PATH_MAX], link[64];
         json_t *reply = NULL;
-        int r = npf_ipc_call(socket_path, "status", &reply, err);
+        int r = npf_ipc_call(socket_path, "status", NPF_IPC_TIMEOUT_MS, &reply, err);
 
         if (r < 0)
                 return refuse(c, NPF_EXIT_UNREACHABLE, "the daemon is not reachable, so the file it watches is "

@@ -40,10 +40,10 @@ static int wait_fd(int fd, short events, int64_t deadline)
         }
 }
 
-int npf_ipc_call(const char *socket_path, const char *command, json_t **ret_reply, char *err)
+int npf_ipc_call(const char *socket_path, const char *command, int timeout_ms, json_t **ret_reply, char *err)
 {
         struct sockaddr_un sa = { .sun_family = AF_UNIX };
-        int64_t deadline = now_ms() + NPF_IPC_TIMEOUT_MS;
+        int64_t deadline = now_ms() + timeout_ms;
         char *buf = NULL, *req = NULL;
         size_t used = 0, cap = 0;
         int fd = -1, r;
@@ -93,7 +93,7 @@ int npf_ipc_call(const char *socket_path, const char *command, json_t **ret_repl
                 }
                 r = wait_fd(fd, POLLIN, deadline);
                 if (r < 0) {
-                        snprintf(err, 256, "no reply from %s within %d ms", socket_path, NPF_IPC_TIMEOUT_MS);
+                        snprintf(err, 256, "no reply from %s within %d ms", socket_path, timeout_ms);
                         goto out;
                 }
                 ssize_t n = recv(fd, buf + used, cap - used, 0);

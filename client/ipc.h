@@ -6,13 +6,14 @@
 #include <jansson.h>
 
 #define NPF_IPC_TIMEOUT_MS 5000
+#define NPF_IPC_RELOAD_TIMEOUT_MS 60000 /* a reload waits for the file to be read, maybe over NFS */
 
 /*
  * npf_ipc_call() - send @command to the daemon on @socket_path and wait for the reply.
  * Return: 0 and the whole reply object in @ret_reply (check its "ok"); or -errno when the
- * daemon cannot be reached or did not answer in NPF_IPC_TIMEOUT_MS, with the reason in
- * @err (256 bytes).
+ * daemon cannot be reached or did not answer in @timeout_ms, with the reason in @err
+ * (256 bytes).
  */
-int npf_ipc_call(const char *socket_path, const char *command, json_t **ret_reply, char *err);
+int npf_ipc_call(const char *socket_path, const char *command, int timeout_ms, json_t **ret_reply, char *err);
 
 #endif /* NPUPROF_CLIENT_IPC_H */

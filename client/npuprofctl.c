@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/un.h>
 
 
 static void usage(FILE *f)
@@ -51,10 +52,28 @@ static void usage(FILE *f)
               f);
 }
 
-/* Parse a command's only option, --json. Return: 0, or 2 for a usage error. */
+/* What each daemon command does, for its --help. */
+static const struct {
+        const char *name, *usage, *what;
+} commands[] = {
+        { "status", "status [--json]", "the daemon, the configuration in force or what is wrong with the file,\n"
+                                       "every rank and the windows; exit 3 when the daemon cannot be reached" },
+        { "ranks", "ranks [--json]", "the ranks attached to the node's segment" },
+        { "windows", "windows [--json]", "every window the daemon recorded, with its directory and outcome" },
+        { "config", "config [--json]", "the configuration in force, as JSON" },
+        { "reload", "reload [--json]", "make the daemon read its file now (root or the daemon's user);\n"
+                                       "exit 1 if the file is invalid" },
+        { "metrics", "metrics [--json]", "the daemon's counters in Prometheus text format" },
+};
+
+/*
+ * Parse a daemon command's options: --json and --help.
+ * Return: 0, 1 when help was printed (exit 0), or 2 for a usage error.
+ */
 static int json_flag(int argc, char **argv, const char *name, bool *ret_json)
 {
-        static const struct option opts[] = { { "json", no_argument, NULL, 'j' }, { 0 } };
+        static const struct option opts[] = { { "json", no_argument, NULL, 'j' }, { "help", no_argument, NULL, 'h' },
+                                              { 0 } };
         char prog[64];
         int c;
 
@@ -62,7 +81,14 @@ static int json_flag(int argc, char **argv, const char *name, bool *ret_json)
         argv[0] = prog;         /* getopt's messages name the command */
         optind = 1;
         *ret_json = false;
-        while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        while ((c = getopt_long(argc, argv, "jh", opts, NULL)) != -1) {
+                if (c == 'h') {
+                        for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+                                if (strcmp(commands[i].name, name) == 0)
+                                        printf("Usage: npuprofctl [--socket PATH] [--shm-name NAME] %s\n\n%s.\n",
+                                               commands[i].usage, commands[i].what);
+                        return 1;
+                }
                 if (c != 'j')
                         return 2;
                 *ret_json = true;
@@ -223,40 +249,45 @@ static int cmd_edit(int argc, char **argv, const char *socket_path)
 
 int main(int argc, char **argv)
 {
+        static const struct option opts[] = {
+                { "socket", required_argument, NULL, 'S' },
+                { "shm-name", required_argument, NULL, 'N' },
+                { "help", no_argument, NULL, 'h' },
+                { "version", no_argument, NULL, 'V' },
+                { 0 },
+        };
         const char *env_socket = getenv(NPF_ENV_SOCKET), *env_shm = getenv(NPF_ENV_SHM);
         const char *socket_path = env_socket && *env_socket ? env_socket : NPF_PROTO_SOCKET_DEFAULT;
         const char *shm_name = env_shm && *env_shm ? env_shm : NPF_SHM_NAME_DEFAULT;
         char err[NPF_SHM_ERR_MAX];
         bool json;
-        int i = 1;
+        int c;
 
-        for (; i < argc && argv[i][0] == '-'; i++) {
-                if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+        argv[0] = (char *) "npuprofctl";
+        /* "+": options end at the command; the command parses its own. */
+        while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
+                switch (c) {
+                case 'S': socket_path = optarg; break;
+                case 'N': shm_name = optarg; break;
+                case 'h':
                         usage(stdout);
                         return 0;
-                } else if (strcmp(argv[i], "--version") == 0) {
+                case 'V':
                         printf("npuprofctl %s (shm ABI %u, protocol %d)\n", NPUPROF_VERSION, NPF_SHM_ABI_VERSION,
                                NPF_PROTO_VERSION);
                         return 0;
-                } else if ((strcmp(argv[i], "--socket") == 0 || strcmp(argv[i], "--shm-name") == 0) && i + 1 < argc) {
-                        *(argv[i][2] == 's' && argv[i][3] == 'o' ? &socket_path : &shm_name) = argv[i + 1];
-                        i++;
-                } else {
-                        fprintf(stderr, "npuprofctl: unknown option '%s' (see npuprofctl --help)\n", argv[i]);
+                default:
+                        fprintf(stderr, "see npuprofctl --help\n");
                         return 2;
                 }
         }
-        if (i >= argc) {
+        if (optind >= argc) {
                 usage(stderr);
                 return 2;
         }
-        if (npf_shm_name_check(shm_name, err) < 0) {
-                fprintf(stderr, "npuprofctl: %s\n", err);
-                return 2;
-        }
-        const char *cmd = argv[i];
-        int cargc = argc - i;
-        char **cargv = argv + i;
+        const char *cmd = argv[optind];
+        int cargc = argc - optind;
+        char **cargv = argv + optind;
 
         if (strcmp(cmd, "help") == 0) {
                 usage(stdout);
@@ -264,16 +295,27 @@ int main(int argc, char **argv)
         }
         if (strcmp(cmd, "validate") == 0)
                 return cmd_validate(cargc, cargv);
+        /* Every other command talks to the daemon, and status reads the segment too. */
+        if (strlen(socket_path) >= sizeof(((struct sockaddr_un *) 0)->sun_path)) {
+                fprintf(stderr, "npuprofctl: the socket path %s is %zu bytes; a Unix socket path takes at most %zu\n",
+                        socket_path, strlen(socket_path), sizeof(((struct sockaddr_un *) 0)->sun_path) - 1);
+                return 2;
+        }
         if (strcmp(cmd, "start") == 0 || strcmp(cmd, "stop") == 0)
                 return cmd_edit(cargc, cargv, socket_path);
-        if (strcmp(cmd, "status") == 0 || strcmp(cmd, "ranks") == 0 || strcmp(cmd, "windows") == 0 ||
-            strcmp(cmd, "config") == 0 ||
-            strcmp(cmd, "reload") == 0 || strcmp(cmd, "metrics") == 0) {
-                if (json_flag(cargc, cargv, cmd, &json) != 0)
+        for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
+                if (strcmp(cmd, commands[i].name) != 0)
+                        continue;
+                int r = json_flag(cargc, cargv, cmd, &json);
+                if (r != 0)
+                        return r == 1 ? 0 : 2;
+                if (strcmp(cmd, "status") != 0)
+                        return npf_cli_command(socket_path, cmd, json);
+                if (npf_shm_name_check(shm_name, err) < 0) {
+                        fprintf(stderr, "npuprofctl: %s\n", err);
                         return 2;
-                if (strcmp(cmd, "status") == 0)
-                        return npf_cli_status(socket_path, shm_name, json);
-                return npf_cli_command(socket_path, cmd, json);
+                }
+                return npf_cli_status(socket_path, shm_name, json);
         }
         fprintf(stderr, "npuprofctl: unknown command '%s' (see npuprofctl --help)\n", cmd);
         return 2;

@@ -50,14 +50,18 @@ static void print_window(json_t *w)
                 printf("none (profiling off)");
                 return;
         }
+        bool timed = json_is_integer(json_object_get(w, "duration_ms"));
+
         if (json_is_string(start))
-                printf("from the next step, %lld steps", (long long) num(w, "steps"));
+                printf("from the next step");
         else
-                printf("steps %lld", (long long) json_integer_value(start));
-        if (json_is_integer(stop))
-                printf("..%lld", (long long) json_integer_value(stop));
-        if (json_is_integer(json_object_get(w, "duration_ms")))
+                printf(timed ? "from step %lld" : "steps %lld", (long long) json_integer_value(start));
+        if (timed)
                 printf(" for %lld ms", (long long) num(w, "duration_ms"));
+        else if (json_is_integer(stop))
+                printf("..%lld", (long long) json_integer_value(stop));
+        else
+                printf(", %lld steps", (long long) num(w, "steps"));
 }
 
 static void print_config(json_t *c)
@@ -79,8 +83,11 @@ static void print_config(json_t *c)
                 if (json_is_string(json_object_get(err, "key")))
                         printf("%s: ", str(err, "key", ""));
                 printf("%s\n", str(err, "message", ""));
-                printf("         the last good configuration (generation %lld) stays in force\n",
-                       (long long) num(c, "generation"));
+                if (num(c, "generation") > 0)
+                        printf("         the last good configuration (generation %lld) stays in force\n",
+                               (long long) num(c, "generation"));
+                else
+                        printf("         no configuration was ever valid: profiling stays off\n");
         }
         printf("window:  ");
         print_window(json_object_get(c, "window"));
@@ -187,7 +194,7 @@ int npf_cli_status(const char *socket_path, const char *shm_name, bool json)
 {
         char err[256];
         json_t *reply = NULL;
-        int r = npf_ipc_call(socket_path, "status", &reply, err);
+        int r = npf_ipc_call(socket_path, "status", NPF_IPC_TIMEOUT_MS, &reply, err);
 
         if (r < 0) {
                 json_t *seg = segment_view(shm_name);
@@ -251,7 +258,8 @@ int npf_cli_command(const char *socket_path, const char *command, bool json)
 {
         char err[256];
         json_t *reply = NULL;
-        int r = npf_ipc_call(socket_path, command, &reply, err);
+        int r = npf_ipc_call(socket_path, command,
+                             strcmp(command, "reload") == 0 ? NPF_IPC_RELOAD_TIMEOUT_MS : NPF_IPC_TIMEOUT_MS, &reply, err);
 
         if (r < 0) {
                 fprintf(stderr, "npuprofctl %s: the daemon is not reachable: %s\n", command, err);
@@ -267,16 +275,24 @@ int npf_cli_command(const char *socket_path, const char *command, bool json)
                 return 1;
         }
         json_t *res = json_object_get(reply, "result");
-        if (strcmp(command, "windows") == 0 && !json)
-                print_window_list(res);
-        else if (strcmp(command, "metrics") == 0 && !json)
+        bool refused = strcmp(command, "reload") == 0 && !json_is_true(json_object_get(res, "valid"));
+
+        if (json)
+                print_json(res);
+        else if (strcmp(command, "metrics") == 0)
                 fputs(str(res, "text", ""), stdout);
-        else if (strcmp(command, "ranks") == 0 && !json)
+        else if (strcmp(command, "ranks") == 0)
                 print_ranks(json_object_get(res, "ranks"));
-        else if (strcmp(command, "reload") == 0 && !json)
+        else if (strcmp(command, "windows") == 0)
+                print_window_list(res);
+        else if (strcmp(command, "reload") == 0)
                 printf("reloaded: generation %lld, file %s\n", (long long) num(res, "generation"), str(res, "state", "?"));
         else
                 print_json(res);
+        /* A reload that found the file broken did not do what was asked: the exit code says so. */
+        if (refused && !json)
+                fprintf(stderr, "npuprofctl reload: the file is %s; generation %lld stays in force "
+                        "(npuprofctl status shows why)\n", str(res, "state", "invalid"), (long long) num(res, "generation"));
         json_decref(reply);
-        return 0;
+        return refused ? 1 : 0;
 }

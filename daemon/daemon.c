@@ -157,7 +157,9 @@ static void finish_reload(daemon_t *d)
 {
         json_t *result = json_pack("{s:I, s:b, s:s}", "generation", (json_int_t) generation_in_force(d), "valid",
                                    d->status.file_state == NPF_FILE_VALID, "state",
-                                   d->status.file_state == NPF_FILE_VALID ? "valid" : "invalid");
+                                   d->status.file_state == NPF_FILE_VALID     ? "valid"
+                                   : d->status.file_state == NPF_FILE_MISSING ? "missing"
+                                                                              : "invalid");
 
         for (unsigned i = 0; i < d->n_reload_waiters; i++)
                 npf_server_reply(d->reload_waiters[i], json_incref(result));

@@ -85,5 +85,17 @@ json_expect "json effective config" \
         examples/configs/native.json
 json_expect "json warnings" 'o["valid"] and o["warnings"][0]["key"] == "colour" and o["warnings"][0]["column"] == 29' "$tmp/warn.json"
 
+# Global options in both forms, and their errors; a command's own --help.
+expect "--socket=PATH form"    3 'cannot connect to /nonexistent/x.sock' "$ctl" --socket=/nonexistent/x.sock status
+expect "--socket without value" 2 "option '--socket' requires an argument" "$ctl" --socket
+expect "status --help"         0 'Usage: npuprofctl .*status \[--json\]' "$ctl" status --help
+expect "reload --help"         0 'exit 1 if the file is invalid' "$ctl" reload --help
+long=$(printf '/tmp/%0120d.sock' 0)
+expect "socket path too long is a usage error" 2 'takes at most 107' "$ctl" --socket "$long" status
+# The segment name matters only where a segment is read.
+expect "a bad NPUPROF_SHM does not stop validate" 0 'valid \(native dialect\)' \
+        env NPUPROF_SHM=bad/name "$ctl" validate examples/configs/minimal.json
+expect "a bad NPUPROF_SHM stops status" 2 "may hold only letters" env NPUPROF_SHM=bad/name "$ctl" status
+
 echo "cli: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -303,8 +303,15 @@ t_reload() {
         check "reload: the new window is in force" js "cfg['window']['start_step'] == 60 and o['reloads'] == 2"
         printf '{"start_step": }\n' >"$conf"
         out=$(ctl reload 2>&1)
+        rc=$?
         check "reload: a broken file: the reply says invalid, generation kept" \
                 grep -q "^reloaded: generation $((g0 + 1)), file invalid" <<<"$out"
+        check "reload: a broken file exits 1 and says why to look at status" \
+                test "$rc" = 1 -a -n "$(grep 'stays in force (npuprofctl status shows why)' <<<"$out")"
+        rm -f "$conf"
+        out=$(ctl reload 2>&1)
+        check "reload: a deleted file: the reply says missing, exit 1" \
+                test "$?" = 1 -a -n "$(grep -- '^reloaded: generation .*, file missing' <<<"$out")"
 }
 
 # --- ranks --------------------------------------------------------------------------------
