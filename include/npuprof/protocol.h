@@ -18,7 +18,8 @@
  * Commands and their results:
  *   status   {"daemon": {pid, version, uptime_s, uid, socket_activated, inotify,
  *             poll_interval_ms, output_root, stall_timeout_ms}, "shm": {name, adopted},
- *             "config": {path, generation, valid, state, error, error_count, window, dialect},
+ *             "config": {path, generation, valid, state, error, error_count, window, dialect,
+ *             ranks (the rank filter: "all" or like "0-7,16")},
  *             "ranks": [{rank, pid, step, state, heartbeat_age_ms, generation, window, ...}],
  *             "windows": {by outcome: count}, "reloads": n}
  *            config.error is null or {message, line, column, key}; config.window is
@@ -39,7 +40,7 @@
  *   config   {"generation": n, "config": the configuration in force (npf_conf_to_json()) or null}.
  *            Its prof_dir is the absolute directory the daemon published: the file's
  *            prof_dir resolved under the daemon's output root (status daemon.output_root).
- *   reload   {"generation": n, "valid": bool, "state": "valid"|"invalid"}: the file is read again
+ *   reload   {"generation": n, "valid": bool, "state": "valid"|"invalid"|"missing"}: the file is read again
  *            now, and the reply comes once it was. Only root or
  *            the daemon's own user may ask; others get an error naming the rule.
  *   metrics  {"text": "..."}: Prometheus text exposition format 0.0.4.
