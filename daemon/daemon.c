@@ -398,6 +398,9 @@ static json_t *metrics_json(daemon_t *d)
         for (size_t i = 0; i < sizeof(outcomes) / sizeof(outcomes[0]); i++)
                 metric(&buf, &len, &used, "npuprof_windows_total{outcome=\"%s\"} %" PRIu64 "\n",
                        npf_shm_window_state_name(outcomes[i]), d->sweep.outcomes[outcomes[i]]);
+        metric(&buf, &len, &used, "# HELP npuprof_windows_unrecorded_total Windows that ended faster than sweeps could see them.\n"
+                                  "# TYPE npuprof_windows_unrecorded_total counter\nnpuprof_windows_unrecorded_total %" PRIu64 "\n",
+               d->sweep.unrecorded);
         metric(&buf, &len, &used, "# HELP npuprof_slots_reclaimed_total Slots freed after their process was gone.\n"
                                   "# TYPE npuprof_slots_reclaimed_total counter\nnpuprof_slots_reclaimed_total %" PRIu64 "\n",
                d->sweep.reclaimed);

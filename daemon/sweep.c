@@ -49,53 +49,47 @@ void npf_sweep_run(npf_sweep_t *s, npf_shm_ranks_t *table, uint64_t now_ns, npf_
         s->attached = 0;
         memset(s->by_state, 0, sizeof(s->by_state));
         for (uint32_t i = 0; i < NPF_SHM_SLOTS; i++) {
-                if (NPF_SLOT_PID(atomic_load_explicit((_Atomic uint64_t *) &table->slots[i].claim, memory_order_relaxed)) == 0) {
-                        /* A rank that closed right after its window left the outcome in its free slot. */
-                        /* (The first sweep of a daemon only notes what earlier daemons saw.) */
-                        if (npf_slot_read(table, i, &v) == 0 && v.pid == 0 && s->primed && is_outcome(v.st.state) &&
-                            (s->seen[i].tag != v.tag || s->seen[i].generation != v.st.generation ||
-                             s->seen[i].state != v.st.state)) {
-                                v.rank = table->slots[i].rank;
-                                /* The owner's pid went with its claim; the sweep saw it if it saw that claim. */
-                                if (s->seen[i].tag == v.tag)
-                                        v.pid = s->seen[i].pid;
-                                record(s, &v, v.st.state, cb, data);
-                        }
-                        s->seen[i].tag = v.tag;
-                        s->seen[i].generation = v.st.generation;
-                        s->seen[i].state = v.st.state;
-                        continue;
-                }
-                if (npf_slot_reclaim(table, i, &v) == 1) {
+                uint64_t claim = atomic_load_explicit((_Atomic uint64_t *) &table->slots[i].claim, memory_order_relaxed);
+
+                /* A rank that died with its window open lost it; its output stays on disk. */
+                if (NPF_SLOT_PID(claim) != 0 && npf_slot_reclaim(table, i, &v) == 1) {
                         s->reclaimed++;
-                        /* A window open when its rank died is lost; its output stays on disk. */
-                        bool open = v.st.state == NPF_WINDOW_COLLECTING || v.st.state == NPF_WINDOW_FLUSHING;
-                        if (open)
+                        if (v.st.state == NPF_WINDOW_COLLECTING || v.st.state == NPF_WINDOW_FLUSHING)
                                 record(s, &v, NPF_WINDOW_LOST, cb, data);
-                        else if (is_outcome(v.st.state) && (s->seen[i].tag != v.tag || s->seen[i].generation != v.st.generation ||
-                                                            s->seen[i].state != v.st.state))
-                                record(s, &v, v.st.state, cb, data);
-                        /* The reclaimed slot is idle now, under the same tag: nothing more to record. */
-                        s->seen[i].tag = v.tag;
-                        s->seen[i].generation = 0;
-                        s->seen[i].state = NPF_WINDOW_IDLE;
-                        continue;
                 }
-                if (npf_slot_read(table, i, &v) < 0 || v.pid == 0 || v.pid == NPF_SLOT_RECLAIMING)
+                if (npf_slot_read(table, i, &v) < 0)
                         continue;
+                /*
+                 * A window ended here since the last sweep: the slot kept it apart even if the
+                 * rank moved on at once, or closed and left. (A daemon's first sweep only notes
+                 * what earlier daemons recorded.)
+                 */
+                if (v.windows_ended != s->seen[i].ended) {
+                        uint64_t from = s->seen[i].ended;
+                        /* More than the slot keeps ended since the last sweep: the oldest are only counted. */
+                        if (v.windows_ended < from || v.windows_ended - from > NPF_SLOT_ENDED) {
+                                if (s->primed && v.windows_ended > from)
+                                        s->unrecorded += v.windows_ended - from - NPF_SLOT_ENDED;
+                                from = v.windows_ended > NPF_SLOT_ENDED ? v.windows_ended - NPF_SLOT_ENDED : 0;
+                        }
+                        for (uint64_t n = from; s->primed && n < v.windows_ended; n++) {
+                                npf_slot_view_t ended = v;
+                                ended.st = v.ended[n % NPF_SLOT_ENDED];
+                                if (!is_outcome(ended.st.state))
+                                        continue;
+                                if (ended.pid == 0 || ended.pid == NPF_SLOT_RECLAIMING)
+                                        ended.pid = s->seen[i].tag == v.tag ? s->seen[i].pid : 0;
+                                record(s, &ended, ended.st.state, cb, data);
+                        }
+                        s->seen[i].ended = v.windows_ended;
+                }
+                if (v.pid == 0 || v.pid == NPF_SLOT_RECLAIMING)
+                        continue;
+                s->seen[i].tag = v.tag;
+                s->seen[i].pid = v.pid;
                 s->attached++;
                 const char *shown = npf_view_rank_state(&v, now_ns, s->stall_ms);
                 s->by_state[strcmp(shown, "stalled") == 0 ? NPF_SWEEP_STALLED : v.st.state]++;
-
-                /* Count each window's outcome once: per slot owner, generation and state. */
-                if (is_outcome(v.st.state) &&
-                    (s->seen[i].tag != v.tag || s->seen[i].generation != v.st.generation ||
-                     s->seen[i].state != v.st.state))
-                        record(s, &v, v.st.state, cb, data);
-                s->seen[i].tag = v.tag;
-                s->seen[i].pid = v.pid;
-                s->seen[i].generation = v.st.generation;
-                s->seen[i].state = v.st.state;
         }
         s->primed = true;
 }

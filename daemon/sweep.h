@@ -35,9 +35,10 @@ typedef struct npf_sweep {
         uint32_t by_state[NPF_WINDOW__COUNT + 1];       /* ranks per state, stalled last */
         uint64_t outcomes[NPF_WINDOW__COUNT];           /* windows ended, per outcome, ever */
         uint64_t reclaimed;
+        uint64_t unrecorded;                            /* windows that ended faster than sweeps saw */
         bool primed;                                    /* a first pass was made */
         /* What was last recorded of each slot, so that an outcome is counted once. */
-        struct { uint32_t tag, pid; uint64_t generation; uint32_t state; } seen[NPF_SHM_SLOTS];
+        struct { uint32_t tag, pid; uint64_t ended; } seen[NPF_SHM_SLOTS];   /* ended: windows_ended recorded */
         npf_window_record_t history[NPF_SWEEP_HISTORY]; /* a ring, newest at head - 1 */
         uint32_t head, count;
 } npf_sweep_t;

@@ -223,6 +223,13 @@ void npf_slot_step(npf_shm_slot_t *slot, int64_t step, uint64_t monotonic_ns)
         atomic_store_explicit(npf__seq(&slot->heartbeat_ns), monotonic_ns, memory_order_relaxed);
 }
 
+/* Return: true if @state is how a window ended. */
+static bool is_outcome(uint32_t state)
+{
+        return state == NPF_WINDOW_DONE || state == NPF_WINDOW_FAILED || state == NPF_WINDOW_MISSED ||
+               state == NPF_WINDOW_FILTERED;
+}
+
 void npf_slot_set_state(npf_shm_slot_t *slot, const npf_shm_slot_state_t *st)
 {
         npf_shm_slot_state_t copy = *st;
@@ -232,7 +239,23 @@ void npf_slot_set_state(npf_shm_slot_t *slot, const npf_shm_slot_state_t *st)
         copy.output[sizeof(copy.output) - 1] = '\0';
         s = npf__seq_write_begin(&slot->seq);
         npf__seq_copy_in(&slot->st, &copy, sizeof(copy));
+        /* A window that ended is also kept apart, for the daemon, until the next one ends. */
+        if (is_outcome(copy.state)) {
+                uint64_t ended = atomic_load_explicit(npf__seq(&slot->windows_ended), memory_order_relaxed);
+                npf__seq_copy_in(&slot->ended[ended % NPF_SLOT_ENDED], &copy, sizeof(copy));
+                atomic_store_explicit(npf__seq(&slot->windows_ended), ended + 1, memory_order_relaxed);
+        }
         npf__seq_write_end(&slot->seq, s);
+}
+
+/* Return: true if every record of ended windows is terminated and names a state. */
+static bool ended_ok(const npf_shm_slot_state_t *ended)
+{
+        for (uint32_t k = 0; k < NPF_SLOT_ENDED; k++)
+                if (!memchr(ended[k].message, '\0', sizeof(ended[k].message)) ||
+                    !memchr(ended[k].output, '\0', sizeof(ended[k].output)) || ended[k].state >= NPF_WINDOW__COUNT)
+                        return false;
+        return true;
 }
 
 int npf_slot_read(const npf_shm_ranks_t *table, uint32_t index, npf_slot_view_t *ret_view)
@@ -259,10 +282,13 @@ int npf_slot_read(const npf_shm_ranks_t *table, uint32_t index, npf_slot_view_t 
                 if (s == UINT64_MAX)
                         return -EAGAIN;
                 npf__seq_copy_out(&v.st, &slot->st, sizeof(v.st));
+                npf__seq_copy_out(v.ended, slot->ended, sizeof(v.ended));
+                v.windows_ended = atomic_load_explicit(npf__seq(&slot->windows_ended), memory_order_relaxed);
                 if (npf__seq_read_retry(&slot->seq, s))
                         continue;
                 if (!memchr(v.st.message, '\0', sizeof(v.st.message)) ||
-                    !memchr(v.st.output, '\0', sizeof(v.st.output)) || v.st.state >= NPF_WINDOW__COUNT)
+                    !memchr(v.st.output, '\0', sizeof(v.st.output)) || v.st.state >= NPF_WINDOW__COUNT ||
+                    !ended_ok(v.ended))
                         return -EBADMSG;
                 *ret_view = v;
                 return 0;

@@ -23,6 +23,8 @@ typedef struct npf_slot_view {
         uint64_t heartbeat_ns;
         uint64_t claimed_ns;
         npf_shm_slot_state_t st;        /* strings NUL-terminated */
+        npf_shm_slot_state_t ended[NPF_SLOT_ENDED];     /* window n at [n % NPF_SLOT_ENDED] */
+        uint64_t windows_ended;         /* how many have ended in this slot */
 } npf_slot_view_t;
 
 /*
@@ -42,7 +44,12 @@ void npf_slot_release(npf_shm_ranks_t *table, npf_shm_slot_t *slot);
 /* Record the step the owner is at and the heartbeat time. Context: the owner, per step. */
 void npf_slot_step(npf_shm_slot_t *slot, int64_t step, uint64_t monotonic_ns);
 
-/* Publish the window state @st (strings are cut to their arrays). Context: the owner. */
+/*
+ * Publish the window state @st (strings are cut to their arrays). When @st is how a window
+ * ended (done, failed, missed, filtered) it is also kept among the slot's last ended windows
+ * and the count of ended windows moves, so the daemon sees it even if the rank moves on at once.
+ * Context: the owner.
+ */
 void npf_slot_set_state(npf_shm_slot_t *slot, const npf_shm_slot_state_t *st);
 
 /*

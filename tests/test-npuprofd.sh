@@ -833,6 +833,25 @@ t_windows() {
         check "windows: the table has the done window's message" grep -Eq '^ +4 +1 +1\.\.2 +done .*all fine' <<<"$out"
 }
 
+# A configuration that arrives during a window is taken at the step the window closes: the
+# rank moves on at once, and the daemon must still record the window that ended.
+t_window_then_new_config() {
+        local root=$dir/out tl_pid
+        mkdir -p "$root"
+        printf '{ "start_step": 5, "steps": 3, "output_dir": "%s" }\n' "$root" >"$conf"
+        start_daemon --output-root "$root" --poll-interval 5000 \
+                || { fail "window then config: the daemon did not start" "$(diag)"; return; }
+        "$build/train-loop" --rank 3 --steps 30 --step-ms 60 --shm-name "$shm" --backend host >"$dir/tl.out" 2>&1 &
+        tl_pid=$!
+        all_pids+=("$tl_pid") test_pids+=("$tl_pid")
+        eventually "window then config: the rank collects steps 5..7" js "R(3) and R(3)['state'] == 'collecting'"
+        printf '{ "start_step": 20, "steps": 2, "output_dir": "%s" }\n' "$root" >"$conf.tmp~" && mv -f "$conf.tmp~" "$conf"
+        wait_for gone "$tl_pid"
+        check "window then config: both windows ran" test -d "$root/rank3_start5_stop7" -a -d "$root/rank3_start20_stop21"
+        eventually "window then config: the daemon recorded both (the first though the rank moved on at once)" \
+                jw "sorted((w['start_step'], w['outcome']) for w in W if w['rank'] == 3) == [(5, 'done'), (20, 'done')]"
+}
+
 # The output root: prof_dir is confined to it, and published absolute.
 t_output_root() {
         local g0 root=$dir/out
@@ -948,6 +967,7 @@ run t_start_mindspore
 run t_start_invalid
 run t_start_mode
 run t_windows
+run t_window_then_new_config
 run t_output_root
 run t_auth
 run t_auth_nogroup

@@ -99,7 +99,9 @@ static void test_abi_layout(void **state)
                 { offsetof(npf_shm_ranks_t, slots), 262208 },
                 { offsetof(npf_shm_slot_t, seq), 64 },
                 { offsetof(npf_shm_slot_t, st), 72 },
-                { sizeof(npf_shm_slot_t), 512 },
+                { sizeof(npf_shm_slot_t), 2304 },
+                { offsetof(npf_shm_slot_t, ended), 512 },
+                { offsetof(npf_shm_slot_t, windows_ended), 2272 },
                 { sizeof(npf_shm_ctl_t), 18496 },
         };
         for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++)
@@ -303,10 +305,13 @@ static void test_other_abi_refused(void **state)
         npf_shm_t *s = NULL;
         char err[NPF_SHM_ERR_MAX] = "";
 
-        raw->abi_version = 2;
+        raw->abi_version = NPF_SHM_ABI_VERSION + 1;
         assert_int_equal(npf_shm_open(f->name, 0, &s, err), -EPROTO);
-        assert_non_null(strstr(err, "ABI version 2"));
-        assert_non_null(strstr(err, "version 1"));
+        char want[64];
+        snprintf(want, sizeof(want), "ABI version %u", NPF_SHM_ABI_VERSION + 1);
+        assert_non_null(strstr(err, want));
+        snprintf(want, sizeof(want), "speaks version %u", NPF_SHM_ABI_VERSION);
+        assert_non_null(strstr(err, want));
         /* Nor does a daemon adopt it. */
         f->writer = npf_shm_close(f->writer);
         assert_int_equal(npf_shm_open(f->name, NPF_SHM_WRITER | NPF_SHM_CREATE, &s, err), -EPROTO);

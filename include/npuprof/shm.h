@@ -50,7 +50,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#define NPF_SHM_ABI_VERSION    1u
+#define NPF_SHM_ABI_VERSION    2u
 #define NPF_SHM_CTL_MAGIC      UINT64_C(0x4c5443464f52504e) /* "NPROFCTL" little-endian */
 #define NPF_SHM_RANKS_MAGIC    UINT64_C(0x534b4e52464f524e) /* "NROFRNKS" little-endian */
 
@@ -242,9 +242,20 @@ typedef struct npf_shm_slot {
         uint64_t heartbeat_ns;          /* CLOCK_MONOTONIC of that step, relaxed */
         uint64_t claimed_ns;            /* CLOCK_REALTIME */
         uint8_t  pad0[16];
-        _Alignas(64) uint64_t seq;      /* seqlock of st */
-        npf_shm_slot_state_t st;
+        _Alignas(64) uint64_t seq;      /* seqlock of st, last and windows_ended */
+        npf_shm_slot_state_t st;        /* what the rank is doing now */
+        /*
+         * The last NPF_SLOT_ENDED windows that ended here (done, failed, missed, filtered),
+         * window n at ended[n % NPF_SLOT_ENDED], and the count of windows that ended: a rank
+         * moves on to the next generation at the very step a window ends, so the daemon
+         * records from here every window the count says it has not seen.
+         */
+        npf_shm_slot_state_t ended[4];
+        uint64_t windows_ended;
+        uint8_t  pad1[24];
 } npf_shm_slot_t;
+
+#define NPF_SLOT_ENDED 4u
 
 #define NPF_SLOT_PID(claim) ((uint32_t) ((claim) & 0xffffffffu))
 #define NPF_SLOT_TAG(claim) ((uint32_t) ((claim) >> 32))
@@ -436,7 +447,7 @@ _Static_assert(offsetof(npf_shm_ctl_t, status_seq) == 128, "abi");
 _Static_assert(offsetof(npf_shm_ctl_t, config) == 192, "abi");
 _Static_assert(offsetof(npf_shm_ctl_t, status) == 16768, "abi");
 
-_Static_assert(sizeof(npf_shm_slot_t) == 512, "npf_shm_slot_t size");
+_Static_assert(sizeof(npf_shm_slot_t) == 2304, "npf_shm_slot_t size");
 _Static_assert(offsetof(npf_shm_slot_t, claim) == 0, "abi");
 _Static_assert(offsetof(npf_shm_slot_t, rank) == 8, "abi");
 _Static_assert(offsetof(npf_shm_slot_t, local_device) == 12, "abi");
@@ -447,6 +458,9 @@ _Static_assert(offsetof(npf_shm_slot_t, claimed_ns) == 40, "abi");
 _Static_assert(NPF_SHM_SLOTS < (1u << NPF_INDEX_SLOT_BITS), "slot + 1 fits the index entry");
 _Static_assert(offsetof(npf_shm_slot_t, seq) == 64, "abi");
 _Static_assert(offsetof(npf_shm_slot_t, st) == 72, "abi");
+_Static_assert(offsetof(npf_shm_slot_t, ended) == 512, "abi");
+_Static_assert(offsetof(npf_shm_slot_t, windows_ended) == 2272, "abi");
+_Static_assert(sizeof(((npf_shm_slot_t *) 0)->ended) / sizeof(npf_shm_slot_state_t) == NPF_SLOT_ENDED, "abi");
 _Static_assert(sizeof(npf_shm_slot_state_t) == 440, "npf_shm_slot_state_t size");
 _Static_assert(offsetof(npf_shm_slot_state_t, generation) == 0, "abi");
 _Static_assert(offsetof(npf_shm_slot_state_t, state) == 8, "abi");
@@ -467,7 +481,7 @@ _Static_assert(offsetof(npf_shm_ranks_t, index_count) == 24, "abi");
 _Static_assert(offsetof(npf_shm_ranks_t, table_size) == 32, "abi");
 _Static_assert(offsetof(npf_shm_ranks_t, index) == 64, "abi");
 _Static_assert(offsetof(npf_shm_ranks_t, slots) == 262208, "abi");
-_Static_assert(sizeof(npf_shm_ranks_t) == 262208 + 512 * 1024, "npf_shm_ranks_t size");
+_Static_assert(sizeof(npf_shm_ranks_t) == 262208 + 2304 * 1024, "npf_shm_ranks_t size");
 _Static_assert(NPF_SHM_SLOTS >= 256, "at least 256 ranks per node");
 
 #endif /* NPUPROF_SHM_H */

@@ -143,6 +143,10 @@ printf '[Unit]\nDescription=npuprof test target\nWants=%s\n' "$wants" > "$units/
 cp "$units_src/etc/profiler_config.json" "$conf/"
 printf 'NPUPROFD_OPTS="--shm-name %s --output-root /var/lib/npuprof/output"\n' "$shm_name" \
     > "$conf/npuprofd.conf"
+# The unit runs as npuprof with PrivateTmp=yes: a checkout under /tmp is hidden from it, one
+# under a 0700 home is closed to it. The binaries go where the unit is given a view anyway.
+cp "$npuprofd" "$npuprofctl" "$conf/"
+npuprofd=$conf/npuprofd npuprofctl=$conf/npuprofctl
 chmod -R a+rX "$conf"
 
 sed -e "s|^ExecStart=/usr/sbin/npuprofd --config /etc/npuprof/profiler_config.json |ExecStart=$npuprofd --config $conf/profiler_config.json |" \
