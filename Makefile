@@ -105,8 +105,9 @@ $(BUILD)/npuprofd: $(NPUPROFD_OBJS)
 	$(CC) $(LDFLAGS) -o $@ $^ $(DAEMON_LIBS)
 
 # libnpuprof: the rank library, linked into training processes (and loaded by python/npuprof).
-$(BUILD)/libnpuprof.so: $(RANK_OBJS) $(SHM_OBJS)
-	$(CC) $(LDFLAGS) -shared -Wl,-soname,libnpuprof.so.0 -o $@ $^ $(RANK_LIBS)
+$(BUILD)/libnpuprof.so: $(RANK_OBJS) $(SHM_OBJS) rank/libnpuprof.map
+	$(CC) $(LDFLAGS) -shared -Wl,-soname,libnpuprof.so.0 -Wl,--version-script=rank/libnpuprof.map \
+		-o $@ $(RANK_OBJS) $(SHM_OBJS) $(RANK_LIBS)
 
 $(BUILD)/libnpuprof.a: $(RANK_OBJS) $(SHM_OBJS)
 	rm -f $@

@@ -156,8 +156,13 @@ static void read_done(uv_work_t *req, int status)
                 start_read(w, any);
                 return;
         }
-        if (w->rc == -EAGAIN)
+        if (w->rc == -EAGAIN) {
+                /* Reads never agreed: the file is being written. A reading someone waits for
+                 * (the first, a reload) is tried again once it has settled. */
+                if (deliver_any)
+                        uv_timer_start(&w->settle, on_settled, NPF_WATCH_SETTLE_MS, 0);
                 return;
+        }
         if (w->rc == 0 || deliver_any) {
                 npf_watch_result_t res = {
                         .rc = w->rc,

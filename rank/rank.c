@@ -162,8 +162,11 @@ static int make_dirs(const char *path)
         return 0;
 }
 
-/* The manifest, written last and atomically: a temporary renamed over manifest.json. */
-static void write_manifest(npf_rank_t *h, bool complete)
+/*
+ * The manifest, written last and atomically: a temporary renamed over manifest.json.
+ * Return: 0, or -errno with the reason in h->message.
+ */
+static int write_manifest(npf_rank_t *h, bool complete)
 {
         char host[256] = "", path[sizeof(h->dir) + 32], tmp[sizeof(h->dir) + 32];
         json_t *files = json_array();
@@ -197,15 +200,25 @@ static void write_manifest(npf_rank_t *h, bool complete)
                               "message", h->message[0] ? json_string(h->message) : json_null());
         snprintf(tmp, sizeof(tmp), "%s/.manifest.json.tmp", h->dir);
         snprintf(path, sizeof(path), "%s/manifest.json", h->dir);
-        if (m && json_dump_file(m, tmp, JSON_INDENT(2) | JSON_PRESERVE_ORDER) == 0) {
-                int fd = open(tmp, O_RDONLY | O_CLOEXEC);
-                if (fd >= 0) {
-                        fsync(fd);
-                        close(fd);
-                }
-                rename(tmp, path);
+        int r = m ? 0 : -ENOMEM;
+        int fd = r == 0 ? open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644) : -1;
+        if (r == 0 && fd < 0)
+                r = -errno;
+        if (r == 0 && json_dumpfd(m, fd, JSON_INDENT(2) | JSON_PRESERVE_ORDER) < 0)
+                r = -EIO;
+        if (r == 0 && fsync(fd) < 0)
+                r = -errno;
+        if (fd >= 0 && close(fd) < 0 && r == 0)
+                r = -errno;
+        if (r == 0 && rename(tmp, path) < 0)
+                r = -errno;
+        if (r < 0) {
+                unlink(tmp);
+                snprintf(h->message, sizeof(h->message), "cannot write the manifest in %.180s: %s", h->dir,
+                         strerror(-r));
         }
         json_decref(m);
+        return r;
 }
 
 static void fail_window(npf_rank_t *h, int64_t step, const char *why)
@@ -286,7 +299,9 @@ static int close_window(npf_rank_t *h, int64_t step, bool complete)
         } else if (!complete && !h->message[0]) {
                 snprintf(h->message, sizeof(h->message), "the window was cut short at step %" PRId64, h->last_step);
         }
-        write_manifest(h, complete);
+        int m = write_manifest(h, complete);
+        if (r == 0)
+                r = m;
         publish_state(h, r < 0 ? NPF_WINDOW_FAILED : NPF_WINDOW_DONE, step);
         return r;
 }
@@ -329,11 +344,17 @@ int npf_rank_step_call(npf_rank_t *h, int64_t step)
 {
         int r = 0;
 
+        if (!h)
+                return -EINVAL;
+
         /* The fast path, as the inline npf_rank_step(): nothing changed and no window to run. */
         if (h->fast.ctl && !h->fast.busy && !npf_shm_changed(h->fast.ctl, h->fast.generation)) {
                 atomic_store_explicit((_Atomic int64_t *) &h->fast.slot->step, step, memory_order_relaxed);
                 return 0;
         }
+        /* A child of fork() has its parent's handle: the window and the slot are the parent's. */
+        if (getpid() != h->pid)
+                return 0;
         if (!h->fast.ctl) {
                 if (h->attach_countdown-- > 0)
                         return 0;
@@ -458,6 +479,10 @@ void npf_rank_close(npf_rank_t *h)
 {
         if (!h)
                 return;
+        if (getpid() != h->pid) {
+                npf_rank_close_after_fork(h);
+                return;
+        }
         /* Closing its own window is all: the ACL runtime is process-wide, another rank's
          * window may still be open in it. */
         /* A job whose last step is the window's last has a complete window. */

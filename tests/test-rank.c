@@ -1148,6 +1148,34 @@ static void test_close_after_fork(void **state)
         check_done_window(f, 0, 5, 6);
 }
 
+/* A child that steps and closes its parent's handle mid-window leaves the window alone. */
+static void test_child_never_touches_parent_window(void **state)
+{
+        fixture_t *f = *state;
+        npf_rank_t *h = open_rank(f, 0, 0, "host");
+        int status;
+
+        publish(f, "{\"start_step\": 3, \"steps\": 3}");
+        steps(h, 1, 4);
+        assert_state(h, NPF_WINDOW_COLLECTING, 3);
+        pid_t pid = fork();
+        assert_true(pid >= 0);
+        if (pid == 0) {
+                /* What careless code does: step on and close the inherited handle. */
+                npf_rank_step_call(h, 5);
+                npf_rank_step_call(h, 9);
+                npf_rank_close(h);
+                _exit(0);
+        }
+        assert_int_equal(waitpid(pid, &status, 0), pid);
+        assert_true(WIFEXITED(status));
+        assert_int_equal(WEXITSTATUS(status), 0);
+        assert_state(h, NPF_WINDOW_COLLECTING, 3);
+        steps(h, 5, 7);
+        assert_state(h, NPF_WINDOW_DONE, 6);
+        check_done_window(f, 0, 3, 5);
+}
+
 static void test_same_rank_twice_busy(void **state)
 {
         fixture_t *f = *state;
@@ -1290,6 +1318,7 @@ int main(void)
                 cmocka_unit_test_setup_teardown(test_detached_close_leaves_no_segment, setup_detached, teardown),
                 cmocka_unit_test_setup_teardown(test_open_rejects_bad_options, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_close_after_fork, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_child_never_touches_parent_window, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_same_rank_twice_busy, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_64_ranks_same_step, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_fast_path_when_nothing_changes, setup, teardown),
