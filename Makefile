@@ -61,14 +61,13 @@ LDFLAGS  += $(SAN_FLAGS)
 
 # --- modules ----------------------------------------------------------------------------
 SHM_OBJS  := $(BUILD)/shm/shm.o $(BUILD)/shm/slot.o $(BUILD)/shm/proc.o
-CONF_OBJS := $(BUILD)/conf/conf.o $(BUILD)/conf/jsonpos.o
+CONF_OBJS := $(BUILD)/conf/conf.o $(BUILD)/conf/jsonpos.o $(BUILD)/conf/outroot.o
 
 VIEW_OBJS := $(BUILD)/shm/view.o
 RANK_OBJS := $(BUILD)/rank/rank.o $(BUILD)/rank/backend-host.o $(BUILD)/rank/backend-acl.o
 RANK_LIBS := $(shell pkg-config --libs jansson 2>/dev/null) -ldl -pthread
 DAEMON_OBJS := $(BUILD)/daemon/npuprofd.o $(BUILD)/daemon/daemon.o $(BUILD)/daemon/watch.o \
-               $(BUILD)/daemon/server.o $(BUILD)/daemon/sweep.o $(BUILD)/daemon/notify.o $(BUILD)/daemon/log.o \
-               $(BUILD)/daemon/outroot.o
+               $(BUILD)/daemon/server.o $(BUILD)/daemon/sweep.o $(BUILD)/daemon/notify.o $(BUILD)/daemon/log.o
 
 NPUPROFD_OBJS   := $(DAEMON_OBJS) $(VIEW_OBJS) $(CONF_OBJS) $(SHM_OBJS)
 NPUPROFCTL_OBJS := $(BUILD)/client/npuprofctl.o $(BUILD)/client/validate.o $(BUILD)/client/ipc.o \
@@ -151,7 +150,7 @@ $(BUILD)/tests/test-backend-acl: $(BUILD)/tests/test-backend-acl.o $(BUILD)/rank
 $(BUILD)/tests/test-rank: $(BUILD)/tests/test-rank.o $(RANK_OBJS) $(CONF_OBJS) $(SHM_OBJS) | $(ACL_STUB) $(MSPROF_STUB)
 	$(CC) $(LDFLAGS) -o $@ $^ $(CMOCKA_LIBS) $(RANK_LIBS)
 
-$(BUILD)/tests/test-outroot: $(BUILD)/tests/test-outroot.o $(BUILD)/daemon/outroot.o
+$(BUILD)/tests/test-outroot: $(BUILD)/tests/test-outroot.o $(BUILD)/conf/outroot.o
 	$(CC) $(LDFLAGS) -o $@ $^ $(CMOCKA_LIBS)
 
 $(TORTURE): $(BUILD)/tests/torture-seqlock.o $(SHM_OBJS)

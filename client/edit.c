@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 #include "client/edit.h"
+#include "conf/outroot.h"
 #include "client/ipc.h"
 #include "client/status.h"
 #include "conf/conf.h"
@@ -314,6 +315,7 @@ typedef struct edit_cmd {
         const char *name;               /* "start" or "stop" */
         bool json;
         json_t *out;                    /* the JSON object printed at the end */
+        char output_root[NPF_SHM_PATH_MAX];     /* the daemon's, when it was asked; "" if unknown */
 } edit_cmd_t;
 
 static void print_json(json_t *o)
@@ -360,6 +362,8 @@ static int daemon_config_path(edit_cmd_t *c, const char *socket_path, char **ret
                               "unknown (give --config PATH): %s", err);
         json_t *res = json_object_get(reply, "result");
         const char *path = json_string_value(json_object_get(json_object_get(res, "config"), "path"));
+        const char *root = json_string_value(json_object_get(json_object_get(res, "daemon"), "output_root"));
+        snprintf(c->output_root, sizeof(c->output_root), "%s", root ? root : "");
         json_int_t pid = json_integer_value(json_object_get(json_object_get(res, "daemon"), "pid"));
         if (!json_is_true(json_object_get(reply, "ok")) || !path || !*path) {
                 const char *why = json_string_value(json_object_get(reply, "error"));
@@ -532,6 +536,16 @@ int npf_cli_edit(const char *socket_path, const char *config_path, const npf_edi
                 status = refuse(&c, 1, "the edit would turn the %s file into a %s one; %s is unchanged",
                                 npf_conf_dialect_name(dialect), npf_conf_dialect_name(rep->dialect), path);
                 goto out;
+        }
+        /* What the daemon would refuse is not written either: its output directory must be under its root. */
+        if (c.output_root[0]) {
+                const char *key = dialect == NPF_DIALECT_TORCH_NPU ? "prof_dir"
+                                  : dialect == NPF_DIALECT_MINDSPORE ? "prof_path" : "output_dir";
+                char resolved[NPF_SHM_PATH_MAX], why[NPF_OUTROOT_ERR_MAX];
+                if (npf_outroot_resolve(c.output_root, cfg->prof_dir, key, resolved, sizeof(resolved), why) < 0) {
+                        status = refuse(&c, 1, "the daemon would refuse the result: %s; %s is unchanged", why, path);
+                        goto out;
+                }
         }
         /* Somebody else's save between our read and our rename would be lost: refuse instead. */
         bool now_exists = stat(path, &now) == 0;

@@ -2,7 +2,7 @@
 /* npuprofd: the per-node daemon. Options here; the daemon itself is daemon/daemon.c. */
 #include "daemon/daemon.h"
 #include "daemon/log.h"
-#include "daemon/outroot.h"
+#include "conf/outroot.h"
 #include "npuprof/protocol.h"
 #include "npuprof/shm.h"
 #include "shm/view.h"

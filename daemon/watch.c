@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include "daemon/watch.h"
 #include "conf/jsonpos.h"
-#include "daemon/outroot.h"
+#include "conf/outroot.h"
 
 #include <errno.h>
 #include <libgen.h>

@@ -852,6 +852,20 @@ t_window_then_new_config() {
                 jw "sorted((w['start_step'], w['outcome']) for w in W if w['rank'] == 3) == [(5, 'done'), (20, 'done')]"
 }
 
+# npuprofctl start refuses to write what the daemon would refuse: a directory outside its root.
+t_start_outside_root() {
+        local out rc root=$dir/out
+        mkdir -p "$root"
+        printf '{ "output_dir": "/etc" }\n' >"$conf"
+        start_daemon --output-root "$root" || { fail "start outside root: the daemon did not start" "$(diag)"; return; }
+        cp "$conf" "$dir/before"
+        out=$(ctl start --at 5 --steps 2 2>&1)
+        rc=$?
+        check "start outside root: exit 1 naming the root" \
+                test "$rc" = 1 -a -n "$(grep -F "outside the output root $root" <<<"$out")"
+        check "start outside root: the file is untouched" cmp -s "$conf" "$dir/before"
+}
+
 # The output root: prof_dir is confined to it, and published absolute.
 t_output_root() {
         local g0 root=$dir/out
@@ -968,6 +982,7 @@ run t_start_invalid
 run t_start_mode
 run t_windows
 run t_window_then_new_config
+run t_start_outside_root
 run t_output_root
 run t_auth
 run t_auth_nogroup

@@ -9,8 +9,8 @@
  * collapsed, and a ".." component is refused outright (it is never folded away). Symbolic
  * links are not followed: a link inside the root is the operator's to answer for.
  */
-#ifndef NPUPROF_DAEMON_OUTROOT_H
-#define NPUPROF_DAEMON_OUTROOT_H
+#ifndef NPUPROF_CONF_OUTROOT_H
+#define NPUPROF_CONF_OUTROOT_H
 
 #include <stddef.h>
 
@@ -42,4 +42,4 @@ int npf_outroot_normalize(const char *path, char *ret, size_t size);
 int npf_outroot_resolve(const char *root, const char *prof_dir, const char *key, char *ret, size_t size,
                         char *err);
 
-#endif /* NPUPROF_DAEMON_OUTROOT_H */
+#endif /* NPUPROF_CONF_OUTROOT_H */

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-#include "daemon/outroot.h"
+#include "conf/outroot.h"
 
 #include <errno.h>
 #include <stdbool.h>
