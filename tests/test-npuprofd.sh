@@ -838,16 +838,17 @@ t_windows() {
 t_window_then_new_config() {
         local root=$dir/out tl_pid
         mkdir -p "$root"
-        printf '{ "start_step": 5, "steps": 3, "output_dir": "%s" }\n' "$root" >"$conf"
+        printf '{ "start_step": 5, "steps": 10, "output_dir": "%s" }\n' "$root" >"$conf"
         start_daemon --output-root "$root" --poll-interval 5000 \
                 || { fail "window then config: the daemon did not start" "$(diag)"; return; }
-        "$build/train-loop" --rank 3 --steps 30 --step-ms 60 --shm-name "$shm" --backend host >"$dir/tl.out" 2>&1 &
+        # Ten steps of 100 ms: a window a status poll cannot miss, even on a busy machine.
+        "$build/train-loop" --rank 3 --steps 30 --step-ms 100 --shm-name "$shm" --backend host >"$dir/tl.out" 2>&1 &
         tl_pid=$!
         all_pids+=("$tl_pid") test_pids+=("$tl_pid")
-        eventually "window then config: the rank collects steps 5..7" js "R(3) and R(3)['state'] == 'collecting'"
+        eventually "window then config: the rank collects steps 5..14" js "R(3) and R(3)['state'] == 'collecting'"
         printf '{ "start_step": 20, "steps": 2, "output_dir": "%s" }\n' "$root" >"$conf.tmp~" && mv -f "$conf.tmp~" "$conf"
-        wait_for gone "$tl_pid"
-        check "window then config: both windows ran" test -d "$root/rank3_start5_stop7" -a -d "$root/rank3_start20_stop21"
+        for _ in 1 2; do wait_for gone "$tl_pid" && break; done   # 3 s of training
+        check "window then config: both windows ran" test -d "$root/rank3_start5_stop14" -a -d "$root/rank3_start20_stop21"
         eventually "window then config: the daemon recorded both (the first though the rank moved on at once)" \
                 jw "sorted((w['start_step'], w['outcome']) for w in W if w['rank'] == 3) == [(5, 'done'), (20, 'done')]"
 }
