@@ -4,6 +4,11 @@
  * faults and context switches, and cycles and instructions through perf_event_open where
  * the kernel allows it, written as a Chrome trace (trace.json) that Perfetto and
  * chrome://tracing open: one "ProfilerStep#N" span per step, and counter tracks.
+ *
+ * The trace is written with write(2) from a private buffer, emptied at the end of every step
+ * and at close, and only by the process that opened the window: a child forked during the
+ * window neither inherits a stdio buffer that its exit() would flush into the shared file,
+ * nor writes the parent's trace itself.
  */
 #include "rank/backend.h"
 #include "rank/heap.h"
@@ -13,12 +18,14 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <linux/perf_event.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
+#include <sys/types.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -30,8 +37,17 @@ typedef struct sample {
         uint64_t cycles, instructions;  /* 0 where perf counters are not allowed */
 } sample_t;
 
+#define TRACE_BUF 16384             /* more than a step's events */
+
+/* What the hardware counters count (perf_event_open on the stepping thread, inherited). */
+#define COUNTED_THREADS "the stepping thread and threads it starts during the window"
+
 typedef struct host {
-        FILE *trace;
+        int trace;                      /* trace.json */
+        pid_t owner;                    /* the process that opened the window; only it writes */
+        int error;                      /* the first write error, as -errno */
+        size_t len;
+        char buf[TRACE_BUF];
         int perf_cycles, perf_instructions;
         int64_t step;                   /* the step whose span is open */
         sample_t at_start;              /* of that step */
@@ -58,9 +74,14 @@ static int perf_counter(uint64_t config)
                 .config = config,
                 .exclude_kernel = 1,
                 .exclude_hv = 1,
+                .inherit = 1,
         };
 
-        /* This process, any CPU; -1 where the kernel does not allow it (paranoid, VMs). */
+        /*
+         * pid 0 is the calling thread, the one that steps; inherit adds the threads (and child
+         * processes) it starts while the counter is open, not threads that existed before.
+         * Any CPU. -1 where the kernel does not allow it (paranoid, VMs).
+         */
         return (int) syscall(SYS_perf_event_open, &pe, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
 }
 
@@ -96,6 +117,60 @@ static void sample(const host_t *h, sample_t *s)
         s->instructions = perf_read(h->perf_instructions);
 }
 
+/* Is this the process that opened the window? A forked child writes nothing of it. */
+static bool owner(const host_t *h)
+{
+        return getpid() == h->owner;
+}
+
+/* Write out the private buffer. */
+static void flush(host_t *h)
+{
+        size_t done = 0;
+
+        if (!owner(h)) {
+                h->len = 0;
+                return;
+        }
+        while (done < h->len && !h->error) {
+                ssize_t w = write(h->trace, h->buf + done, h->len - done);
+                if (w < 0 && errno == EINTR)
+                        continue;
+                if (w < 0)
+                        h->error = -errno;
+                else if (w == 0)
+                        h->error = -EIO;
+                else
+                        done += (size_t) w;
+        }
+        h->len = 0;
+}
+
+/* Append to the private buffer, writing it out first when it is too full. */
+static __attribute__((format(printf, 2, 3))) void put(host_t *h, const char *fmt, ...)
+{
+        va_list ap;
+        int n;
+
+        if (!owner(h))
+                return;
+        for (int tries = 0; tries < 2; tries++) {
+                va_start(ap, fmt);
+                n = vsnprintf(h->buf + h->len, sizeof(h->buf) - h->len, fmt, ap);
+                va_end(ap);
+                if (n < 0) {
+                        h->error = h->error ? h->error : -EINVAL;
+                        return;
+                }
+                if ((size_t) n < sizeof(h->buf) - h->len) {
+                        h->len += (size_t) n;
+                        return;
+                }
+                flush(h);
+        }
+        h->error = h->error ? h->error : -ENOBUFS;       /* one event larger than the buffer */
+}
+
 /* Close the span of h->step, which ends now. */
 static void end_step(host_t *h)
 {
@@ -104,7 +179,7 @@ static void end_step(host_t *h)
         sample(h, &now);
         const sample_t *a = &h->at_start;
         double ts = (double) a->wall_ns / 1000.0, dur = (double) (now.wall_ns - a->wall_ns) / 1000.0;
-        fprintf(h->trace,
+        put(h,
                 "%s\n{\"name\":\"ProfilerStep#%" PRId64 "\",\"ph\":\"X\",\"cat\":\"step\",\"ts\":%.3f,\"dur\":%.3f,"
                 "\"pid\":%d,\"tid\":%d,\"args\":{\"step\":%" PRId64 ",\"cpu_ms\":%.3f,\"rss_kib\":%" PRIu64
                 ",\"minor_faults\":%" PRIu64 ",\"major_faults\":%" PRIu64 ",\"voluntary_switches\":%" PRIu64
@@ -112,10 +187,10 @@ static void end_step(host_t *h)
                 h->steps ? "," : "", h->step, ts, dur, h->pid, h->pid, h->step, (double) (now.cpu_ns - a->cpu_ns) / 1e6,
                 now.rss_kib, now.minflt - a->minflt, now.majflt - a->majflt, now.nvcsw - a->nvcsw, now.nivcsw - a->nivcsw);
         if (h->perf_cycles >= 0)
-                fprintf(h->trace, ",\"cycles\":%" PRIu64 ",\"instructions\":%" PRIu64, now.cycles - a->cycles,
+                put(h, ",\"cycles\":%" PRIu64 ",\"instructions\":%" PRIu64, now.cycles - a->cycles,
                         now.instructions - a->instructions);
-        fprintf(h->trace, "}}");
-        fprintf(h->trace,
+        put(h, "}}");
+        put(h,
                 ",\n{\"name\":\"memory\",\"ph\":\"C\",\"ts\":%.3f,\"pid\":%d,\"args\":{\"rss_kib\":%" PRIu64 "}}"
                 ",\n{\"name\":\"cpu\",\"ph\":\"C\",\"ts\":%.3f,\"pid\":%d,\"args\":{\"cpu_ms\":%.3f}}",
                 ts, h->pid, now.rss_kib, ts, h->pid, (double) (now.cpu_ns - a->cpu_ns) / 1e6);
@@ -141,15 +216,15 @@ static int host_window_open(void **ret_state, const npf_backend_window_t *w, cha
         }
         snprintf(path, sizeof(path), "%s/trace.json", w->dir);
         fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
-        if (fd < 0 || !(h->trace = fdopen(fd, "w"))) {
+        if (fd < 0) {
                 int r = -errno;
                 snprintf(err, NPF_BACKEND_ERR_MAX, "cannot create %.180s: %s", path, strerror(errno));
-                if (fd >= 0)
-                        close(fd);
                 free(h);
                 return r;
         }
-        h->pid = (int) getpid();
+        h->trace = fd;
+        h->owner = getpid();
+        h->pid = (int) h->owner;
         h->rank = w->rank;
         snprintf(h->dir, sizeof(h->dir), "%s", w->dir);
 
@@ -170,11 +245,13 @@ static int host_window_open(void **ret_state, const npf_backend_window_t *w, cha
         }
         h->perf_cycles = perf_counter(PERF_COUNT_HW_CPU_CYCLES);
         h->perf_instructions = h->perf_cycles >= 0 ? perf_counter(PERF_COUNT_HW_INSTRUCTIONS) : -1;
-        fprintf(h->trace,
+        put(h,
                 "{\"displayTimeUnit\":\"ms\",\"otherData\":{\"producer\":\"npuprof host backend\",\"rank\":%" PRId64
-                ",\"hardware_counters\":%s,\"heap_tracking\":\"%s\"},\n\"traceEvents\":["
+                ",\"hardware_counters\":%s,\"hardware_counters_count\":\"%s\",\"heap_tracking\":\"%s\"},"
+                "\n\"traceEvents\":["
                 "\n{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%d,\"args\":{\"name\":\"rank %" PRId64 "\"}}",
-                w->rank, h->perf_cycles >= 0 ? "true" : "false", heap, h->pid, w->rank);
+                w->rank, h->perf_cycles >= 0 ? "true" : "false", h->perf_cycles >= 0 ? COUNTED_THREADS : "nothing: perf_event_open is not allowed here",
+                heap, h->pid, w->rank);
         h->steps = 1;   /* the metadata event above is the first of the list */
         h->step = w->first_step;
         sample(h, &h->at_start);
@@ -186,9 +263,15 @@ static int host_window_step(void *state, int64_t step, char *err)
 {
         host_t *h = state;
 
-        (void) err;
+        if (!owner(h))
+                return 0;
         end_step(h);
+        flush(h);
         h->step = step;
+        if (h->error < 0) {
+                snprintf(err, NPF_BACKEND_ERR_MAX, "cannot write trace.json: %s", strerror(-h->error));
+                return h->error;
+        }
         return 0;
 }
 
@@ -198,17 +281,19 @@ static int host_window_close(void *state, int64_t last_step, bool complete, char
         int r = 0;
 
         (void) last_step;
-        end_step(h);
-        fprintf(h->trace, "\n],\"complete\":%s}\n", complete ? "true" : "false");
-        if (fflush(h->trace) != 0 || ferror(h->trace)) {
-                r = errno ? -errno : -EIO;
-                snprintf(err, NPF_BACKEND_ERR_MAX, "cannot write trace.json: %s", strerror(-r));
+        /* In a forked child: the window, its trace and its heap tables are the parent's. */
+        bool mine = owner(h);
+        if (mine) {
+                end_step(h);
+                put(h, "\n],\"complete\":%s}\n", complete ? "true" : "false");
+                flush(h);
+                r = h->error;
         }
-        if (fclose(h->trace) != 0 && r == 0) {
+        if (close(h->trace) < 0 && r == 0 && mine)
                 r = -errno;
-                snprintf(err, NPF_BACKEND_ERR_MAX, "cannot write trace.json: %s", strerror(errno));
-        }
-        if (h->heap_stop) {
+        if (r < 0)
+                snprintf(err, NPF_BACKEND_ERR_MAX, "cannot write trace.json: %s", strerror(-r));
+        if (mine && h->heap_stop) {
                 char path[sizeof(h->dir) + 32], herr[256];
                 snprintf(path, sizeof(path), "%s/memory_snapshot.json", h->dir);
                 if (h->heap_stop(path, herr) < 0 && r == 0) {

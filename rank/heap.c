@@ -3,19 +3,24 @@
  * libnpuprof-heap.so: the heap tracker (see heap.h). Outside a window each wrapper costs one
  * relaxed load. While recording, the tables live in mmap'd memory, so recording never
  * allocates; backtrace() may (its first call loads the unwinder), which a per-thread flag
- * sends straight to the real allocator.
+ * sends straight to the real allocator. A forked child never records: the tables it
+ * inherits are the parent's window, not its own.
  */
 #include "rank/heap.h"
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <execinfo.h>
+#include <malloc.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <time.h>
+#include <unistd.h>
 
 #define STACK_DEPTH 16
 #define STACKS_MAX (1u << 16)
@@ -25,15 +30,20 @@ void *__libc_malloc(size_t n);
 void *__libc_calloc(size_t n, size_t size);
 void *__libc_realloc(void *p, size_t n);
 void *__libc_memalign(size_t align, size_t n);
+void *__libc_valloc(size_t n);
+void *__libc_pvalloc(size_t n);
 void __libc_free(void *p);
 
 /* The allocator's entry points are the interface this library exists to replace. */
 void *malloc(size_t n);
 void *calloc(size_t n, size_t size);
 void *realloc(void *p, size_t n);
+void *reallocarray(void *p, size_t n, size_t size);
 void *memalign(size_t align, size_t n);
 void *aligned_alloc(size_t align, size_t n);
 int posix_memalign(void **ret, size_t align, size_t n);
+void *valloc(size_t n);
+void *pvalloc(size_t n);
 void free(void *p);
 
 enum { EV_ALLOC = 1, EV_FREE = 2 };
@@ -49,15 +59,16 @@ typedef struct stack {
         uint32_t depth;
 } stack_t_;
 
+/* Linear probing with backward-shift deletion: no tombstones, a lookup stops at the first empty slot. */
 typedef struct live {
-        uint64_t addr;                  /* 0 = empty, 1 = deleted */
+        uint64_t addr;                  /* 0 = empty */
         uint64_t size;
         uint32_t stack;
 } live_t;
 
 static _Atomic int recording;
-static uint64_t min_bytes;
-static _Thread_local int in_hook;
+static _Atomic uint64_t min_bytes;
+static _Thread_local int in_hook __attribute__((tls_model("initial-exec")));
 static atomic_flag lock = ATOMIC_FLAG_INIT;
 
 static event_t *events;
@@ -107,15 +118,37 @@ static uint32_t intern(void *const *pc, uint32_t depth)
         return n_stacks++;
 }
 
+static uint64_t home(uint64_t addr)
+{
+        return hash64(addr) & (LIVE_SLOTS - 1);
+}
+
+/* The slot of @addr, or with @for_insert the empty slot where it goes; NULL when absent or full. */
 static live_t *live_find(uint64_t addr, bool for_insert)
 {
-        for (uint64_t i = hash64(addr) & (LIVE_SLOTS - 1), n = 0; n < LIVE_SLOTS; i = (i + 1) & (LIVE_SLOTS - 1), n++) {
+        for (uint64_t i = home(addr), n = 0; n < LIVE_SLOTS; i = (i + 1) & (LIVE_SLOTS - 1), n++) {
                 if (live[i].addr == addr)
                         return &live[i];
-                if (live[i].addr == 0 || (for_insert && live[i].addr == 1))
+                if (live[i].addr == 0)
                         return for_insert ? &live[i] : NULL;
         }
         return NULL;
+}
+
+/* Empty @l, moving back the entries after it that could no longer be found past the gap. */
+static void live_delete(live_t *l)
+{
+        uint64_t gap = (uint64_t) (l - live);
+
+        for (uint64_t j = (gap + 1) & (LIVE_SLOTS - 1); live[j].addr; j = (j + 1) & (LIVE_SLOTS - 1)) {
+                /* An entry may fill the gap when its home is not cyclically in (gap, j]. */
+                uint64_t h = home(live[j].addr);
+                if (((j - h) & (LIVE_SLOTS - 1)) >= ((j - gap) & (LIVE_SLOTS - 1))) {
+                        live[gap] = live[j];
+                        gap = j;
+                }
+        }
+        live[gap] = (live_t) { 0 };
 }
 
 static void append(uint32_t action, uint64_t addr, uint64_t size, uint32_t stack)
@@ -127,25 +160,75 @@ static void append(uint32_t action, uint64_t addr, uint64_t size, uint32_t stack
         events[n_events++] = (event_t) { .addr = addr, .size = size, .time_ns = now_ns(), .stack = stack, .action = action };
 }
 
-static void record_alloc(void *p, size_t n)
+/*
+ * The stack of the allocation about to be recorded, taken in the recording function itself
+ * (inlined): its two first frames, that function and the wrapper, are ours.
+ * Context: in_hook set.
+ */
+static inline __attribute__((always_inline)) uint32_t stack_depth(void **pc)
+{
+        int depth = backtrace(pc, STACK_DEPTH + 2);
+
+        return depth > 2 ? (uint32_t) depth : 0;
+}
+
+/* Context: the lock held, recording. */
+static void insert_locked(void *p, size_t n, void *const *pc, uint32_t depth)
+{
+        uint32_t s = depth ? intern(pc + 2, depth - 2) : STACKS_MAX;
+        live_t *l = live_find((uint64_t) (uintptr_t) p, true);
+
+        if (!l) {
+                dropped++;
+                return;
+        }
+        *l = (live_t) { .addr = (uint64_t) (uintptr_t) p, .size = n, .stack = s };
+        append(EV_ALLOC, l->addr, n, s);
+}
+
+/* Context: the lock held, recording. */
+static void forget_locked(void *p)
+{
+        live_t *l = live_find((uint64_t) (uintptr_t) p, false);
+
+        if (l) {
+                append(EV_FREE, l->addr, l->size, l->stack);
+                live_delete(l);
+        }
+}
+
+static bool is_recording(void)
+{
+        return atomic_load_explicit(&recording, memory_order_relaxed);
+}
+
+static uint64_t min_size(void)
+{
+        return atomic_load_explicit(&min_bytes, memory_order_relaxed);
+}
+
+static bool tracking(size_t n)
+{
+        return is_recording() && !in_hook && n >= min_size();
+}
+
+/* May @p be in the table? Blocks smaller than the minimum never are: no lock for them. */
+static bool watched(void *p)
+{
+        return p && is_recording() && !in_hook && malloc_usable_size(p) >= min_size();
+}
+
+static __attribute__((noinline)) void record_alloc(void *p, size_t n)
 {
         void *pc[STACK_DEPTH + 2];
 
         if (!p)
                 return;
         in_hook = 1;
-        int depth = backtrace(pc, STACK_DEPTH + 2);
+        uint32_t depth = stack_depth(pc);
         lock_take();
-        if (atomic_load_explicit(&recording, memory_order_relaxed)) {
-                uint32_t s = depth > 2 ? intern(pc + 2, (uint32_t) depth - 2) : STACKS_MAX;
-                live_t *l = live_find((uint64_t) (uintptr_t) p, true);
-                if (l) {
-                        *l = (live_t) { .addr = (uint64_t) (uintptr_t) p, .size = n, .stack = s };
-                        append(EV_ALLOC, l->addr, n, s);
-                } else {
-                        dropped++;
-                }
-        }
+        if (is_recording())
+                insert_locked(p, n, pc, depth);
         lock_give();
         in_hook = 0;
 }
@@ -154,19 +237,10 @@ static void record_free(void *p)
 {
         in_hook = 1;
         lock_take();
-        live_t *l = atomic_load_explicit(&recording, memory_order_relaxed) ? live_find((uint64_t) (uintptr_t) p, false)
-                                                                          : NULL;
-        if (l) {
-                append(EV_FREE, l->addr, l->size, l->stack);
-                l->addr = 1;    /* deleted */
-        }
+        if (is_recording())
+                forget_locked(p);
         lock_give();
         in_hook = 0;
-}
-
-static bool tracking(size_t n)
-{
-        return atomic_load_explicit(&recording, memory_order_relaxed) && !in_hook && n >= min_bytes;
 }
 
 void *malloc(size_t n)
@@ -181,20 +255,59 @@ void *malloc(size_t n)
 void *calloc(size_t n, size_t size)
 {
         void *p = __libc_calloc(n, size);
+        size_t bytes;
 
-        if (tracking(n * size))
-                record_alloc(p, n * size);
+        if (p && !__builtin_mul_overflow(n, size, &bytes) && tracking(bytes))
+                record_alloc(p, bytes);
+        return p;
+}
+
+/*
+ * A tracked block is reallocated under the lock: its free is recorded only when the real
+ * realloc released it, and before another thread can be handed the same address.
+ */
+static __attribute__((noinline)) void *realloc_watched(void *old, size_t n)
+{
+        void *pc[STACK_DEPTH + 2];
+        uint32_t depth = 0;
+
+        in_hook = 1;
+        if (n >= min_size())
+                depth = stack_depth(pc);
+        lock_take();
+        void *p = __libc_realloc(old, n);
+        int e = errno;
+        if (is_recording()) {
+                if (p || n == 0)        /* realloc(old, 0) frees old */
+                        forget_locked(old);
+                if (p && n >= min_size())
+                        insert_locked(p, n, pc, depth);
+        }
+        lock_give();
+        in_hook = 0;
+        errno = e;
         return p;
 }
 
 void *realloc(void *old, size_t n)
 {
-        if (old && atomic_load_explicit(&recording, memory_order_relaxed) && !in_hook)
-                record_free(old);
+        if (watched(old))
+                return realloc_watched(old, n);
         void *p = __libc_realloc(old, n);
         if (tracking(n))
                 record_alloc(p, n);
         return p;
+}
+
+void *reallocarray(void *old, size_t n, size_t size)
+{
+        size_t bytes;
+
+        if (__builtin_mul_overflow(n, size, &bytes)) {
+                errno = ENOMEM;
+                return NULL;
+        }
+        return realloc(old, bytes);
 }
 
 void *memalign(size_t align, size_t n)
@@ -208,23 +321,54 @@ void *memalign(size_t align, size_t n)
 
 void *aligned_alloc(size_t align, size_t n)
 {
-        return memalign(align, n);
+        if (align == 0 || (align & (align - 1))) {
+                errno = EINVAL;
+                return NULL;
+        }
+        void *p = __libc_memalign(align, n);
+        if (tracking(n))
+                record_alloc(p, n);
+        return p;
 }
 
 int posix_memalign(void **ret, size_t align, size_t n)
 {
+        int e = errno;
+
         if (align < sizeof(void *) || (align & (align - 1)))
                 return EINVAL;
-        void *p = memalign(align, n);
-        if (!p)
+        void *p = __libc_memalign(align, n);
+        if (tracking(n))
+                record_alloc(p, n);
+        if (!p) {
+                errno = e;
                 return ENOMEM;
+        }
         *ret = p;
         return 0;
 }
 
+void *valloc(size_t n)
+{
+        void *p = __libc_valloc(n);
+
+        if (tracking(n))
+                record_alloc(p, n);
+        return p;
+}
+
+void *pvalloc(size_t n)
+{
+        void *p = __libc_pvalloc(n);
+
+        if (tracking(n))
+                record_alloc(p, n);
+        return p;
+}
+
 void free(void *p)
 {
-        if (p && atomic_load_explicit(&recording, memory_order_relaxed) && !in_hook)
+        if (watched(p))
                 record_free(p);
         __libc_free(p);
 }
@@ -249,22 +393,124 @@ static void unmap_all(void)
         live = NULL;
 }
 
+/* fork(): no thread holds the lock across it, and the child stops recording and drops the tables. */
+static void fork_prepare(void)
+{
+        lock_take();
+}
+
+static void fork_parent(void)
+{
+        lock_give();
+}
+
+static void fork_child(void)
+{
+        atomic_store(&recording, 0);
+        unmap_all();
+        lock_give();
+}
+
+static __attribute__((constructor)) void heap_init(void)
+{
+        pthread_atfork(fork_prepare, fork_parent, fork_child);
+}
+
 int npf_heap_start(uint64_t min)
 {
-        if (atomic_load(&recording) || events)
-                return -EBUSY;
+        int r = 0;
+
+        lock_take();
+        if (atomic_load(&recording) || events) {
+                r = -EBUSY;
+                goto done;
+        }
+        /* Fresh zeroed mappings each window: an empty table, no slot left from the last one. */
         events = map(NPF_HEAP_EVENTS_MAX * sizeof(*events));
         stacks = map(STACKS_MAX * sizeof(*stacks));
         live = map(LIVE_SLOTS * sizeof(*live));
         if (!events || !stacks || !live) {
                 unmap_all();
-                return -ENOMEM;
+                r = -ENOMEM;
+                goto done;
         }
         n_events = n_stacks = 0;
         dropped = 0;
-        min_bytes = min ? min : 1;
+        atomic_store(&min_bytes, min ? min : 1);
         atomic_store(&recording, 1);
-        return 0;
+done:
+        lock_give();
+        return r;
+}
+
+/* After a window's snapshot is written: a new window may start. */
+static void release_tables(void)
+{
+        lock_take();
+        unmap_all();
+        lock_give();
+}
+
+/*
+ * The snapshot's stream writes with write(2) only in the process that opened it: a child
+ * forked while it is being written, leaving through exit(), flushes its copy into nothing.
+ */
+typedef struct sink {
+        int fd;
+        pid_t pid;
+} sink_t;
+
+static ssize_t sink_write(void *cookie, const char *buf, size_t n)
+{
+        sink_t *k = cookie;
+
+        if (getpid() != k->pid)
+                return (ssize_t) n;
+        for (size_t done = 0; done < n;) {
+                ssize_t w = write(k->fd, buf + done, n - done);
+                if (w < 0 && errno == EINTR)
+                        continue;
+                if (w <= 0)
+                        return done ? (ssize_t) done : -1;
+                done += (size_t) w;
+        }
+        return (ssize_t) n;
+}
+
+static int sink_close(void *cookie)
+{
+        sink_t *k = cookie;
+        int r = 0;
+
+        if (getpid() == k->pid)
+                r = close(k->fd);
+        __libc_free(k);
+        return r;
+}
+
+static FILE *sink_open(const char *path)
+{
+        sink_t *k = __libc_malloc(sizeof(*k));
+        FILE *f;
+
+        if (!k)
+                return NULL;
+        k->fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+        k->pid = getpid();
+        if (k->fd < 0) {
+                int e = errno;
+                __libc_free(k);
+                errno = e;
+                return NULL;
+        }
+        f = fopencookie(k, "w", (cookie_io_functions_t) { .write = sink_write, .close = sink_close });
+        if (!f) {
+                int e = errno;
+                close(k->fd);
+                __libc_free(k);
+                errno = e;
+        }
+        return f;
 }
 
 /* Write @s as a JSON string. */
@@ -321,18 +567,18 @@ int npf_heap_stop(const char *path, char *err)
                 return -EINVAL;
         }
         in_hook = 1;    /* our own stdio and dladdr allocations are not the job's */
-        f = fopen(path, "wex");
+        f = sink_open(path);
         if (!f) {
                 int r = -errno;
                 snprintf(err, 256, "cannot create %.200s: %s", path, strerror(errno));
                 in_hook = 0;
-                unmap_all();
+                release_tables();
                 return r;
         }
         /* The allocations still live at the end: one segment of one block each. */
         fprintf(f, "{\"segments\":[");
         for (uint64_t i = 0; i < LIVE_SLOTS; i++) {
-                if (live[i].addr <= 1)
+                if (!live[i].addr)
                         continue;
                 fprintf(f, "%s\n{\"device\":0,\"address\":%llu,\"total_size\":%llu,\"allocated_size\":%llu,"
                            "\"active_size\":%llu,\"requested_size\":%llu,\"stream\":0,\"segment_type\":\"%s\","
@@ -362,13 +608,13 @@ int npf_heap_stop(const char *path, char *err)
                 }
         }
         fprintf(f, "]],\n\"npuprof\":{\"source\":\"host heap\",\"min_bytes\":%llu,\"events\":%u,\"dropped\":%llu}}\n",
-                (unsigned long long) min_bytes, n_events, (unsigned long long) dropped);
+                (unsigned long long) min_size(), n_events, (unsigned long long) dropped);
         int r = ferror(f) ? -EIO : 0;
         if (fclose(f) != 0 && r == 0)
                 r = -errno;
         if (r < 0)
                 snprintf(err, 256, "cannot write %.200s: %s", path, strerror(-r));
         in_hook = 0;
-        unmap_all();
+        release_tables();
         return r;
 }

@@ -97,5 +97,10 @@ expect "a bad NPUPROF_SHM does not stop validate" 0 'valid \(native dialect\)' \
         env NPUPROF_SHM=bad/name "$ctl" validate examples/configs/minimal.json
 expect "a bad NPUPROF_SHM stops status" 2 "may hold only letters" env NPUPROF_SHM=bad/name "$ctl" status
 
+# The Python binding reads the segment itself: its ABI number must be the C one.
+abi=$("$ctl" --version | sed -n 's/.*shm ABI \([0-9]*\).*/\1/p')
+expect "the Python binding speaks the same shm ABI ($abi)" 0 "^NPF_SHM_ABI_VERSION = $abi\b" \
+        grep "^NPF_SHM_ABI_VERSION" python/npuprof/_lib.py
+
 echo "cli: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]
