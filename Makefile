@@ -156,13 +156,13 @@ $(BUILD)/tests/test-outroot: $(BUILD)/tests/test-outroot.o $(BUILD)/conf/outroot
 $(TORTURE): $(BUILD)/tests/torture-seqlock.o $(SHM_OBJS)
 	$(CC) $(LDFLAGS) -pthread -o $@ $^
 
-$(BENCH): $(BUILD)/bench/bench-shm.o $(SHM_OBJS)
+$(BENCH): $(BUILD)/bench/bench-shm.o $(BUILD)/bench/stats.o $(SHM_OBJS)
 	$(CC) $(LDFLAGS) -pthread -o $@ $^
 
-$(BENCH_DAEMON): $(BUILD)/bench/bench-daemon.o $(SHM_OBJS)
+$(BENCH_DAEMON): $(BUILD)/bench/bench-daemon.o $(BUILD)/bench/stats.o $(SHM_OBJS)
 	$(CC) $(LDFLAGS) -o $@ $^
 
-$(BENCH_RANK): $(BUILD)/bench/bench-rank.o $(BUILD)/libnpuprof.a
+$(BENCH_RANK): $(BUILD)/bench/bench-rank.o $(BUILD)/bench/stats.o $(BUILD)/libnpuprof.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(RANK_LIBS)
 
 $(RANK_DRIVER): $(BUILD)/tests/rank-driver.o $(SHM_OBJS)

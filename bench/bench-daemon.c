@@ -9,6 +9,7 @@
  * Usage: bench-daemon PATH-TO-NPUPROFD [SAVES]
  */
 #include "npuprof/shm.h"
+#include "bench/stats.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -23,31 +24,21 @@
 #include <time.h>
 #include <unistd.h>
 
-static uint64_t now_ns(void)
-{
-        struct timespec ts;
-
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * 1000000000u + (uint64_t) ts.tv_nsec;
-}
-
 static void nap_us(long us)
 {
         nanosleep(&(struct timespec) { .tv_sec = us / 1000000, .tv_nsec = us % 1000000 * 1000 }, NULL);
 }
 
-static int cmp_u64(const void *a, const void *b)
-{
-        uint64_t x = *(const uint64_t *) a, y = *(const uint64_t *) b;
-
-        return (x > y) - (x < y);
-}
-
+/* @p of the @n latencies at @v, in milliseconds. */
 static double pct(uint64_t *v, int n, double p)
 {
-        qsort(v, (size_t) n, sizeof(*v), cmp_u64);
-        int i = (int) (p * (n - 1) + 0.5);
-        return (double) v[i] / 1e6;
+        double *d = malloc((size_t) n * sizeof(*d));
+
+        for (int i = 0; i < n; i++)
+                d[i] = (double) v[i] / 1e6;
+        double r = npf_bench_percentile(d, n, p);
+        free(d);
+        return r;
 }
 
 /* Save @step as the new configuration the way editors do: a temporary renamed over. */
@@ -114,17 +105,17 @@ static int measure(const char *dir, npf_shm_t *s, int n, int64_t first_step, uin
 
         for (int i = 0; i < n; i++) {
                 int64_t step = first_step + i;
-                uint64_t t0 = now_ns();
+                uint64_t t0 = npf_bench_now_ns();
                 save(dir, step);
                 while (!npf_shm_changed(ctl, gen)) {
-                        if (now_ns() - t0 > 5000000000u) {
+                        if (npf_bench_now_ns() - t0 > 5000000000u) {
                                 fprintf(stderr, "bench: save %d never became visible\n", i);
                                 free(w);
                                 return -1;
                         }
                         nap_us(20);
                 }
-                lat[i] = now_ns() - t0;
+                lat[i] = npf_bench_now_ns() - t0;
                 if (npf_shm_read_window(ctl, 0, w) < 0 || w->args.start_step != step) {
                         fprintf(stderr, "bench: save %d: read start_step %" PRId64 ", wanted %" PRId64 "\n", i,
                                 w->args.start_step, step);
@@ -147,7 +138,7 @@ static void measure_inotify(const char *dir, int n, uint64_t *lat)
 
         inotify_add_watch(fd, dir, IN_MOVED_TO | IN_CLOSE_WRITE | IN_MODIFY | IN_CREATE);
         for (int i = 0; i < n; i++) {
-                uint64_t t0 = now_ns();
+                uint64_t t0 = npf_bench_now_ns();
                 save(dir, 50000 + i);
                 for (;;) {
                         struct pollfd p = { .fd = fd, .events = POLLIN };
@@ -163,7 +154,7 @@ static void measure_inotify(const char *dir, int n, uint64_t *lat)
                         if (moved)
                                 break;
                 }
-                lat[i] = now_ns() - t0;
+                lat[i] = npf_bench_now_ns() - t0;
                 nap_us(5000);
         }
         close(fd);
@@ -212,9 +203,9 @@ static long status_kib(pid_t pid, const char *field)
 static double idle_switches(pid_t pid, int seconds)
 {
         nap_us(1500000);
-        uint64_t sw0 = switches(pid), t0 = now_ns();
+        uint64_t sw0 = switches(pid), t0 = npf_bench_now_ns();
         nap_us(seconds * 1000000L);
-        uint64_t sw1 = switches(pid), t1 = now_ns();
+        uint64_t sw1 = switches(pid), t1 = npf_bench_now_ns();
         return (double) (sw1 - sw0) / ((double) (t1 - t0) / 1e9);
 }
 

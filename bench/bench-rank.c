@@ -5,6 +5,7 @@
  * host-backend window. Medians of interleaved runs next to an empty loop of the same run.
  */
 #include "npuprof/rank.h"
+#include "bench/stats.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -17,56 +18,35 @@
 #define ITERS 20000000u
 #define CHANGES 2000
 
-static uint64_t now_ns(void)
-{
-        struct timespec ts;
-
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * 1000000000u + (uint64_t) ts.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-        double x = *(const double *) a, y = *(const double *) b;
-
-        return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-        qsort(v, (size_t) n, sizeof(*v), cmp_double);
-        return v[n / 2];
-}
-
 static double empty_loop(void)
 {
-        uint64_t t0 = now_ns();
+        uint64_t t0 = npf_bench_now_ns();
 
         for (int64_t step = 1; step <= ITERS; step++)
                 __asm__ volatile("" : : "r"(step) : "memory");
-        return (double) (now_ns() - t0) / ITERS;
+        return (double) (npf_bench_now_ns() - t0) / ITERS;
 }
 
 static double steps_inline(npf_rank_t *h, int64_t base)
 {
-        uint64_t t0 = now_ns();
+        uint64_t t0 = npf_bench_now_ns();
 
         for (int64_t step = base; step < base + ITERS; step++) {
                 npf_rank_step(h, step);
                 __asm__ volatile("" : : "r"(step) : "memory");
         }
-        return (double) (now_ns() - t0) / ITERS;
+        return (double) (npf_bench_now_ns() - t0) / ITERS;
 }
 
 static double steps_called(npf_rank_t *h, int64_t base)
 {
-        uint64_t t0 = now_ns();
+        uint64_t t0 = npf_bench_now_ns();
 
         for (int64_t step = base; step < base + ITERS; step++) {
                 npf_rank_step_call(h, step);
                 __asm__ volatile("" : : "r"(step) : "memory");
         }
-        return (double) (now_ns() - t0) / ITERS;
+        return (double) (npf_bench_now_ns() - t0) / ITERS;
 }
 
 static void publish(npf_shm_t *w, int64_t start, uint32_t only_rank, const char *dir)
@@ -122,30 +102,30 @@ int main(void)
         int64_t step = (int64_t) RUNS * 2 * ITERS + 10;
         for (int i = 0; i < CHANGES; i++, step++) {
                 publish(w, step + 5, 7, dir);
-                uint64_t t0 = now_ns();
+                uint64_t t0 = npf_bench_now_ns();
                 npf_rank_step(h, step);
-                other[i] = (double) (now_ns() - t0);
+                other[i] = (double) (npf_bench_now_ns() - t0);
         }
         /* The step that opens a host window: directory, trace file, first sample. */
         for (int i = 0; i < CHANGES / 10; i++) {
                 publish(w, step + 1, 5, dir);
                 npf_rank_step(h, step++);               /* reads it: armed */
-                uint64_t t0 = now_ns();
+                uint64_t t0 = npf_bench_now_ns();
                 npf_rank_step(h, step++);               /* the start step: collecting */
-                opening[i] = (double) (now_ns() - t0);
+                opening[i] = (double) (npf_bench_now_ns() - t0);
                 npf_rank_step(h, step++);               /* closes it */
         }
 
-        double e = median(empty, RUNS), k = median(inl, RUNS), c = median(called, RUNS);
+        double e = npf_bench_median(empty, RUNS), k = npf_bench_median(inl, RUNS), c = npf_bench_median(called, RUNS);
         printf("libnpuprof bench: medians of %d interleaved runs of %u steps, on this machine\n\n", RUNS, ITERS);
         printf("  npf_rank_step (inline), nothing changed %5.2f ns/step   empty loop %4.2f ns   net %5.2f ns"
                "   goal <= 2 ns\n", k, e, k - e);
         printf("  npf_rank_step_call, nothing changed     %5.2f ns/step   empty loop %4.2f ns   net %5.2f ns\n", c, e,
                c - e);
         printf("  a new configuration for another rank    %5.0f ns (median of %d)                  goal <= 1000 ns\n",
-               median(other, CHANGES), CHANGES);
+               npf_bench_median(other, CHANGES), CHANGES);
         printf("  the start step, host window opening     %5.0f ns (median of %d): mkdir, trace.json, first sample\n",
-               median(opening, CHANGES / 10), CHANGES / 10);
+               npf_bench_median(opening, CHANGES / 10), CHANGES / 10);
 
         npf_rank_close(h);
         npf_shm_close(w);

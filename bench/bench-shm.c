@@ -5,6 +5,7 @@
  * in the same run (an empty loop; a plain copy of the same bytes).
  */
 #include "npuprof/shm.h"
+#include "bench/stats.h"
 
 #include <inttypes.h>
 #include <pthread.h>
@@ -20,42 +21,21 @@
 #define CHECK_ITERS 20000000u
 #define READ_ITERS 2000000u
 
-static uint64_t now_ns(void)
-{
-        struct timespec ts;
-
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * 1000000000u + (uint64_t) ts.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-        double x = *(const double *) a, y = *(const double *) b;
-
-        return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-        qsort(v, (size_t) n, sizeof(*v), cmp_double);
-        return v[n / 2];
-}
-
 /* The loop every check runs in, without the check. */
 static double empty_loop(void)
 {
-        uint64_t acc = 0, t0 = now_ns();
+        uint64_t acc = 0, t0 = npf_bench_now_ns();
 
         for (uint32_t i = 0; i < CHECK_ITERS; i++) {
                 acc += i;
                 __asm__ volatile("" : "+r"(acc));
         }
-        return (double) (now_ns() - t0) / CHECK_ITERS;
+        return (double) (npf_bench_now_ns() - t0) / CHECK_ITERS;
 }
 
 static double unchanged_check(const npf_shm_ctl_t *ctl, uint64_t generation)
 {
-        uint64_t acc = 0, t0 = now_ns();
+        uint64_t acc = 0, t0 = npf_bench_now_ns();
 
         for (uint32_t i = 0; i < CHECK_ITERS; i++) {
                 acc += i + npf_shm_changed(ctl, generation);
@@ -63,25 +43,25 @@ static double unchanged_check(const npf_shm_ctl_t *ctl, uint64_t generation)
         }
         if (acc == 0)
                 abort();
-        return (double) (now_ns() - t0) / CHECK_ITERS;
+        return (double) (npf_bench_now_ns() - t0) / CHECK_ITERS;
 }
 
 static double window_read(const npf_shm_ctl_t *ctl, npf_shm_window_t *w)
 {
-        uint64_t t0 = now_ns();
+        uint64_t t0 = npf_bench_now_ns();
 
         for (uint32_t i = 0; i < READ_ITERS; i++) {
                 if (npf_shm_read_window(ctl, 5, w) < 0)
                         abort();
                 __asm__ volatile("" : : "r"(w) : "memory");
         }
-        return (double) (now_ns() - t0) / READ_ITERS;
+        return (double) (npf_bench_now_ns() - t0) / READ_ITERS;
 }
 
 /* The same bytes the window read takes, copied with memcpy and no seqlock. */
 static double plain_copy(const npf_shm_ctl_t *ctl, npf_shm_window_t *w)
 {
-        uint64_t t0 = now_ns();
+        uint64_t t0 = npf_bench_now_ns();
         size_t len = ctl->config.args.prof_dir_len + 1;
 
         for (uint32_t i = 0; i < READ_ITERS; i++) {
@@ -89,20 +69,20 @@ static double plain_copy(const npf_shm_ctl_t *ctl, npf_shm_window_t *w)
                 memcpy(w->prof_dir, ctl->config.prof_dir, len);
                 __asm__ volatile("" : : "r"(w) : "memory");
         }
-        return (double) (now_ns() - t0) / READ_ITERS;
+        return (double) (npf_bench_now_ns() - t0) / READ_ITERS;
 }
 
 static double full_read(const npf_shm_ctl_t *ctl, npf_shm_config_t *c)
 {
         const uint32_t iters = READ_ITERS / 100;
-        uint64_t t0 = now_ns();
+        uint64_t t0 = npf_bench_now_ns();
 
         for (uint32_t i = 0; i < iters; i++) {
                 if (npf_shm_read_config(ctl, c) < 0)
                         abort();
                 __asm__ volatile("" : : "r"(c) : "memory");
         }
-        return (double) (now_ns() - t0) / iters;
+        return (double) (npf_bench_now_ns() - t0) / iters;
 }
 
 static void publish(npf_shm_t *shm, const char *prof_dir)
@@ -174,9 +154,9 @@ static void cross_core_reads(npf_shm_t *writer, const npf_shm_ctl_t *ctl, double
         pthread_create(&t, NULL, writer_thread, &arg);
         for (int i = 0; i < N; i++) {
                 wait_published(ctl, seen);
-                uint64_t t0 = now_ns();
+                uint64_t t0 = npf_bench_now_ns();
                 int r = npf_shm_read_window(ctl, 5, w);
-                uint64_t t1 = now_ns();
+                uint64_t t1 = npf_bench_now_ns();
                 if (r < 0) {            /* the writer was preempted mid-write: not a read to time */
                         i--;
                         continue;
@@ -185,19 +165,17 @@ static void cross_core_reads(npf_shm_t *writer, const npf_shm_ctl_t *ctl, double
                 seen = w->args.generation;
                 /* The baseline: the same bytes, copied plainly right after a change, no seqlock. */
                 wait_published(ctl, seen);
-                uint64_t t2 = now_ns();
+                uint64_t t2 = npf_bench_now_ns();
                 memcpy(&w->args, &ctl->config.args, sizeof(w->args));
                 memcpy(w->prof_dir, ctl->config.prof_dir, 32);
-                copy[i] = (double) (now_ns() - t2);
+                copy[i] = (double) (npf_bench_now_ns() - t2);
                 seen = atomic_load(&((npf_shm_ctl_t *) ctl)->config_seq) / 2;
         }
         atomic_store(&arg.stop, true);
         pthread_join(t, NULL);
-        qsort(lat, N, sizeof(lat[0]), cmp_double);
-        qsort(copy, N, sizeof(copy[0]), cmp_double);
-        *ret_p50 = lat[N / 2];
-        *ret_p99 = lat[N * 99 / 100];
-        *ret_copy_p50 = copy[N / 2];
+        *ret_p50 = npf_bench_median(lat, N);
+        *ret_p99 = npf_bench_percentile(lat, N, 0.99);
+        *ret_copy_p50 = npf_bench_median(copy, N);
         free(w);
 }
 
@@ -234,18 +212,18 @@ int main(void)
                 copy_long[r] = plain_copy(ctl, w);
         }
 
-        double e = median(empty, RUNS), k = median(check, RUNS);
+        double e = npf_bench_median(empty, RUNS), k = npf_bench_median(check, RUNS);
         printf("npuprof bench: medians of %d interleaved runs on this machine\n\n", RUNS);
         printf("  unchanged check (npf_shm_changed)    %6.2f ns/call   empty loop %5.2f ns/iter   "
                "net %5.2f ns   goal <= 2 ns\n", k, e, k - e);
         printf("  changed read, 36-byte prof_dir        %6.1f ns/call   plain memcpy %5.1f ns         "
-               "ratio %4.1fx   goal <= 200 ns\n", median(read_short, RUNS), median(copy_short, RUNS),
-               median(read_short, RUNS) / median(copy_short, RUNS));
+               "ratio %4.1fx   goal <= 200 ns\n", npf_bench_median(read_short, RUNS), npf_bench_median(copy_short, RUNS),
+               npf_bench_median(read_short, RUNS) / npf_bench_median(copy_short, RUNS));
         printf("  changed read, 4095-byte prof_dir      %6.1f ns/call   plain memcpy %5.1f ns         "
-               "ratio %4.1fx   (worst case)\n", median(read_long, RUNS), median(copy_long, RUNS),
-               median(read_long, RUNS) / median(copy_long, RUNS));
+               "ratio %4.1fx   (worst case)\n", npf_bench_median(read_long, RUNS), npf_bench_median(copy_long, RUNS),
+               npf_bench_median(read_long, RUNS) / npf_bench_median(copy_long, RUNS));
         printf("  full configuration read (16.5 KiB)    %6.0f ns/call   (daemon and npuprofctl only)\n",
-               median(full, RUNS));
+               npf_bench_median(full, RUNS));
 
         double p50, p99, copy50;
         cross_core_reads(writer, ctl, &p50, &p99, &copy50);
