@@ -60,7 +60,7 @@ CPPFLAGS += -D_GNU_SOURCE -I. -Iinclude $(PKG_CFLAGS)
 LDFLAGS  += $(SAN_FLAGS)
 
 # --- modules ----------------------------------------------------------------------------
-SHM_OBJS  := $(BUILD)/shm/shm.o $(BUILD)/shm/slot.o $(BUILD)/shm/proc.o
+SHM_OBJS  := $(BUILD)/shm/shm.o $(BUILD)/shm/slot.o $(BUILD)/shm/proc.o $(BUILD)/shm/clock.o
 CONF_OBJS := $(BUILD)/conf/conf.o $(BUILD)/conf/jsonpos.o $(BUILD)/conf/outroot.o
 
 VIEW_OBJS := $(BUILD)/shm/view.o
@@ -186,7 +186,7 @@ bench: all $(BENCH) $(BENCH_DAEMON) $(BENCH_RANK)
 # --- fuzzing (libFuzzer: clang only, always with ASan and UBSan) --------------------------
 FUZZ_FLAGS := -std=c11 -g -O1 -D_GNU_SOURCE -I. -Iinclude $(PKG_CFLAGS) \
               -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
-FUZZ_SRCS  := tests/fuzz/fuzz-conf.c conf/conf.c conf/jsonpos.c shm/shm.c shm/proc.c
+FUZZ_SRCS  := tests/fuzz/fuzz-conf.c conf/conf.c conf/jsonpos.c shm/shm.c shm/proc.c shm/clock.c
 
 .PHONY: fuzz-build
 fuzz-build: $(FUZZ_CONF)

@@ -6,6 +6,7 @@
 #include "daemon/sweep.h"
 #include "daemon/watch.h"
 #include "npuprof/protocol.h"
+#include "shm/clock.h"
 #include "shm/view.h"
 
 #include <errno.h>
@@ -47,14 +48,6 @@ typedef struct daemon {
         struct prof_dir { uint64_t generation; char *dir; } prof_dirs[PROF_DIRS_KEPT];
         unsigned prof_dirs_head;
 } daemon_t;
-
-static uint64_t realtime_ns(void)
-{
-        struct timespec ts;
-
-        clock_gettime(CLOCK_REALTIME, &ts);
-        return (uint64_t) ts.tv_sec * 1000000000u + (uint64_t) ts.tv_nsec;
-}
 
 static uint64_t generation_in_force(const daemon_t *d)
 {
@@ -184,7 +177,7 @@ static void on_config(npf_watch_t *w, const npf_watch_result_t *res, void *data)
         (void) w;
         memcpy(old_message, st->message, sizeof(old_message));
         snprintf(st->path, sizeof(st->path), "%s", d->opt.config_path);
-        st->checked_ns = realtime_ns();
+        st->checked_ns = npf_clock_ns(CLOCK_REALTIME);
 
         if (res->rc == 0) {
                 bool fresh = differs_from_published(d, res->config);
@@ -279,8 +272,8 @@ static void sweep(daemon_t *d)
         uint32_t before = d->sweep.attached;
         uint64_t period;
 
-        npf_sweep_run(&d->sweep, npf_shm_ranks(d->shm), npf_view_monotonic_ns(), on_window_recorded, d);
-        npf_shm_heartbeat(d->shm, npf_view_monotonic_ns());
+        npf_sweep_run(&d->sweep, npf_shm_ranks(d->shm), npf_clock_ns(CLOCK_MONOTONIC), on_window_recorded, d);
+        npf_shm_heartbeat(d->shm, npf_clock_ns(CLOCK_MONOTONIC));
         if (before != d->sweep.attached)
                 npf_log(LOG_INFO, NPF_LOG_NONE, NPF_LOG_NONE, "%u rank%s attached", d->sweep.attached,
                         d->sweep.attached == 1 ? "" : "s");
@@ -330,7 +323,7 @@ static json_t *status_json(daemon_t *d)
                          "daemon",
                          "pid", (json_int_t) getpid(),
                          "version", NPUPROF_VERSION,
-                         "uptime_s", (json_int_t) ((npf_view_monotonic_ns() - d->started_ns) / 1000000000u),
+                         "uptime_s", (json_int_t) ((npf_clock_ns(CLOCK_MONOTONIC) - d->started_ns) / 1000000000u),
                          "uid", (json_int_t) getuid(),
                          "socket_activated", npf_server_activated(d->server),
                          "inotify", d->opt.inotify,
@@ -339,7 +332,7 @@ static json_t *status_json(daemon_t *d)
                          "stall_timeout_ms", (json_int_t) d->opt.stall_ms,
                          "shm", "name", d->opt.shm_name, "adopted", npf_shm_adopted(d->shm),
                          "config", config,
-                         "ranks", npf_view_ranks(npf_shm_ranks(d->shm), npf_view_monotonic_ns(), d->opt.stall_ms),
+                         "ranks", npf_view_ranks(npf_shm_ranks(d->shm), npf_clock_ns(CLOCK_MONOTONIC), d->opt.stall_ms),
                          "windows", windows,
                          "reloads", (json_int_t) d->reloads);
 }
@@ -431,7 +424,7 @@ static void on_request(npf_request_t *req, const char *command, json_t *request,
         } else if (strcmp(command, "ranks") == 0) {
                 sweep(d);
                 npf_server_reply(req, json_pack("{s:o}", "ranks", npf_view_ranks(npf_shm_ranks(d->shm),
-                                                                                 npf_view_monotonic_ns(),
+                                                                                 npf_clock_ns(CLOCK_MONOTONIC),
                                                                                  d->opt.stall_ms)));
         } else if (strcmp(command, "config") == 0) {
                 npf_shm_config_t *c = malloc(sizeof(*c));
@@ -511,7 +504,7 @@ static void on_signal(uv_signal_t *h, int signum)
 /* On the way out: keep the segment while ranks use it, remove it when none do. */
 static void release_segment(daemon_t *d)
 {
-        npf_sweep_run(&d->sweep, npf_shm_ranks(d->shm), npf_view_monotonic_ns(), on_window_recorded, d);
+        npf_sweep_run(&d->sweep, npf_shm_ranks(d->shm), npf_clock_ns(CLOCK_MONOTONIC), on_window_recorded, d);
         if (d->sweep.attached > 0) {
                 npf_log(LOG_NOTICE, NPF_LOG_NONE, NPF_LOG_NONE, "left segment %s in place: %u rank%s attached",
                         d->opt.shm_name, d->sweep.attached, d->sweep.attached == 1 ? "" : "s");
@@ -533,7 +526,7 @@ int npf_daemon_run(const npf_daemon_options_t *opt)
         d->opt = *opt;
         d->sweep.stall_ms = opt->stall_ms;
         d->loop = uv_default_loop();
-        d->started_ns = npf_view_monotonic_ns();
+        d->started_ns = npf_clock_ns(CLOCK_MONOTONIC);
         npf_log_init(opt->log_target, opt->config_path);
 
         r = npf_shm_open(opt->shm_name, NPF_SHM_WRITER | NPF_SHM_CREATE, &d->shm, err);
@@ -542,7 +535,7 @@ int npf_daemon_run(const npf_daemon_options_t *opt)
                 goto out;
         }
         /* Ranks that died while no daemon ran are found, and their windows logged, now. */
-        npf_sweep_run(&d->sweep, npf_shm_ranks(d->shm), npf_view_monotonic_ns(), on_window_recorded, d);
+        npf_sweep_run(&d->sweep, npf_shm_ranks(d->shm), npf_clock_ns(CLOCK_MONOTONIC), on_window_recorded, d);
         if (npf_shm_adopted(d->shm)) {
                 npf_shm_config_t *c = malloc(sizeof(*c));
                 if (c && npf_shm_read_config(npf_shm_ctl(d->shm), c) >= 0 && c->args.generation)
@@ -555,7 +548,7 @@ int npf_daemon_run(const npf_daemon_options_t *opt)
         } else {
                 npf_log(LOG_NOTICE, NPF_LOG_NONE, NPF_LOG_NONE, "created segment %s", opt->shm_name);
         }
-        npf_shm_heartbeat(d->shm, npf_view_monotonic_ns());
+        npf_shm_heartbeat(d->shm, npf_clock_ns(CLOCK_MONOTONIC));
 
         d->notify.tick_cb = on_watchdog_tick;
         d->notify.data = d;

@@ -1,18 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 #include "daemon/sweep.h"
 #include "shm/slot.h"
+#include "shm/clock.h"
 #include "shm/view.h"
 
 #include <string.h>
 #include <time.h>
-
-static uint64_t realtime_ns(void)
-{
-        struct timespec ts;
-
-        clock_gettime(CLOCK_REALTIME, &ts);
-        return (uint64_t) ts.tv_sec * 1000000000u + (uint64_t) ts.tv_nsec;
-}
 
 static bool is_outcome(uint32_t state)
 {
@@ -31,7 +24,7 @@ static void record(npf_sweep_t *s, const npf_slot_view_t *v, uint32_t outcome, n
         rec->start_step = v->st.window_start;
         rec->stop_step = v->st.window_stop;
         rec->outcome = outcome;
-        rec->ended_ns = realtime_ns();
+        rec->ended_ns = npf_clock_ns(CLOCK_REALTIME);
         memcpy(rec->output, v->st.output, sizeof(rec->output));
         memcpy(rec->message, v->st.message, sizeof(rec->message));
         s->head = (s->head + 1) % NPF_SWEEP_HISTORY;

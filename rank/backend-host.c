@@ -11,6 +11,7 @@
  * nor writes the parent's trace itself.
  */
 #include "rank/backend.h"
+#include "shm/clock.h"
 #include "rank/heap.h"
 
 #include <dlfcn.h>
@@ -58,14 +59,6 @@ typedef struct host {
         npf_heap_stop_fn heap_stop;     /* set while heap tracking runs for this window */
 } host_t;
 
-static uint64_t clock_ns(clockid_t id)
-{
-        struct timespec ts;
-
-        clock_gettime(id, &ts);
-        return (uint64_t) ts.tv_sec * 1000000000u + (uint64_t) ts.tv_nsec;
-}
-
 static int perf_counter(uint64_t config)
 {
         struct perf_event_attr pe = {
@@ -99,8 +92,8 @@ static void sample(const host_t *h, sample_t *s)
         struct rusage ru;
         long pages = 0;
 
-        s->wall_ns = clock_ns(CLOCK_MONOTONIC);
-        s->cpu_ns = clock_ns(CLOCK_PROCESS_CPUTIME_ID);
+        s->wall_ns = npf_clock_ns(CLOCK_MONOTONIC);
+        s->cpu_ns = npf_clock_ns(CLOCK_PROCESS_CPUTIME_ID);
         getrusage(RUSAGE_SELF, &ru);
         s->minflt = (uint64_t) ru.ru_minflt;
         s->majflt = (uint64_t) ru.ru_majflt;

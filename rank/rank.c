@@ -14,6 +14,7 @@
 #include "npuprof/rank.h"
 #include "npuprof/protocol.h"
 #include "rank/backend.h"
+#include "shm/clock.h"
 #include "shm/slot.h"
 
 #include <dirent.h>
@@ -56,14 +57,6 @@ struct npf_rank {
         char message[256];
 };
 
-static uint64_t clock_ns(clockid_t id)
-{
-        struct timespec ts;
-
-        clock_gettime(id, &ts);
-        return (uint64_t) ts.tv_sec * 1000000000u + (uint64_t) ts.tv_nsec;
-}
-
 static int64_t env_int(const char *name, int64_t fallback)
 {
         const char *v = getenv(name);
@@ -92,7 +85,7 @@ static void publish_state(npf_rank_t *h, uint32_t state, int64_t step)
                 .window_start = h->start,
                 .window_stop = h->stop,
                 .state_step = step,
-                .state_ns = clock_ns(CLOCK_REALTIME),
+                .state_ns = npf_clock_ns(CLOCK_REALTIME),
         };
 
         h->state = state;
@@ -196,7 +189,7 @@ static int write_manifest(npf_rank_t *h, bool complete)
                               "files", files,
                               "status", complete ? "complete" : "incomplete",
                               "started_unix_ms", (json_int_t) (h->opened_real_ns / 1000000u),
-                              "ended_unix_ms", (json_int_t) (clock_ns(CLOCK_REALTIME) / 1000000u),
+                              "ended_unix_ms", (json_int_t) (npf_clock_ns(CLOCK_REALTIME) / 1000000u),
                               "message", h->message[0] ? json_string(h->message) : json_null());
         snprintf(tmp, sizeof(tmp), "%s/.manifest.json.tmp", h->dir);
         snprintf(path, sizeof(path), "%s/manifest.json", h->dir);
@@ -269,8 +262,8 @@ static int open_window(npf_rank_t *h, int64_t step)
                 .first_step = step,
                 .last_step = h->stop,
         };
-        h->opened_ns = clock_ns(CLOCK_MONOTONIC);
-        h->opened_real_ns = clock_ns(CLOCK_REALTIME);
+        h->opened_ns = npf_clock_ns(CLOCK_MONOTONIC);
+        h->opened_real_ns = npf_clock_ns(CLOCK_REALTIME);
         h->last_step = step;
         r = h->backend->window_open(&h->bstate, &bw, err);
         if (r < 0) {
@@ -359,7 +352,7 @@ int npf_rank_step_call(npf_rank_t *h, int64_t step)
                 if (h->attach_countdown-- > 0)
                         return 0;
                 h->attach_countdown = ATTACH_CHECK_STEPS;
-                uint64_t now = clock_ns(CLOCK_MONOTONIC);
+                uint64_t now = npf_clock_ns(CLOCK_MONOTONIC);
                 if (now < h->next_attach_ns)
                         return 0;
                 h->next_attach_ns = now + ATTACH_RETRY_NS;
@@ -368,7 +361,7 @@ int npf_rank_step_call(npf_rank_t *h, int64_t step)
                         return 0;
         }
         /* The heartbeat says a rank with a window is alive and stepping: kept while one is armed or open. */
-        npf_slot_step(h->fast.slot, step, clock_ns(CLOCK_MONOTONIC));
+        npf_slot_step(h->fast.slot, step, npf_clock_ns(CLOCK_MONOTONIC));
 
         /* A new configuration is read now, unless a window is open: it waits for its close. */
         if (!active(h) && npf_shm_changed(h->fast.ctl, h->fast.generation)) {
@@ -394,7 +387,7 @@ int npf_rank_step_call(npf_rank_t *h, int64_t step)
                 break;
         case NPF_WINDOW_COLLECTING: {
                 bool over = h->stop == NPF_STEP_NONE
-                                    ? clock_ns(CLOCK_MONOTONIC) - h->opened_ns >= h->win.args.duration_ms * 1000000u
+                                    ? npf_clock_ns(CLOCK_MONOTONIC) - h->opened_ns >= h->win.args.duration_ms * 1000000u
                                     : step > h->stop;
                 if (over) {
                         r = close_window(h, step, true);

@@ -5,9 +5,6 @@
 
 #include <stdint.h>
 
-/* CLOCK_REALTIME in nanoseconds. */
-uint64_t npf__realtime_ns(void);
-
 /* Write a message into @err, a buffer of NPF_SHM_ERR_MAX bytes; NULL @err is ignored. */
 void npf__set_err(char *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

@@ -3,6 +3,7 @@
 #include "npuprof/shm.h"
 #include "seqlock.h"
 #include "internal.h"
+#include "shm/clock.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -24,14 +25,6 @@ struct npf_shm {
         bool writer;
         bool adopted;
 };
-
-uint64_t npf__realtime_ns(void)
-{
-        struct timespec ts;
-
-        clock_gettime(CLOCK_REALTIME, &ts);
-        return (uint64_t) ts.tv_sec * 1000000000u + (uint64_t) ts.tv_nsec;
-}
 
 void npf__set_err(char *err, const char *fmt, ...)
 {
@@ -133,7 +126,7 @@ static void ctl_init(npf_shm_ctl_t *ctl)
         ctl->ctl_size = sizeof(*ctl);
         ctl->config_size = sizeof(ctl->config);
         ctl->status_size = sizeof(ctl->status);
-        ctl->created_ns = npf__realtime_ns();
+        ctl->created_ns = npf_clock_ns(CLOCK_REALTIME);
         ctl->daemon_pid = (uint32_t) getpid();
         atomic_store_explicit(npf__seq(&ctl->magic), NPF_SHM_CTL_MAGIC, memory_order_release);
 }
@@ -420,7 +413,7 @@ int npf_shm_publish_config(npf_shm_t *shm, const npf_shm_config_t *config, uint6
         ctl = shm->ctl;
         s = npf__seq_write_base(&ctl->config_seq);
         copy->args.generation = s / 2 + 1;
-        copy->args.published_ns = npf__realtime_ns();
+        copy->args.published_ns = npf_clock_ns(CLOCK_REALTIME);
         copy->args.checksum = npf_shm_config_checksum(copy);
 
         s = npf__seq_write_begin(&ctl->config_seq);

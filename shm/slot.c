@@ -4,6 +4,7 @@
 #include "proc.h"
 #include "seqlock.h"
 #include "internal.h"
+#include "shm/clock.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -115,7 +116,7 @@ static int take_free_slot(npf_shm_ranks_t *table, uint32_t rank, int32_t device,
                         npf_shm_slot_state_t idle = { .state = NPF_WINDOW_IDLE };
                         atomic_store_explicit(a32(&slot->rank), rank, memory_order_relaxed);
                         slot->local_device = device;
-                        slot->claimed_ns = npf__realtime_ns();
+                        slot->claimed_ns = npf_clock_ns(CLOCK_REALTIME);
                         npf_slot_step(slot, -1, 0);
                         npf_slot_set_state(slot, &idle);
                         atomic_store_explicit(npf__seq(&slot->proc_start), start, memory_order_release);

@@ -1,19 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 #include "shm/view.h"
 #include "conf/conf.h"
+#include "shm/clock.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-
-uint64_t npf_view_monotonic_ns(void)
-{
-        struct timespec ts;
-
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * 1000000000u + (uint64_t) ts.tv_nsec;
-}
 
 static const char *file_state_name(uint32_t s)
 {

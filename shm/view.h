@@ -34,7 +34,4 @@ const char *npf_view_rank_state(const npf_slot_view_t *v, uint64_t now_monotonic
  */
 json_t *npf_view_ranks(const npf_shm_ranks_t *table, uint64_t now_monotonic_ns, uint64_t stall_ms);
 
-/* CLOCK_MONOTONIC in nanoseconds, the clock of heartbeats. */
-uint64_t npf_view_monotonic_ns(void);
-
 #endif /* NPUPROF_SHM_VIEW_H */
