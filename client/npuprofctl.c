@@ -35,7 +35,8 @@ static void usage(FILE *f)
               "  stop [--config PATH] [--json]\n"
               "                             turn profiling off in that file\n"
               "  config                     the effective configuration in force, as JSON\n"
-              "  reload                     make the daemon read its file now (root or its user)\n"
+              "  reload                     make the daemon read its file now (root or its user);\n"
+              "                             exit 1 if the file is invalid or missing\n"
               "  metrics                    Prometheus text exposition of the daemon's counters\n"
               "  validate [--json] FILE...  check profiler_config.json files (native, torch_npu or\n"
               "                             MindSpore keys) and print the effective window and\n"
@@ -45,7 +46,7 @@ static void usage(FILE *f)
               "  --socket PATH     the daemon's control socket (default $NPUPROF_SOCKET, else\n"
               "                    " NPF_PROTO_SOCKET_DEFAULT ")\n"
               "  --shm-name NAME   the node's segment (default $NPUPROF_SHM, else " NPF_SHM_NAME_DEFAULT ")\n"
-              "  --help, --version\n"
+              "  --help, --version  (every command also takes --help, and --json)\n"
               "\n"
               "Exit status: 0 success, 1 an invalid file or a refused command, 2 a usage error,\n"
               "3 the daemon could not be reached. See npuprofctl(1) and profiler_config.json(5).\n",
