@@ -853,6 +853,43 @@ t_window_then_new_config() {
                 jw "sorted((w['start_step'], w['outcome']) for w in W if w['rank'] == 3) == [(5, 'done'), (20, 'done')]"
 }
 
+# 64 ranks of one node, each its own process, open their window at the same step.
+t_64_ranks() {
+        local root=$dir/out r p pids=()
+        mkdir -p "$root"
+        printf '{ "start_step": 12, "steps": 2, "output_dir": "%s" }\n' "$root" >"$conf"
+        start_daemon --output-root "$root" --poll-interval 100 \
+                || { fail "64 ranks: the daemon did not start" "$(diag)"; return; }
+        for r in $(seq 0 63); do
+                "$build/train-loop" --rank "$r" --steps 16 --step-ms 8 --shm-name "$shm" --backend host \
+                        >"$dir/tl$r.out" 2>&1 &
+                pids+=($!)
+        done
+        all_pids+=("${pids[@]}") test_pids+=("${pids[@]}")
+        for p in "${pids[@]}"; do wait "$p" 2>/dev/null; done
+        check "64 ranks: every rank ran its window" test "$(ls -d "$root"/rank*_start12_stop13 2>/dev/null | wc -l)" = 64
+        local bad
+        bad=$(python3 - "$root" <<'PY'
+import json, os, sys
+root = sys.argv[1]
+bad = []
+for r in range(64):
+    d = os.path.join(root, "rank%d_start12_stop13" % r)
+    try:
+        m = json.load(open(os.path.join(d, "manifest.json")))
+        t = json.load(open(os.path.join(d, "trace.json")))
+        spans = [e["name"] for e in t["traceEvents"] if e.get("ph") == "X"]
+        if m["status"] != "complete" or spans != ["ProfilerStep#12", "ProfilerStep#13"]:
+            bad.append("%d: %s %s" % (r, m["status"], spans))
+    except (OSError, ValueError, KeyError) as e:
+        bad.append("%d: %s" % (r, e))
+print("; ".join(bad))
+PY
+)
+        check "64 ranks: each opened at step 12 and closed after 13, manifest complete${bad:+ ($bad)}" test -z "$bad"
+        eventually "64 ranks: the daemon recorded 64 windows done" jw "o['outcomes']['done'] == 64"
+}
+
 # npuprofctl start refuses to write what the daemon would refuse: a directory outside its root.
 t_start_outside_root() {
         local out rc root=$dir/out
@@ -983,6 +1020,7 @@ run t_start_invalid
 run t_start_mode
 run t_windows
 run t_window_then_new_config
+run t_64_ranks
 run t_start_outside_root
 run t_output_root
 run t_auth
