@@ -73,6 +73,10 @@ NPUPROFD_OBJS   := $(DAEMON_OBJS) $(VIEW_OBJS) $(CONF_OBJS) $(SHM_OBJS)
 NPUPROFCTL_OBJS := $(BUILD)/client/npuprofctl.o $(BUILD)/client/validate.o $(BUILD)/client/ipc.o \
                    $(BUILD)/client/status.o $(BUILD)/client/edit.o $(VIEW_OBJS) $(CONF_OBJS) $(SHM_OBJS)
 
+# npuprof-replay: the analyzer, a program of its own that the daemon runs on each window.
+REPLAY_CORE_OBJS := $(BUILD)/replay/value.o $(BUILD)/replay/pickle.o
+REPLAY_OBJS := $(BUILD)/replay/npuprof-replay.o $(REPLAY_CORE_OBJS)
+
 LIBNPUPROF := $(BUILD)/libnpuprof.so $(BUILD)/libnpuprof.a $(BUILD)/libnpuprof-heap.so
 PROGRAMS := $(BUILD)/npuprofctl $(BUILD)/npuprofd $(LIBNPUPROF) $(BUILD)/train-loop
 

@@ -1,0 +1,604 @@
+/* SPDX-License-Identifier: MIT */
+/* The data-only pickle machine: a stack, marks and the tree's memo; nothing is executed. */
+#include "replay/pickle.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define PROGRESS_EVERY (16u << 20)
+
+typedef struct vm {
+        const uint8_t *base, *p, *end;
+        const uint8_t *op;                      /* the opcode being run */
+        npf_vtree_t *tree;
+        npf_value_t *stack;
+        size_t sp, stack_cap;
+        size_t *marks;
+        size_t n_marks, marks_cap;
+        int proto;
+        char *err;
+} vm_t;
+
+/* The opcodes that name or call Python objects, refused, with what each would do. */
+static const struct refused {
+        uint8_t op;
+        const char *name, *does;
+} refused[] = {
+        { 'c', "GLOBAL", "import a Python object" },
+        { 0x93, "STACK_GLOBAL", "import a Python object" },
+        { 'R', "REDUCE", "call a Python object" },
+        { 'b', "BUILD", "set an object's state" },
+        { 'i', "INST", "build a class instance" },
+        { 'o', "OBJ", "build a class instance" },
+        { 0x81, "NEWOBJ", "build a class instance" },
+        { 0x92, "NEWOBJ_EX", "build a class instance" },
+        { 0x82, "EXT1", "import a registered extension" },
+        { 0x83, "EXT2", "import a registered extension" },
+        { 0x84, "EXT4", "import a registered extension" },
+        { 'P', "PERSID", "load a persistent object" },
+        { 'Q', "BINPERSID", "load a persistent object" },
+        { 0x97, "NEXT_BUFFER", "use an out-of-band buffer" },
+        { 0x98, "READONLY_BUFFER", "use an out-of-band buffer" },
+};
+
+static int fail(vm_t *vm, int r, const char *fmt, ...)
+{
+        size_t off = (size_t) ((vm->op ? vm->op : vm->p) - vm->base);
+        int n = snprintf(vm->err, NPF_PICKLE_ERR_MAX, "offset %zu: ", off);
+        va_list ap;
+
+        va_start(ap, fmt);
+        vsnprintf(vm->err + n, NPF_PICKLE_ERR_MAX - (size_t) n, fmt, ap);
+        va_end(ap);
+        return r;
+}
+
+static int truncated(vm_t *vm)
+{
+        return fail(vm, -EINVAL, "opcode 0x%02x runs past the end of the input (%zu bytes): truncated pickle",
+                    *vm->op, (size_t) (vm->end - vm->base));
+}
+
+/* The next @n argument bytes of the current opcode, or NULL when the input ends first. */
+static const uint8_t *take(vm_t *vm, uint64_t n)
+{
+        const uint8_t *p = vm->p;
+
+        if (n > (uint64_t) (vm->end - vm->p))
+                return NULL;
+        vm->p += n;
+        return p;
+}
+
+static uint64_t le(const uint8_t *p, unsigned n)
+{
+        uint64_t v = 0;
+
+        for (unsigned i = n; i-- > 0;)
+                v = v << 8 | p[i];
+        return v;
+}
+
+/* A text argument: the bytes up to the newline, which is consumed. */
+static const uint8_t *take_line(vm_t *vm, size_t *ret_len)
+{
+        const uint8_t *nl = memchr(vm->p, '\n', (size_t) (vm->end - vm->p));
+        const uint8_t *p = vm->p;
+
+        if (!nl)
+                return NULL;
+        *ret_len = (size_t) (nl - p);
+        vm->p = nl + 1;
+        return p;
+}
+
+static int push(vm_t *vm, npf_value_t v)
+{
+        if (vm->sp == vm->stack_cap) {
+                size_t cap = vm->stack_cap ? vm->stack_cap * 2 : 256;
+                if (cap > NPF_PICKLE_STACK_MAX)
+                        cap = NPF_PICKLE_STACK_MAX;
+                if (vm->sp == cap)
+                        return fail(vm, -E2BIG, "more than %u values on the stack", NPF_PICKLE_STACK_MAX);
+                npf_value_t *s = realloc(vm->stack, cap * sizeof(*s));
+                if (!s)
+                        return -ENOMEM;
+                vm->stack = s;
+                vm->stack_cap = cap;
+        }
+        vm->stack[vm->sp++] = v;
+        return 0;
+}
+
+/* The stack position of the innermost mark, which is removed. */
+static int pop_mark(vm_t *vm, size_t *ret)
+{
+        if (vm->n_marks == 0)
+                return fail(vm, -EINVAL, "opcode 0x%02x needs a MARK and there is none", *vm->op);
+        *ret = vm->marks[--vm->n_marks];
+        return 0;
+}
+
+static int need(vm_t *vm, size_t n)
+{
+        size_t floor = vm->n_marks ? vm->marks[vm->n_marks - 1] : 0;
+
+        if (vm->sp - floor < n)
+                return fail(vm, -EINVAL, "opcode 0x%02x needs %zu value(s) on the stack and finds %zu", *vm->op,
+                            n, vm->sp - floor);
+        return 0;
+}
+
+static int append(vm_t *vm, npf_value_t c, npf_value_t *items, size_t n)
+{
+        int r = npf_vtree_append(vm->tree, c, items, n, vm->err, NPF_PICKLE_ERR_MAX);
+
+        if (r == -ENOMEM)
+                return fail(vm, r, "out of memory");
+        if (r == -E2BIG)
+                return fail(vm, r, "a container of more than 4294967295 items");
+        return r;
+}
+
+/* APPEND(S), SETITEM(S), ADDITEMS: the values from @from on go into the container below. */
+static int add_to_container(vm_t *vm, size_t from, npf_vkind_t k1, npf_vkind_t k2, bool pairs)
+{
+        npf_value_t c;
+        size_t n = vm->sp - from;
+        int r;
+
+        if (from == 0)
+                return fail(vm, -EINVAL, "opcode 0x%02x finds no container to add to", *vm->op);
+        c = npf_value_resolve(vm->stack[from - 1]);
+        if (c.kind != k1 && c.kind != k2)
+                return fail(vm, -EINVAL, "opcode 0x%02x adds to a %s", *vm->op, npf_value_kind_name(c));
+        if (pairs && n % 2)
+                return fail(vm, -EINVAL, "opcode 0x%02x finds a key without a value", *vm->op);
+        if ((r = append(vm, c, vm->stack + from, n)) < 0)
+                return r;
+        vm->sp = from;
+        return 0;
+}
+
+/* LIST, TUPLE(1-3), DICT, FROZENSET: a new container of the values from @from on. */
+static int build(vm_t *vm, size_t from, npf_vkind_t kind)
+{
+        npf_value_t c;
+        size_t n = vm->sp - from;
+        int r;
+
+        if (kind == NPF_V_DICT && n % 2)
+                return fail(vm, -EINVAL, "opcode 0x%02x finds a key without a value", *vm->op);
+        if ((r = npf_vtree_container(vm->tree, kind, &c)) < 0 || (r = append(vm, c, vm->stack + from, n)) < 0)
+                return r == -ENOMEM ? fail(vm, r, "out of memory") : r;
+        vm->sp = from;
+        return push(vm, c);
+}
+
+static int push_container(vm_t *vm, npf_vkind_t kind)
+{
+        npf_value_t c;
+
+        if (npf_vtree_container(vm->tree, kind, &c) < 0)
+                return fail(vm, -ENOMEM, "out of memory");
+        return push(vm, c);
+}
+
+/* An integer of @n little-endian two's-complement bytes (LONG1, LONG4). */
+static npf_value_t long_value(const uint8_t *p, uint64_t n)
+{
+        npf_value_t v = { .kind = NPF_V_INT };
+        bool negative = n > 0 && (p[n - 1] & 0x80);
+
+        if (n == 0)
+                return v;
+        if (n <= 8) {
+                uint64_t u = le(p, (unsigned) n);
+                if (negative && n < 8)
+                        u |= ~UINT64_C(0) << (8 * n);
+                v.as.i = (int64_t) u;
+                return v;
+        }
+        /* Wider: it fits if every byte above the eighth is a sign extension. */
+        uint8_t ext = negative ? 0xff : 0x00;
+        for (uint64_t i = 8; i < n; i++) {
+                if (p[i] != ext) {
+                        v.flags = NPF_VF_HUGE;
+                        v.as.i = negative ? -1 : 1;
+                        return v;
+                }
+        }
+        v.as.u = le(p, 8);
+        if (!negative && (v.as.u >> 63))
+                v.flags = NPF_VF_UNSIGNED;
+        else if (negative && !(v.as.u >> 63)) {
+                v.flags = NPF_VF_HUGE;
+                v.as.i = -1;
+        }
+        return v;
+}
+
+/* INT and LONG in text: decimal, or 00 and 01 for the booleans of protocol 0. */
+static int text_int(vm_t *vm, const uint8_t *s, size_t len, bool is_long)
+{
+        char buf[64];
+        char *endp;
+
+        if (len > 0 && is_long && s[len - 1] == 'L')
+                len--;
+        if (!is_long && len == 2 && s[0] == '0' && (s[1] == '0' || s[1] == '1'))
+                return push(vm, (npf_value_t) { .kind = NPF_V_BOOL, .as.i = s[1] == '1' });
+        if (len == 0 || len >= sizeof(buf))
+                return fail(vm, -EINVAL, "opcode 0x%02x has an integer of %zu characters", *vm->op, len);
+        memcpy(buf, s, len);
+        buf[len] = '\0';
+        errno = 0;
+        long long i = strtoll(buf, &endp, 10);
+        if (*endp != '\0')
+                return fail(vm, -EINVAL, "opcode 0x%02x has \"%s\", not an integer", *vm->op, buf);
+        if (errno == ERANGE)
+                return push(vm, (npf_value_t) { .kind = NPF_V_INT, .flags = NPF_VF_HUGE, .as.i = i < 0 ? -1 : 1 });
+        return push(vm, (npf_value_t) { .kind = NPF_V_INT, .as.i = i });
+}
+
+static int text_float(vm_t *vm, const uint8_t *s, size_t len)
+{
+        char buf[128];
+        char *endp;
+
+        if (len == 0 || len >= sizeof(buf))
+                return fail(vm, -EINVAL, "opcode FLOAT has a number of %zu characters", len);
+        memcpy(buf, s, len);
+        buf[len] = '\0';
+        double f = strtod(buf, &endp);
+        if (*endp != '\0')
+                return fail(vm, -EINVAL, "opcode FLOAT has \"%s\", not a number", buf);
+        return push(vm, (npf_value_t) { .kind = NPF_V_FLOAT, .as.f = f });
+}
+
+static int push_bytes(vm_t *vm, npf_vkind_t kind, uint64_t len)
+{
+        const uint8_t *s;
+
+        if (len > UINT32_MAX)
+                return fail(vm, -E2BIG, "a string of %" PRIu64 " bytes (at most 4294967295)", len);
+        if (!(s = take(vm, len)))
+                return truncated(vm);
+        return push(vm, (npf_value_t) { .kind = (uint8_t) kind, .len = (uint32_t) len, .as.s = (const char *) s });
+}
+
+/* STRING (protocol 0): a quoted Python 2 str; escapes are not decoded and are refused. */
+static int text_string(vm_t *vm, const uint8_t *s, size_t len)
+{
+        if (len < 2 || (s[0] != '\'' && s[0] != '"') || s[len - 1] != s[0])
+                return fail(vm, -EINVAL, "opcode STRING has an unquoted argument");
+        if (memchr(s, '\\', len))
+                return fail(vm, -EINVAL, "opcode STRING has escapes, which this reader does not decode");
+        return push(vm, (npf_value_t) { .kind = NPF_V_STR, .len = (uint32_t) (len - 2), .as.s = (const char *) s + 1 });
+}
+
+/* UNICODE (protocol 0): raw-unicode-escape, decoded to UTF-8 in the tree. */
+static int text_unicode(vm_t *vm, const uint8_t *s, size_t len)
+{
+        char *out = malloc(len * 4 + 1);
+        size_t n = 0;
+        npf_value_t v;
+        int r;
+
+        if (!out)
+                return fail(vm, -ENOMEM, "out of memory");
+        for (size_t i = 0; i < len; i++) {
+                uint32_t cp = s[i];
+                if (s[i] == '\\' && i + 1 < len && (s[i + 1] == 'u' || s[i + 1] == 'U')) {
+                        unsigned digits = s[i + 1] == 'u' ? 4 : 8;
+                        if (i + 2 + digits > len) {
+                                free(out);
+                                return fail(vm, -EINVAL, "opcode UNICODE has a truncated escape");
+                        }
+                        cp = 0;
+                        for (unsigned d = 0; d < digits; d++) {
+                                uint8_t c = s[i + 2 + d];
+                                int x = c >= '0' && c <= '9' ? c - '0'
+                                        : (c | 0x20) >= 'a' && (c | 0x20) <= 'f' ? (c | 0x20) - 'a' + 10 : -1;
+                                if (x < 0) {
+                                        free(out);
+                                        return fail(vm, -EINVAL, "opcode UNICODE has a bad escape");
+                                }
+                                cp = cp << 4 | (uint32_t) x;
+                        }
+                        if (cp > 0x10ffff) {
+                                free(out);
+                                return fail(vm, -EINVAL, "opcode UNICODE has an escape beyond U+10FFFF");
+                        }
+                        i += 1 + digits;
+                }
+                if (cp < 0x80) {
+                        out[n++] = (char) cp;
+                } else if (cp < 0x800) {
+                        out[n++] = (char) (0xc0 | cp >> 6);
+                        out[n++] = (char) (0x80 | (cp & 0x3f));
+                } else if (cp < 0x10000) {
+                        out[n++] = (char) (0xe0 | cp >> 12);
+                        out[n++] = (char) (0x80 | ((cp >> 6) & 0x3f));
+                        out[n++] = (char) (0x80 | (cp & 0x3f));
+                } else {
+                        out[n++] = (char) (0xf0 | cp >> 18);
+                        out[n++] = (char) (0x80 | ((cp >> 12) & 0x3f));
+                        out[n++] = (char) (0x80 | ((cp >> 6) & 0x3f));
+                        out[n++] = (char) (0x80 | (cp & 0x3f));
+                }
+        }
+        r = npf_vtree_strdup(vm->tree, NPF_V_STR, out, n, &v);
+        free(out);
+        if (r < 0)
+                return fail(vm, r, "out of memory");
+        return push(vm, v);
+}
+
+static int memo_put(vm_t *vm, uint64_t idx)
+{
+        int r;
+
+        if (vm->sp == 0)
+                return fail(vm, -EINVAL, "opcode 0x%02x memoizes an empty stack", *vm->op);
+        if (idx >= NPF_PICKLE_MEMO_MAX)
+                return fail(vm, -E2BIG, "memo index %" PRIu64 " (at most %u)", idx, NPF_PICKLE_MEMO_MAX - 1);
+        if ((r = npf_vtree_memo_put(vm->tree, idx, vm->stack[vm->sp - 1])) < 0)
+                return fail(vm, r, "out of memory");
+        return 0;
+}
+
+static int memo_get(vm_t *vm, uint64_t idx)
+{
+        npf_value_t v;
+
+        if (npf_vtree_memo_get(vm->tree, idx, &v) < 0)
+                return fail(vm, -EINVAL, "opcode 0x%02x reads memo slot %" PRIu64 ", which was never set", *vm->op,
+                            idx);
+        return push(vm, v);
+}
+
+static int text_memo(vm_t *vm, bool put)
+{
+        const uint8_t *s;
+        size_t len;
+        char buf[24], *endp;
+
+        if (!(s = take_line(vm, &len)))
+                return truncated(vm);
+        if (len == 0 || len >= sizeof(buf))
+                return fail(vm, -EINVAL, "opcode 0x%02x has a bad memo index", *vm->op);
+        memcpy(buf, s, len);
+        buf[len] = '\0';
+        unsigned long long idx = strtoull(buf, &endp, 10);
+        if (*endp != '\0' || buf[0] == '-')
+                return fail(vm, -EINVAL, "opcode 0x%02x has a bad memo index", *vm->op);
+        return put ? memo_put(vm, idx) : memo_get(vm, idx);
+}
+
+/* Runs one opcode. Return: 1 at STOP, 0 to go on, or a negative errno. */
+static int step(vm_t *vm)
+{
+        const uint8_t *a;
+        size_t from, len;
+        uint8_t op;
+        int r;
+
+        vm->op = vm->p;
+        op = *vm->p++;
+        switch (op) {
+        case 0x80: /* PROTO */
+                if (!(a = take(vm, 1)))
+                        return truncated(vm);
+                if (*a > 5)
+                        return fail(vm, -EINVAL, "pickle protocol %u is newer than 5, the newest this reader knows", *a);
+                vm->proto = *a;
+                return 0;
+        case 0x95: /* FRAME: a length hint for buffering, nothing to do */
+                return take(vm, 8) ? 0 : truncated(vm);
+        case '.': /* STOP */
+                if (vm->sp != 1 || vm->n_marks)
+                        return fail(vm, -EINVAL, "STOP with %zu values and %zu marks on the stack (expected one value)",
+                                    vm->sp, vm->n_marks);
+                return 1;
+        case '(': /* MARK */
+                if (vm->n_marks == NPF_PICKLE_DEPTH_MAX)
+                        return fail(vm, -E2BIG, "more than %u open marks", NPF_PICKLE_DEPTH_MAX);
+                if (vm->n_marks == vm->marks_cap) {
+                        size_t cap = vm->marks_cap ? vm->marks_cap * 2 : 64;
+                        size_t *m = realloc(vm->marks, cap * sizeof(*m));
+                        if (!m)
+                                return fail(vm, -ENOMEM, "out of memory");
+                        vm->marks = m;
+                        vm->marks_cap = cap;
+                }
+                vm->marks[vm->n_marks++] = vm->sp;
+                return 0;
+        case '0': /* POP */
+                if ((r = need(vm, 1)) < 0)
+                        return r;
+                vm->sp--;
+                return 0;
+        case '1': /* POP_MARK */
+                if ((r = pop_mark(vm, &from)) < 0)
+                        return r;
+                vm->sp = from;
+                return 0;
+        case '2': /* DUP */
+                if ((r = need(vm, 1)) < 0)
+                        return r;
+                npf_vtree_share(vm->stack[vm->sp - 1]);
+                return push(vm, vm->stack[vm->sp - 1]);
+        case 'N':
+                return push(vm, (npf_value_t) { .kind = NPF_V_NONE });
+        case 0x88: /* NEWTRUE */
+        case 0x89: /* NEWFALSE */
+                return push(vm, (npf_value_t) { .kind = NPF_V_BOOL, .as.i = op == 0x88 });
+        case 'J': /* BININT */
+                if (!(a = take(vm, 4)))
+                        return truncated(vm);
+                return push(vm, (npf_value_t) { .kind = NPF_V_INT, .as.i = (int32_t) (uint32_t) le(a, 4) });
+        case 'K': /* BININT1 */
+        case 'M': /* BININT2 */
+                if (!(a = take(vm, op == 'K' ? 1 : 2)))
+                        return truncated(vm);
+                return push(vm, (npf_value_t) { .kind = NPF_V_INT, .as.i = (int64_t) le(a, op == 'K' ? 1 : 2) });
+        case 0x8a: /* LONG1 */
+        case 0x8b: { /* LONG4 */
+                if (!(a = take(vm, op == 0x8a ? 1 : 4)))
+                        return truncated(vm);
+                int64_t n = op == 0x8a ? (int64_t) a[0] : (int64_t) (int32_t) (uint32_t) le(a, 4);
+                if (n < 0)
+                        return fail(vm, -EINVAL, "LONG4 with a negative length");
+                if (!(a = take(vm, (uint64_t) n)))
+                        return truncated(vm);
+                return push(vm, long_value(a, (uint64_t) n));
+        }
+        case 'I': /* INT */
+        case 'L': /* LONG */
+                if (!(a = take_line(vm, &len)))
+                        return truncated(vm);
+                return text_int(vm, a, len, op == 'L');
+        case 'F': /* FLOAT */
+                if (!(a = take_line(vm, &len)))
+                        return truncated(vm);
+                return text_float(vm, a, len);
+        case 'G': { /* BINFLOAT: big-endian */
+                if (!(a = take(vm, 8)))
+                        return truncated(vm);
+                uint64_t u = 0;
+                double f;
+                for (int i = 0; i < 8; i++)
+                        u = u << 8 | a[i];
+                memcpy(&f, &u, sizeof(f));
+                return push(vm, (npf_value_t) { .kind = NPF_V_FLOAT, .as.f = f });
+        }
+        case 'S': /* STRING */
+                if (!(a = take_line(vm, &len)))
+                        return truncated(vm);
+                return text_string(vm, a, len);
+        case 'V': /* UNICODE */
+                if (!(a = take_line(vm, &len)))
+                        return truncated(vm);
+                return text_unicode(vm, a, len);
+        case 'U': /* SHORT_BINSTRING */
+        case 0x8c: /* SHORT_BINUNICODE */
+        case 'C': /* SHORT_BINBYTES */
+                if (!(a = take(vm, 1)))
+                        return truncated(vm);
+                return push_bytes(vm, op == 'C' ? NPF_V_BYTES : NPF_V_STR, a[0]);
+        case 'T': /* BINSTRING */
+        case 'X': /* BINUNICODE */
+        case 'B': /* BINBYTES */
+                if (!(a = take(vm, 4)))
+                        return truncated(vm);
+                if (op == 'T' && (int32_t) (uint32_t) le(a, 4) < 0)
+                        return fail(vm, -EINVAL, "BINSTRING with a negative length");
+                return push_bytes(vm, op == 'B' ? NPF_V_BYTES : NPF_V_STR, le(a, 4));
+        case 0x8d: /* BINUNICODE8 */
+        case 0x8e: /* BINBYTES8 */
+        case 0x96: /* BYTEARRAY8 */
+                if (!(a = take(vm, 8)))
+                        return truncated(vm);
+                return push_bytes(vm, op == 0x8d ? NPF_V_STR : NPF_V_BYTES, le(a, 8));
+        case ']': /* EMPTY_LIST */
+                return push_container(vm, NPF_V_LIST);
+        case ')': /* EMPTY_TUPLE */
+                return push_container(vm, NPF_V_TUPLE);
+        case '}': /* EMPTY_DICT */
+                return push_container(vm, NPF_V_DICT);
+        case 0x8f: /* EMPTY_SET */
+                return push_container(vm, NPF_V_SET);
+        case 'a': /* APPEND */
+                if ((r = need(vm, 2)) < 0)
+                        return r;
+                return add_to_container(vm, vm->sp - 1, NPF_V_LIST, NPF_V_LIST, false);
+        case 's': /* SETITEM */
+                if ((r = need(vm, 3)) < 0)
+                        return r;
+                return add_to_container(vm, vm->sp - 2, NPF_V_DICT, NPF_V_DICT, true);
+        case 'e': /* APPENDS */
+        case 'u': /* SETITEMS */
+        case 0x90: /* ADDITEMS */
+                if ((r = pop_mark(vm, &from)) < 0)
+                        return r;
+                if (op == 'e')
+                        return add_to_container(vm, from, NPF_V_LIST, NPF_V_LIST, false);
+                if (op == 'u')
+                        return add_to_container(vm, from, NPF_V_DICT, NPF_V_DICT, true);
+                return add_to_container(vm, from, NPF_V_SET, NPF_V_SET, false);
+        case 'l': /* LIST */
+        case 't': /* TUPLE */
+        case 'd': /* DICT */
+        case 0x91: /* FROZENSET */
+                if ((r = pop_mark(vm, &from)) < 0)
+                        return r;
+                return build(vm, from, op == 'l' ? NPF_V_LIST : op == 't' ? NPF_V_TUPLE
+                                                         : op == 'd' ? NPF_V_DICT : NPF_V_SET);
+        case 0x85: /* TUPLE1 */
+        case 0x86: /* TUPLE2 */
+        case 0x87: /* TUPLE3 */
+                if ((r = need(vm, (size_t) (op - 0x84))) < 0)
+                        return r;
+                return build(vm, vm->sp - (size_t) (op - 0x84), NPF_V_TUPLE);
+        case 'h': /* BINGET */
+        case 'j': /* LONG_BINGET */
+                if (!(a = take(vm, op == 'h' ? 1 : 4)))
+                        return truncated(vm);
+                return memo_get(vm, le(a, op == 'h' ? 1 : 4));
+        case 'q': /* BINPUT */
+        case 'r': /* LONG_BINPUT */
+                if (!(a = take(vm, op == 'q' ? 1 : 4)))
+                        return truncated(vm);
+                return memo_put(vm, le(a, op == 'q' ? 1 : 4));
+        case 0x94: /* MEMOIZE */
+                return memo_put(vm, npf_vtree_memo_len(vm->tree));
+        case 'g': /* GET */
+                return text_memo(vm, false);
+        case 'p': /* PUT */
+                return text_memo(vm, true);
+        }
+        for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++)
+                if (refused[i].op == op)
+                        return fail(vm, -EPERM, "opcode %s (0x%02x) would %s; refused", refused[i].name, op,
+                                    refused[i].does);
+        return fail(vm, -EINVAL, "unknown opcode 0x%02x: not a pickle, or a newer one", op);
+}
+
+int npf_pickle_load(const void *buf, size_t len, npf_vtree_t *tree, npf_pickle_progress_cb progress,
+                    void *userdata, npf_value_t *ret, char *err)
+{
+        vm_t vm = { .base = buf, .p = buf, .end = (const uint8_t *) buf + len, .tree = tree, .err = err };
+        size_t next_progress = PROGRESS_EVERY;
+        npf_value_t root;
+        int r = 0;
+
+        err[0] = '\0';
+        while (r == 0) {
+                if (vm.p == vm.end) {
+                        vm.op = NULL;
+                        r = fail(&vm, -EINVAL, "the input ends before STOP: truncated pickle");
+                        break;
+                }
+                r = step(&vm);
+                if (progress && (size_t) (vm.p - vm.base) >= next_progress) {
+                        progress(userdata, (size_t) (vm.p - vm.base), len);
+                        next_progress += PROGRESS_EVERY;
+                }
+        }
+        if (r == 1) {
+                root = vm.stack[0];
+                r = npf_vtree_finish(tree, &root, err, NPF_PICKLE_ERR_MAX);
+        }
+        free(vm.stack);
+        free(vm.marks);
+        if (r < 0)
+                return r;
+        *ret = root;
+        return 0;
+}

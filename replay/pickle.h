@@ -1,0 +1,39 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A reader of Python pickles that only builds data. It understands protocols 2 to 5 (and the
+ * data opcodes of 0 and 1): None, booleans, integers of every width, floats, strings, bytes,
+ * lists, tuples, dictionaries, sets, the memo and frames. Every opcode that would name a
+ * class or call one (GLOBAL, STACK_GLOBAL, REDUCE, BUILD, INST, OBJ, NEWOBJ, NEWOBJ_EX,
+ * EXT1/2/4, PERSID, BINPERSID, the out-of-band buffers) is refused with its name and offset,
+ * and nothing in the input is ever executed or trusted: every length is checked against
+ * what is left of the input, the stack and memo have fixed caps.
+ */
+#ifndef NPUPROF_REPLAY_PICKLE_H
+#define NPUPROF_REPLAY_PICKLE_H
+
+#include "replay/value.h"
+
+#include <stddef.h>
+
+#define NPF_PICKLE_ERR_MAX 256u                 /* bytes of the message buffers below */
+#define NPF_PICKLE_STACK_MAX (1u << 24)         /* values on the stack, marks included */
+#define NPF_PICKLE_MEMO_MAX (1u << 28)          /* memo slots */
+#define NPF_PICKLE_DEPTH_MAX 4096u              /* open marks */
+
+/* Called about every 16 MiB of input with the bytes read so far. */
+typedef void (*npf_pickle_progress_cb)(void *userdata, size_t done, size_t total);
+
+/*
+ * npf_pickle_load() - read the pickle in @buf (@len bytes) into @tree.
+ * Strings and bytes in the result point into @buf, which must outlive @tree. Containers are
+ * reduced by the tree's callback as they complete. @progress may be NULL.
+ * Return: 0 and the root value in @ret; or -EINVAL (a malformed or truncated pickle),
+ * -EPERM (an opcode that would run code), -E2BIG (a cap exceeded), -ENOMEM, or the reduce
+ * callback's error; a sentence in @err (NPF_PICKLE_ERR_MAX bytes) names the opcode and its
+ * byte offset, such as "offset 17: opcode GLOBAL (c) would import a Python object; refused".
+ * Context: any; reentrant (the state is on the heap and in @tree).
+ */
+int npf_pickle_load(const void *buf, size_t len, npf_vtree_t *tree, npf_pickle_progress_cb progress,
+                    void *userdata, npf_value_t *ret, char *err);
+
+#endif /* NPUPROF_REPLAY_PICKLE_H */

@@ -1,0 +1,453 @@
+/* SPDX-License-Identifier: MIT */
+/* The value tree: containers in slabs, items in growing arrays, reduction as they complete. */
+#include "replay/value.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct npf_container {
+        union {
+                struct {
+                        npf_value_t *items;
+                        uint32_t n, cap;
+                } list;
+                npf_value_t reduced_to;         /* when reduced */
+                npf_container_t *next_free;     /* on the free list */
+        } u;
+        uint8_t kind;           /* npf_vkind_t */
+        uint8_t complete;       /* placed into a parent: offered to the reduce callback */
+        uint8_t reduced;
+        uint8_t shared;         /* referenced from more than one place */
+        uint32_t memo;          /* memo slot + 1, 0 when not in the memo */
+};
+
+#define SLAB_CONTAINERS 4096u
+#define KIND_UNSET 0xffu        /* a memo slot never put */
+#define ARENA_CHUNK (256u * 1024u)
+
+typedef struct slab {
+        struct slab *next;
+        npf_container_t c[SLAB_CONTAINERS];
+} slab_t;
+
+typedef struct chunk {
+        struct chunk *next;
+        size_t used, size;
+        char data[];
+} chunk_t;
+
+struct npf_vtree {
+        npf_vtree_reduce_cb reduce;
+        void *userdata;
+        slab_t *slabs;
+        size_t slab_used;               /* containers handed out of the newest slab */
+        npf_container_t *free_list;
+        chunk_t *chunks;                /* copied strings */
+        npf_value_t *memo;
+        uint64_t memo_len, memo_cap;
+        size_t bytes;                   /* items arrays, slabs, chunks, memo */
+};
+
+npf_vtree_t *npf_vtree_new(npf_vtree_reduce_cb reduce, void *userdata)
+{
+        npf_vtree_t *t = calloc(1, sizeof(*t));
+
+        if (!t)
+                return NULL;
+        t->reduce = reduce;
+        t->userdata = userdata;
+        t->slab_used = SLAB_CONTAINERS;
+        return t;
+}
+
+static void free_items(npf_container_t *c)
+{
+        if (!c->reduced && c->kind != NPF_V_NONE)
+                free(c->u.list.items);
+}
+
+npf_vtree_t *npf_vtree_free(npf_vtree_t *t)
+{
+        if (!t)
+                return NULL;
+        /* Containers on the free list have kind NONE: their items are already gone. */
+        for (npf_container_t *c = t->free_list; c; c = c->u.next_free)
+                c->kind = NPF_V_NONE;
+        for (slab_t *s = t->slabs, *next; s; s = next) {
+                size_t n = s == t->slabs ? t->slab_used : SLAB_CONTAINERS;
+                next = s->next;
+                for (size_t i = 0; i < n; i++)
+                        free_items(&s->c[i]);
+                free(s);
+        }
+        for (chunk_t *c = t->chunks, *next; c; c = next) {
+                next = c->next;
+                free(c);
+        }
+        free(t->memo);
+        free(t);
+        return NULL;
+}
+
+size_t npf_vtree_bytes(const npf_vtree_t *t)
+{
+        return t->bytes;
+}
+
+int npf_vtree_container(npf_vtree_t *t, npf_vkind_t kind, npf_value_t *ret)
+{
+        npf_container_t *c = t->free_list;
+
+        if (c) {
+                t->free_list = c->u.next_free;
+        } else {
+                if (t->slab_used == SLAB_CONTAINERS) {
+                        slab_t *s = malloc(sizeof(*s));
+                        if (!s)
+                                return -ENOMEM;
+                        s->next = t->slabs;
+                        t->slabs = s;
+                        t->slab_used = 0;
+                        t->bytes += sizeof(*s);
+                }
+                c = &t->slabs->c[t->slab_used++];
+        }
+        *c = (npf_container_t) { .kind = (uint8_t) kind };
+        *ret = (npf_value_t) { .kind = (uint8_t) kind, .as.c = c };
+        return 0;
+}
+
+static bool is_container(npf_value_t v)
+{
+        return v.kind == NPF_V_LIST || v.kind == NPF_V_TUPLE || v.kind == NPF_V_DICT || v.kind == NPF_V_SET;
+}
+
+npf_value_t npf_value_resolve(npf_value_t v)
+{
+        if (is_container(v) && v.as.c->reduced)
+                return v.as.c->u.reduced_to;
+        return v;
+}
+
+void npf_vtree_share(npf_value_t v)
+{
+        if (is_container(v))
+                v.as.c->shared = 1;
+}
+
+/*
+ * Offer the complete container @v to the reduce callback. A reduced container's items are
+ * freed; unless something else still points at it, so is the container, its memo slot then
+ * holding the replacement. @v becomes what the parent keeps.
+ */
+static int complete(npf_vtree_t *t, npf_value_t *v, char *err, size_t err_size)
+{
+        npf_container_t *c = v->as.c;
+        npf_value_t repl;
+        int r;
+
+        if (c->complete || !t->reduce) {
+                *v = npf_value_resolve(*v);
+                return 0;
+        }
+        c->complete = 1;
+        r = t->reduce(t->userdata, v, &repl, err, err_size);
+        if (r <= 0)
+                return r;
+        t->bytes -= (size_t) c->u.list.cap * sizeof(npf_value_t);
+        free(c->u.list.items);
+        if (!c->shared && (!c->memo || t->memo[c->memo - 1].as.c == c)) {
+                if (c->memo)
+                        t->memo[c->memo - 1] = repl;
+                c->kind = NPF_V_NONE;
+                c->u.next_free = t->free_list;
+                t->free_list = c;
+        } else {
+                c->reduced = 1;
+                c->u.reduced_to = repl;
+        }
+        *v = repl;
+        return 0;
+}
+
+int npf_vtree_append(npf_vtree_t *t, npf_value_t cv, npf_value_t *items, size_t n, char *err, size_t err_size)
+{
+        npf_container_t *c;
+        int r;
+
+        if (!is_container(cv))
+                return -EINVAL;
+        c = cv.as.c;
+        if (c->reduced || c->kind == NPF_V_NONE) {
+                snprintf(err, err_size, "a %s is added to after it was complete", npf_value_kind_name(cv));
+                return -EINVAL;
+        }
+        if (n > UINT32_MAX - c->u.list.n)
+                return -E2BIG;
+        if (c->u.list.n + n > c->u.list.cap) {
+                size_t cap = c->u.list.cap ? c->u.list.cap : 4;
+                while (cap < c->u.list.n + n)
+                        cap *= 2;
+                if (cap > UINT32_MAX)
+                        cap = UINT32_MAX;
+                npf_value_t *p = realloc(c->u.list.items, cap * sizeof(*p));
+                if (!p)
+                        return -ENOMEM;
+                t->bytes += (cap - c->u.list.cap) * sizeof(*p);
+                c->u.list.items = p;
+                c->u.list.cap = (uint32_t) cap;
+        }
+        for (size_t i = 0; i < n; i++) {
+                npf_value_t v = items[i];
+                if (is_container(v)) {
+                        /* A container placed into itself is still being built. */
+                        if (v.as.c == c)
+                                v.as.c->shared = 1;
+                        else if ((r = complete(t, &v, err, err_size)) < 0)
+                                return r;
+                }
+                c->u.list.items[c->u.list.n++] = v;
+        }
+        return 0;
+}
+
+int npf_vtree_finish(npf_vtree_t *t, npf_value_t *v, char *err, size_t err_size)
+{
+        return is_container(*v) ? complete(t, v, err, err_size) : 0;
+}
+
+int npf_vtree_memo_put(npf_vtree_t *t, uint64_t idx, npf_value_t v)
+{
+        if (idx >= UINT32_MAX - 1)
+                return -E2BIG;
+        if (idx >= t->memo_cap) {
+                uint64_t cap = t->memo_cap ? t->memo_cap : 1024;
+                while (cap <= idx)
+                        cap *= 2;
+                npf_value_t *p = realloc(t->memo, cap * sizeof(*p));
+                if (!p)
+                        return -ENOMEM;
+                for (uint64_t i = t->memo_cap; i < cap; i++)
+                        p[i] = (npf_value_t) { .kind = KIND_UNSET };
+                t->bytes += (cap - t->memo_cap) * sizeof(*p);
+                t->memo = p;
+                t->memo_cap = cap;
+        }
+        if (is_container(v)) {
+                /* In two slots, or in one slot and a parent already: never freed early. */
+                if (v.as.c->memo || v.as.c->complete)
+                        v.as.c->shared = 1;
+                v.as.c->memo = (uint32_t) idx + 1;
+        }
+        t->memo[idx] = v;
+        if (idx >= t->memo_len)
+                t->memo_len = idx + 1;
+        return 0;
+}
+
+int npf_vtree_memo_get(npf_vtree_t *t, uint64_t idx, npf_value_t *ret)
+{
+        if (idx >= t->memo_len || t->memo[idx].kind == KIND_UNSET) {
+                *ret = (npf_value_t) { .kind = NPF_V_NONE };
+                return -ENOENT;
+        }
+        npf_vtree_share(t->memo[idx]);
+        *ret = npf_value_resolve(t->memo[idx]);
+        return 0;
+}
+
+uint64_t npf_vtree_memo_len(const npf_vtree_t *t)
+{
+        return t->memo_len;
+}
+
+int npf_vtree_strdup(npf_vtree_t *t, npf_vkind_t kind, const char *s, size_t len, npf_value_t *ret)
+{
+        chunk_t *c = t->chunks;
+
+        if (len > UINT32_MAX)
+                return -E2BIG;
+        if (!c || c->size - c->used < len) {
+                size_t size = len > ARENA_CHUNK ? len : ARENA_CHUNK;
+                c = malloc(sizeof(*c) + size);
+                if (!c)
+                        return -ENOMEM;
+                c->used = 0;
+                c->size = size;
+                c->next = t->chunks;
+                t->chunks = c;
+                t->bytes += sizeof(*c) + size;
+        }
+        memcpy(c->data + c->used, s, len);
+        *ret = (npf_value_t) { .kind = (uint8_t) kind, .len = (uint32_t) len, .as.s = c->data + c->used };
+        c->used += len;
+        return 0;
+}
+
+/* --- JSON ---------------------------------------------------------------------------------- */
+
+static int from_json(npf_vtree_t *t, const json_t *j, npf_value_t *ret, char *err, size_t err_size)
+{
+        npf_value_t c, kv[2];
+        const char *key;
+        json_t *item;
+        size_t i;
+        int r;
+
+        switch (json_typeof(j)) {
+        case JSON_NULL:
+                *ret = (npf_value_t) { .kind = NPF_V_NONE };
+                return 0;
+        case JSON_TRUE:
+        case JSON_FALSE:
+                *ret = (npf_value_t) { .kind = NPF_V_BOOL, .as.i = json_is_true(j) };
+                return 0;
+        case JSON_INTEGER:
+                *ret = (npf_value_t) { .kind = NPF_V_INT, .as.i = json_integer_value(j) };
+                return 0;
+        case JSON_REAL:
+                *ret = (npf_value_t) { .kind = NPF_V_FLOAT, .as.f = json_real_value(j) };
+                return 0;
+        case JSON_STRING:
+                return npf_vtree_strdup(t, NPF_V_STR, json_string_value(j), json_string_length(j), ret);
+        case JSON_ARRAY:
+                if ((r = npf_vtree_container(t, NPF_V_LIST, &c)) < 0)
+                        return r;
+                json_array_foreach (j, i, item) {
+                        if ((r = from_json(t, item, &kv[0], err, err_size)) < 0 ||
+                            (r = npf_vtree_append(t, c, kv, 1, err, err_size)) < 0)
+                                return r;
+                }
+                *ret = c;
+                return 0;
+        case JSON_OBJECT:
+                if ((r = npf_vtree_container(t, NPF_V_DICT, &c)) < 0)
+                        return r;
+                json_object_foreach ((json_t *) j, key, item) {
+                        if ((r = npf_vtree_strdup(t, NPF_V_STR, key, strlen(key), &kv[0])) < 0 ||
+                            (r = from_json(t, item, &kv[1], err, err_size)) < 0 ||
+                            (r = npf_vtree_append(t, c, kv, 2, err, err_size)) < 0)
+                                return r;
+                }
+                *ret = c;
+                return 0;
+        }
+        return -EINVAL;
+}
+
+int npf_vtree_from_json(npf_vtree_t *t, const json_t *json, npf_value_t *ret, char *err, size_t err_size)
+{
+        npf_value_t v;
+        int r = from_json(t, json, &v, err, err_size);
+
+        if (r == 0)
+                r = npf_vtree_finish(t, &v, err, err_size);
+        if (r == -ENOMEM)
+                snprintf(err, err_size, "out of memory");
+        if (r == 0)
+                *ret = v;
+        return r;
+}
+
+/* --- reading ------------------------------------------------------------------------------- */
+
+size_t npf_value_len(npf_value_t v)
+{
+        v = npf_value_resolve(v);
+        if (!is_container(v))
+                return 0;
+        return v.kind == NPF_V_DICT ? v.as.c->u.list.n / 2 : v.as.c->u.list.n;
+}
+
+npf_value_t npf_value_at(npf_value_t v, size_t i)
+{
+        v = npf_value_resolve(v);
+        if (!is_container(v) || v.kind == NPF_V_DICT || i >= v.as.c->u.list.n)
+                return (npf_value_t) { .kind = NPF_V_NONE };
+        return npf_value_resolve(v.as.c->u.list.items[i]);
+}
+
+bool npf_value_pair(npf_value_t v, size_t i, npf_value_t *ret_key, npf_value_t *ret_value)
+{
+        v = npf_value_resolve(v);
+        if (v.kind != NPF_V_DICT || i >= v.as.c->u.list.n / 2)
+                return false;
+        *ret_key = npf_value_resolve(v.as.c->u.list.items[2 * i]);
+        *ret_value = npf_value_resolve(v.as.c->u.list.items[2 * i + 1]);
+        return true;
+}
+
+bool npf_value_streq(npf_value_t v, const char *s)
+{
+        size_t n = strlen(s);
+
+        return v.kind == NPF_V_STR && v.len == n && memcmp(v.as.s, s, n) == 0;
+}
+
+bool npf_value_get(npf_value_t v, const char *key, npf_value_t *ret)
+{
+        v = npf_value_resolve(v);
+        if (v.kind != NPF_V_DICT)
+                return false;
+        /* A later duplicate key wins, as in Python. */
+        for (size_t i = v.as.c->u.list.n / 2; i-- > 0;) {
+                if (npf_value_streq(npf_value_resolve(v.as.c->u.list.items[2 * i]), key)) {
+                        *ret = npf_value_resolve(v.as.c->u.list.items[2 * i + 1]);
+                        return true;
+                }
+        }
+        return false;
+}
+
+bool npf_value_int64(npf_value_t v, int64_t *ret)
+{
+        if (v.kind == NPF_V_BOOL || (v.kind == NPF_V_INT && !v.flags)) {
+                *ret = v.as.i;
+                return true;
+        }
+        return false;
+}
+
+bool npf_value_uint64(npf_value_t v, uint64_t *ret)
+{
+        if (v.kind == NPF_V_INT && v.flags == NPF_VF_UNSIGNED) {
+                *ret = v.as.u;
+                return true;
+        }
+        if ((v.kind == NPF_V_BOOL || (v.kind == NPF_V_INT && !v.flags)) && v.as.i >= 0) {
+                *ret = (uint64_t) v.as.i;
+                return true;
+        }
+        return false;
+}
+
+bool npf_value_double(npf_value_t v, double *ret)
+{
+        switch (v.kind) {
+        case NPF_V_FLOAT:
+                *ret = v.as.f;
+                return true;
+        case NPF_V_INT:
+                if (v.flags & NPF_VF_HUGE)
+                        return false;
+                *ret = v.flags & NPF_VF_UNSIGNED ? (double) v.as.u : (double) v.as.i;
+                return true;
+        default:
+                return false;
+        }
+}
+
+const char *npf_value_kind_name(npf_value_t v)
+{
+        static const char *const names[] = {
+                [NPF_V_NONE] = "None",  [NPF_V_BOOL] = "bool",   [NPF_V_INT] = "int",
+                [NPF_V_FLOAT] = "float", [NPF_V_STR] = "str",    [NPF_V_BYTES] = "bytes",
+                [NPF_V_LIST] = "list",  [NPF_V_TUPLE] = "tuple", [NPF_V_DICT] = "dict",
+                [NPF_V_SET] = "set",    [NPF_V_RECORD] = "record",
+        };
+        v = npf_value_resolve(v);
+        return v.kind < sizeof(names) / sizeof(names[0]) ? names[v.kind] : "?";
+}

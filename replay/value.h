@@ -1,0 +1,151 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The value tree a snapshot is read into: what a Python pickle or a JSON document holds
+ * (None, booleans, integers, floats, strings, bytes, lists, tuples, dictionaries), in
+ * 16-byte values, plus records: the small handles a reader puts in place of a container it
+ * has already turned into something of its own.
+ *
+ * Readers build the tree bottom-up. Whenever a container is complete (it has been placed
+ * into its parent, or it is the document's root), the tree's reduce callback may replace it
+ * with a record; the container's items are then freed at once and every reference to the
+ * container, including the pickle memo's, sees the record. This is what keeps a snapshot of
+ * millions of trace entries within a small multiple of its file size: each entry lives as a
+ * dictionary only until it has been read into an event.
+ *
+ * Strings are not copied when the reader can point into its input (a pickle's UTF-8 bytes
+ * are the string); the caller keeps the input alive for as long as the tree.
+ */
+#ifndef NPUPROF_REPLAY_VALUE_H
+#define NPUPROF_REPLAY_VALUE_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum npf_vkind {
+        NPF_V_NONE,
+        NPF_V_BOOL,
+        NPF_V_INT,      /* as.i; NPF_VF_UNSIGNED: as.u above INT64_MAX; NPF_VF_HUGE: wider than 64 bits */
+        NPF_V_FLOAT,    /* as.f */
+        NPF_V_STR,      /* as.s, len bytes of UTF-8, not NUL-terminated */
+        NPF_V_BYTES,    /* as.s, len bytes */
+        NPF_V_LIST,     /* as.c */
+        NPF_V_TUPLE,    /* as.c */
+        NPF_V_DICT,     /* as.c; items are key, value, key, value, ... */
+        NPF_V_SET,      /* as.c */
+        NPF_V_RECORD,   /* rkind says what, as.u which one: defined by the reader */
+} npf_vkind_t;
+
+#define NPF_VF_UNSIGNED 0x01u   /* NPF_V_INT: the value is as.u, greater than INT64_MAX */
+#define NPF_VF_HUGE     0x02u   /* NPF_V_INT: does not fit in 64 bits; as.i holds its sign */
+
+typedef struct npf_container npf_container_t;
+
+typedef struct npf_value {
+        uint8_t kind;           /* npf_vkind_t */
+        uint8_t flags;          /* NPF_VF_* */
+        uint16_t rkind;         /* NPF_V_RECORD: the reader's record kind */
+        uint32_t len;           /* NPF_V_STR, NPF_V_BYTES: length in bytes */
+        union {
+                int64_t i;
+                uint64_t u;
+                double f;
+                const char *s;
+                npf_container_t *c;
+        } as;
+} npf_value_t;
+
+_Static_assert(sizeof(npf_value_t) == 16, "values are 16 bytes");
+
+typedef struct npf_vtree npf_vtree_t;
+
+/*
+ * npf_vtree_reduce_cb - called on every complete container, innermost first.
+ * @v is the container (kind NPF_V_LIST, NPF_V_TUPLE, NPF_V_DICT or NPF_V_SET). To replace
+ * it, write the replacement (usually an NPF_V_RECORD) into @ret and return 1; to keep it,
+ * return 0. A negative errno aborts the read, with a sentence in @err (@err_size bytes).
+ */
+typedef int (*npf_vtree_reduce_cb)(void *userdata, const npf_value_t *v, npf_value_t *ret, char *err,
+                                   size_t err_size);
+
+/* A new, empty tree; @reduce may be NULL. Return: the tree, or NULL when out of memory. */
+npf_vtree_t *npf_vtree_new(npf_vtree_reduce_cb reduce, void *userdata);
+
+/* Frees the tree, every container and every string it copied. Accepts NULL; returns NULL. */
+npf_vtree_t *npf_vtree_free(npf_vtree_t *t);
+
+/* Bytes the tree holds now (containers, items, copied strings), for progress and benches. */
+size_t npf_vtree_bytes(const npf_vtree_t *t);
+
+/* --- building (readers) ------------------------------------------------------------------ */
+
+/* A new empty container of @kind. Return: 0 and the value in @ret, or -ENOMEM. */
+int npf_vtree_container(npf_vtree_t *t, npf_vkind_t kind, npf_value_t *ret);
+
+/*
+ * npf_vtree_append() - append @n items to the container @c (for a dict, 2n: key, value...).
+ * Items that are containers are complete from now on and are reduced here.
+ * Return: 0, -ENOMEM, -E2BIG (more than UINT32_MAX items), or the reduce callback's error.
+ */
+int npf_vtree_append(npf_vtree_t *t, npf_value_t c, npf_value_t *items, size_t n, char *err, size_t err_size);
+
+/* Reduces @v, the document's root, if it is a container. Return: as npf_vtree_append(). */
+int npf_vtree_finish(npf_vtree_t *t, npf_value_t *v, char *err, size_t err_size);
+
+/*
+ * The memo: values a reader refers to again by number (a pickle's PUT and GET). Putting a
+ * container there does not keep it alive past its reduction; getting one marks it shared,
+ * and a shared container keeps its (small) header after it has been reduced.
+ * Return: 0, or -ENOMEM, or -E2BIG (@idx at or above @cap of npf_vtree_memo_cap()).
+ * npf_vtree_memo_get() returns -ENOENT for a slot never put, with the kind NPF_V_NONE.
+ */
+int npf_vtree_memo_put(npf_vtree_t *t, uint64_t idx, npf_value_t v);
+int npf_vtree_memo_get(npf_vtree_t *t, uint64_t idx, npf_value_t *ret);
+/* The number of memo slots in use, the next MEMOIZE index. */
+uint64_t npf_vtree_memo_len(const npf_vtree_t *t);
+/* Marks the container @v (if it is one) as referenced twice: it is never freed early. */
+void npf_vtree_share(npf_value_t v);
+
+/* A string copied into the tree. Return: 0 and the value in @ret, or -ENOMEM / -E2BIG. */
+int npf_vtree_strdup(npf_vtree_t *t, npf_vkind_t kind, const char *s, size_t len, npf_value_t *ret);
+
+/*
+ * npf_vtree_from_json() - @json (a jansson document) as a tree, reduced as it is built.
+ * Strings are copied; integers are signed 64-bit, as jansson keeps them.
+ * Return: 0 and the root in @ret, or a negative errno with a sentence in @err.
+ */
+int npf_vtree_from_json(npf_vtree_t *t, const json_t *json, npf_value_t *ret, char *err, size_t err_size);
+
+/* --- reading ----------------------------------------------------------------------------- */
+
+/* @v itself, or what it was reduced to. */
+npf_value_t npf_value_resolve(npf_value_t v);
+
+/* Items of a container (dicts: pairs), 0 for anything else. */
+size_t npf_value_len(npf_value_t v);
+
+/* Item @i of a list, tuple or set; the kind NPF_V_NONE when out of range or not a sequence. */
+npf_value_t npf_value_at(npf_value_t v, size_t i);
+
+/* Key and value of pair @i of a dict. Return: false when out of range or not a dict. */
+bool npf_value_pair(npf_value_t v, size_t i, npf_value_t *ret_key, npf_value_t *ret_value);
+
+/* The value of the string key @key in dict @v. Return: false if @v is no dict or lacks it. */
+bool npf_value_get(npf_value_t v, const char *key, npf_value_t *ret);
+
+/* @v is a string equal to @s. */
+bool npf_value_streq(npf_value_t v, const char *s);
+
+/* @v as a signed or unsigned 64-bit integer (booleans are 0 and 1; floats are refused).
+ * Return: false if it is no integer or does not fit. */
+bool npf_value_int64(npf_value_t v, int64_t *ret);
+bool npf_value_uint64(npf_value_t v, uint64_t *ret);
+
+/* @v as a double: integers and floats. Return: false for anything else. */
+bool npf_value_double(npf_value_t v, double *ret);
+
+/* The Python name of @v's kind ("dict", "int", ...), for messages. */
+const char *npf_value_kind_name(npf_value_t v);
+
+#endif /* NPUPROF_REPLAY_VALUE_H */
