@@ -1,0 +1,106 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The replay: per device, start from the allocator's state at dump time and undo the trace
+ * from its newest entry to its oldest, as PyTorch's memory viewer and the torch_npu tools do,
+ * to know the allocated, active and reserved bytes after every event and the lifetime of
+ * every block.
+ *
+ *   alloc            removes its block             free_requested  makes it allocated again
+ *   free_completed   re-creates a pending block    free            re-creates an allocated block
+ *   segment_free     re-inserts the segment        segment_unmap   re-inserts it, merged with
+ *                                                                  neighbours of its stream
+ *   segment_alloc    removes the segment           segment_map     shrinks or splits the
+ *                                                                  segment it was mapped into
+ *   oom, snapshot, workspace_snapshot and unknown actions change nothing.
+ *
+ * torch_npu puts (workspace_snapshot, segment_alloc, alloc) triples at the front of a trace
+ * for workspace memory live at dump time; each counts as a segment holding one allocated
+ * block at dump time.
+ */
+#ifndef NPUPROF_REPLAY_REPLAY_H
+#define NPUPROF_REPLAY_REPLAY_H
+
+#include "replay/snapshot.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define NPF_REPLAY_ERR_MAX 320u
+#define NPF_REPLAY_ISSUES_KEPT 1000u    /* inconsistencies kept with detail; all are counted */
+#define NPF_BEFORE_TRACE (-1)           /* a lifetime that began before the first event */
+#define NPF_AFTER_TRACE INT64_MAX       /* ... or had not ended at dump time */
+
+/*
+ * One block's life, in event indices of its device's trace. Its size is what the program
+ * asked for: the trace's sizes, a block's requested_size at dump time. Allocated and active
+ * bytes count those, as PyTorch's memory viewer does; the allocator's rounding is in the
+ * footprint (known for blocks live at dump time) and counts as waste.
+ */
+typedef struct npf_life {
+        uint64_t addr, size, footprint, stream;
+        int64_t alloc;                  /* NPF_BEFORE_TRACE: a ghost, allocated before tracing */
+        int64_t free_requested;         /* NPF_AFTER_TRACE: still allocated at dump */
+        int64_t freed;                  /* free or free_completed; NPF_AFTER_TRACE: still active */
+        uint32_t stack;                 /* where it was allocated */
+        uint32_t context;
+} npf_life_t;
+
+/* An inconsistency of the trace with the state it is undone from. */
+typedef struct npf_issue {
+        size_t index;                   /* event index in the device's trace */
+        uint8_t action;                 /* npf_action_t */
+        uint64_t addr;
+        char what[112];
+} npf_issue_t;
+
+typedef struct npf_range {
+        uint64_t addr, size, stream;
+} npf_range_t;
+
+typedef struct npf_replay {
+        int64_t device;
+        const npf_event_t *events;      /* the device's trace, borrowed from the snapshot */
+        size_t n;
+        uint64_t *allocated, *active, *reserved;       /* after each event, n of each */
+        uint64_t start_allocated, start_active, start_reserved;        /* before the first */
+        uint64_t dump_allocated, dump_active, dump_reserved;
+        size_t dump_segments;
+        npf_life_t *lives;
+        size_t n_lives;
+        npf_issue_t *issues;            /* the first NPF_REPLAY_ISSUES_KEPT */
+        size_t n_issues;                /* all of them */
+        size_t workspace_segments;
+        uint64_t workspace_bytes;
+} npf_replay_t;
+
+/* The allocator's state after one event: segments by address, live blocks by address. */
+typedef struct npf_state {
+        npf_range_t *segments;
+        size_t n_segments;
+        npf_range_t *blocks;            /* allocated and pending-free blocks; stream unused */
+        size_t n_blocks;
+} npf_state_t;
+
+/* The devices of @s that have a trace entry or a segment, ascending; their number. */
+size_t npf_replay_devices(const npf_snapshot_t *s, int64_t **ret);
+
+/*
+ * npf_replay_run() - replay the trace of @device in @s.
+ * With @strict, the first inconsistency fails the replay; otherwise each is recorded and the
+ * replay carries on. Return: 0 and the result in @ret; -EINVAL (strict, with the
+ * inconsistency in @err, NPF_REPLAY_ERR_MAX bytes) or -ENOMEM.
+ * Context: any; @s must outlive the result.
+ */
+int npf_replay_run(const npf_snapshot_t *s, int64_t device, bool strict, npf_replay_t **ret, char *err);
+npf_replay_t *npf_replay_free(npf_replay_t *r);
+
+/*
+ * npf_replay_state_at() - the segments and blocks of @r's device just after event @index
+ * (or before the first event when @index is -1), by undoing the trace again down to it.
+ * Return: 0 and the state in @ret, or -ENOMEM / -EINVAL (@index out of range).
+ */
+int npf_replay_state_at(const npf_snapshot_t *s, const npf_replay_t *r, int64_t index, npf_state_t **ret);
+npf_state_t *npf_state_free(npf_state_t *st);
+
+#endif /* NPUPROF_REPLAY_REPLAY_H */

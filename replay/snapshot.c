@@ -1,0 +1,646 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Reading a snapshot: the value tree's reduce callback turns trace entries, frames, stacks
+ * and blocks into records the moment they are complete, so that only the handful of
+ * segment dictionaries are still a tree when the document ends.
+ */
+#include "replay/snapshot.h"
+#include "replay/pickle.h"
+#include "replay/value.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+enum record_kind {
+        R_EVENT = 1,
+        R_FRAME,
+        R_STACK,
+        R_BLOCK,
+};
+
+typedef struct loader {
+        npf_snapshot_t *s;
+        npf_intern_t *in;
+        npf_event_t *events;
+        size_t n_events, cap_events;
+        npf_block_t *blocks;            /* as read; npf_snapshot_t.blocks is in segment order */
+        bool *block_has_addr;
+        size_t n_blocks, cap_blocks;
+        uint32_t *frames;               /* scratch for a stack's frame ids */
+        size_t cap_frames;
+        const char *last_action;        /* the action strings are memoized: remember the last */
+        uint32_t last_action_len;
+        npf_action_t last_action_kind;
+} loader_t;
+
+static const char *const action_names[NPF_ACT__COUNT] = {
+        [NPF_ACT_ALLOC] = "alloc",
+        [NPF_ACT_FREE_REQUESTED] = "free_requested",
+        [NPF_ACT_FREE_COMPLETED] = "free_completed",
+        [NPF_ACT_FREE] = "free",
+        [NPF_ACT_SEGMENT_ALLOC] = "segment_alloc",
+        [NPF_ACT_SEGMENT_FREE] = "segment_free",
+        [NPF_ACT_SEGMENT_MAP] = "segment_map",
+        [NPF_ACT_SEGMENT_UNMAP] = "segment_unmap",
+        [NPF_ACT_OOM] = "oom",
+        [NPF_ACT_SNAPSHOT] = "snapshot",
+        [NPF_ACT_WORKSPACE_SNAPSHOT] = "workspace_snapshot",
+        [NPF_ACT_UNKNOWN] = "unknown",
+};
+
+const char *npf_action_name(npf_action_t a)
+{
+        return a < NPF_ACT__COUNT ? action_names[a] : "unknown";
+}
+
+static int say(char *err, int r, const char *fmt, ...)
+{
+        va_list ap;
+
+        va_start(ap, fmt);
+        vsnprintf(err, NPF_SNAPSHOT_ERR_MAX, fmt, ap);
+        va_end(ap);
+        return r;
+}
+
+static npf_value_t record(enum record_kind k, uint64_t id)
+{
+        return (npf_value_t) { .kind = NPF_V_RECORD, .rkind = (uint16_t) k, .as.u = id };
+}
+
+static bool is_record(npf_value_t v, enum record_kind k)
+{
+        return v.kind == NPF_V_RECORD && v.rkind == k;
+}
+
+static npf_action_t action_of(loader_t *l, npf_value_t v)
+{
+        if (v.as.s == l->last_action && v.len == l->last_action_len)
+                return l->last_action_kind;
+        npf_action_t a = NPF_ACT_UNKNOWN;
+        for (int i = 0; i < NPF_ACT_UNKNOWN; i++)
+                if (npf_value_streq(v, action_names[i]))
+                        a = (npf_action_t) i;
+        l->last_action = v.as.s;
+        l->last_action_len = v.len;
+        l->last_action_kind = a;
+        return a;
+}
+
+/* A key's value as an unsigned integer; @what and @idx name the place in messages. */
+static int get_u64(npf_value_t v, const char *key, const char *what, size_t idx, uint64_t *ret, char *err)
+{
+        int64_t i;
+
+        if (npf_value_uint64(v, ret))
+                return 0;
+        /* Streams and pool ids may be negative handles: keep their bits. */
+        if (npf_value_int64(v, &i)) {
+                *ret = (uint64_t) i;
+                return 0;
+        }
+        return say(err, -EINVAL, "%s %zu: %s is %s%s, not an integer", what, idx, key,
+                   v.kind == NPF_V_INT ? "an integer wider than 64 bits" : "a ",
+                   v.kind == NPF_V_INT ? "" : npf_value_kind_name(v));
+}
+
+static int intern_str(loader_t *l, npf_value_t v, const char *key, const char *what, size_t idx, uint32_t *ret,
+                      char *err)
+{
+        if (v.kind == NPF_V_NONE) {
+                *ret = 0;
+                return 0;
+        }
+        if (v.kind != NPF_V_STR)
+                return say(err, -EINVAL, "%s %zu: %s is a %s, not a str", what, idx, key, npf_value_kind_name(v));
+        int64_t id = npf_intern_string(l->in, v.as.s, v.len);
+        if (id < 0)
+                return say(err, (int) id, "out of memory");
+        *ret = (uint32_t) id;
+        return 0;
+}
+
+/* A "frames" value: a stack record, an empty list, or None. */
+static int stack_of(npf_value_t v, const char *what, size_t idx, uint32_t *ret, char *err)
+{
+        if (is_record(v, R_STACK)) {
+                *ret = (uint32_t) v.as.u;
+                return 0;
+        }
+        if (v.kind == NPF_V_NONE || ((v.kind == NPF_V_LIST || v.kind == NPF_V_TUPLE) && npf_value_len(v) == 0)) {
+                *ret = 0;
+                return 0;
+        }
+        return say(err, -EINVAL, "%s %zu: frames is a %s, not a list of frames", what, idx, npf_value_kind_name(v));
+}
+
+static int time_of(npf_value_t v, size_t idx, int64_t *ret, char *err)
+{
+        double d;
+
+        if (npf_value_int64(v, ret))
+                return 0;
+        if (npf_value_double(v, &d) && d > -9.2e18 && d < 9.2e18) {
+                *ret = (int64_t) d;
+                return 0;
+        }
+        if (v.kind == NPF_V_NONE) {
+                *ret = NPF_TIME_UNKNOWN;
+                return 0;
+        }
+        return say(err, -EINVAL, "trace entry %zu: time_us is a %s, not a number", idx, npf_value_kind_name(v));
+}
+
+static int reduce_event(loader_t *l, npf_value_t d, npf_value_t *ret, char *err)
+{
+        size_t idx = l->n_events;
+        npf_event_t e = { .time_us = NPF_TIME_UNKNOWN, .action = NPF_ACT_UNKNOWN };
+        npf_value_t k, v;
+        int r = 0;
+
+        if (idx == l->cap_events) {
+                size_t cap = l->cap_events ? l->cap_events * 2 : 4096;
+                npf_event_t *p = realloc(l->events, cap * sizeof(*p));
+                if (!p)
+                        return say(err, -ENOMEM, "out of memory");
+                l->events = p;
+                l->cap_events = cap;
+        }
+        for (size_t i = 0; r == 0 && npf_value_pair(d, i, &k, &v); i++) {
+                if (k.kind != NPF_V_STR || k.len < 4)
+                        continue;
+                switch (k.as.s[0]) {
+                case 'a':
+                        if (npf_value_streq(k, "action")) {
+                                if (v.kind != NPF_V_STR)
+                                        return say(err, -EINVAL, "trace entry %zu: action is a %s, not a str", idx,
+                                                   npf_value_kind_name(v));
+                                e.action = (uint8_t) action_of(l, v);
+                        } else if (npf_value_streq(k, "addr")) {
+                                r = get_u64(v, "addr", "trace entry", idx, &e.addr, err);
+                        }
+                        break;
+                case 's':
+                        if (npf_value_streq(k, "size"))
+                                r = get_u64(v, "size", "trace entry", idx, &e.size, err);
+                        else if (npf_value_streq(k, "stream"))
+                                r = get_u64(v, "stream", "trace entry", idx, &e.stream, err);
+                        break;
+                case 'd':
+                        if (npf_value_streq(k, "device_free"))
+                                r = get_u64(v, "device_free", "trace entry", idx, &e.addr, err);
+                        break;
+                case 't':
+                        if (npf_value_streq(k, "time_us"))
+                                r = time_of(v, idx, &e.time_us, err);
+                        break;
+                case 'f':
+                        if (npf_value_streq(k, "frames"))
+                                r = stack_of(v, "trace entry", idx, &e.stack, err);
+                        break;
+                case 'c':
+                        if (npf_value_streq(k, "compile_context"))
+                                r = intern_str(l, v, "compile_context", "trace entry", idx, &e.context, err);
+                        break;
+                case 'u':
+                        if (npf_value_streq(k, "user_metadata"))
+                                r = intern_str(l, v, "user_metadata", "trace entry", idx, &e.user, err);
+                        break;
+                }
+        }
+        if (r < 0)
+                return r;
+        l->events[l->n_events++] = e;
+        *ret = record(R_EVENT, idx);
+        return 1;
+}
+
+static int reduce_frame(loader_t *l, npf_value_t d, npf_value_t *ret, char *err)
+{
+        npf_frame_t f = { 0 };
+        npf_value_t v;
+        int64_t id;
+        int r;
+
+        if (npf_value_get(d, "name", &v) && (r = intern_str(l, v, "name", "frame", 0, &f.name, err)) < 0)
+                return r;
+        if (npf_value_get(d, "filename", &v) && (r = intern_str(l, v, "filename", "frame", 0, &f.filename, err)) < 0)
+                return r;
+        if (npf_value_get(d, "line", &v) && !npf_value_int64(v, &f.line))
+                return say(err, -EINVAL, "a frame's line is a %s, not an int", npf_value_kind_name(v));
+        if ((id = npf_intern_frame(l->in, f)) < 0)
+                return say(err, (int) id, "out of memory");
+        *ret = record(R_FRAME, (uint64_t) id);
+        return 1;
+}
+
+static int reduce_stack(loader_t *l, npf_value_t list, npf_value_t *ret, char *err)
+{
+        size_t n = npf_value_len(list);
+        int64_t id;
+
+        if (n > l->cap_frames) {
+                uint32_t *p = realloc(l->frames, n * sizeof(*p));
+                if (!p)
+                        return say(err, -ENOMEM, "out of memory");
+                l->frames = p;
+                l->cap_frames = n;
+        }
+        for (size_t i = 0; i < n; i++) {
+                npf_value_t f = npf_value_at(list, i);
+                if (!is_record(f, R_FRAME))
+                        return 0;       /* not a list of frames: leave it */
+                l->frames[i] = (uint32_t) f.as.u;
+        }
+        if ((id = npf_intern_stack(l->in, l->frames, n)) < 0)
+                return say(err, (int) id, "out of memory");
+        *ret = record(R_STACK, (uint64_t) id);
+        return 1;
+}
+
+static int reduce_block(loader_t *l, npf_value_t d, npf_value_t *ret, char *err)
+{
+        size_t idx = l->n_blocks;
+        npf_block_t b = { 0 };
+        bool has_addr = false;
+        npf_value_t v;
+        int r;
+
+        if (idx == l->cap_blocks) {
+                size_t cap = l->cap_blocks ? l->cap_blocks * 2 : 1024;
+                npf_block_t *p = realloc(l->blocks, cap * sizeof(*p));
+                if (!p)
+                        return say(err, -ENOMEM, "out of memory");
+                l->blocks = p;
+                bool *q = realloc(l->block_has_addr, cap * sizeof(*q));
+                if (!q)
+                        return say(err, -ENOMEM, "out of memory");
+                l->block_has_addr = q;
+                l->cap_blocks = cap;
+        }
+        if ((npf_value_get(d, "address", &v) || npf_value_get(d, "addr", &v)) && v.kind != NPF_V_NONE) {
+                if ((r = get_u64(v, "address", "block", idx, &b.addr, err)) < 0)
+                        return r;
+                has_addr = true;
+        }
+        if (npf_value_get(d, "size", &v) && (r = get_u64(v, "size", "block", idx, &b.size, err)) < 0)
+                return r;
+        b.requested = b.size;
+        if (npf_value_get(d, "requested_size", &v) &&
+            (r = get_u64(v, "requested_size", "block", idx, &b.requested, err)) < 0)
+                return r;
+        if (npf_value_get(d, "state", &v)) {
+                if (npf_value_streq(v, "active_allocated"))
+                        b.state = NPF_BLOCK_ALLOCATED;
+                else if (npf_value_streq(v, "active_pending_free") || npf_value_streq(v, "active_awaiting_free"))
+                        b.state = NPF_BLOCK_PENDING_FREE;
+                else if (npf_value_streq(v, "inactive"))
+                        b.state = NPF_BLOCK_INACTIVE;
+                else
+                        return say(err, -EINVAL, "block %zu: state is not active_allocated, active_pending_free or "
+                                   "inactive", idx);
+        }
+        if (npf_value_get(d, "frames", &v) && (r = stack_of(v, "block", idx, &b.stack, err)) < 0)
+                return r;
+        /* Legacy snapshots keep the stack in the block's history, newest last. */
+        if (b.stack == 0 && npf_value_get(d, "history", &v) && npf_value_len(v) > 0) {
+                npf_value_t h = npf_value_at(v, npf_value_len(v) - 1), f;
+                if (npf_value_get(h, "frames", &f) && (r = stack_of(f, "block", idx, &b.stack, err)) < 0)
+                        return r;
+        }
+        l->blocks[idx] = b;
+        l->block_has_addr[idx] = has_addr;
+        l->n_blocks++;
+        *ret = record(R_BLOCK, idx);
+        return 1;
+}
+
+/* The reduce callback: decides by shape, since a container does not know where it sits. */
+static int reduce(void *userdata, const npf_value_t *v, npf_value_t *ret, char *err, size_t err_size)
+{
+        loader_t *l = userdata;
+        npf_value_t x;
+
+        (void) err_size;        /* every message here is at most NPF_SNAPSHOT_ERR_MAX <= err_size */
+        if (v->kind == NPF_V_LIST || v->kind == NPF_V_TUPLE)
+                return npf_value_len(*v) > 0 && is_record(npf_value_at(*v, 0), R_FRAME) ? reduce_stack(l, *v, ret, err)
+                                                                                      : 0;
+        if (v->kind != NPF_V_DICT)
+                return 0;
+        if (npf_value_get(*v, "action", &x) && x.kind == NPF_V_STR)
+                return reduce_event(l, *v, ret, err);
+        if (npf_value_get(*v, "filename", &x) && npf_value_get(*v, "line", &x))
+                return reduce_frame(l, *v, ret, err);
+        if (npf_value_get(*v, "state", &x) && npf_value_get(*v, "size", &x))
+                return reduce_block(l, *v, ret, err);
+        return 0;
+}
+
+/* --- the document ------------------------------------------------------------------------- */
+
+static int read_segment(loader_t *l, npf_value_t d, size_t idx, npf_segment_t *seg, char *err)
+{
+        npf_snapshot_t *s = l->s;
+        npf_value_t v, blocks;
+        int r;
+
+        if (d.kind != NPF_V_DICT)
+                return say(err, -EINVAL, "segments[%zu] is a %s, not a dict", idx, npf_value_kind_name(d));
+        *seg = (npf_segment_t) { .first_block = s->n_blocks };
+        static const struct {
+                const char *key;
+                size_t off;
+        } ints[] = {
+                { "address", offsetof(npf_segment_t, addr) },
+                { "total_size", offsetof(npf_segment_t, total) },
+                { "allocated_size", offsetof(npf_segment_t, allocated) },
+                { "active_size", offsetof(npf_segment_t, active) },
+                { "requested_size", offsetof(npf_segment_t, requested) },
+                { "stream", offsetof(npf_segment_t, stream) },
+        };
+        for (size_t i = 0; i < sizeof(ints) / sizeof(ints[0]); i++)
+                if (npf_value_get(d, ints[i].key, &v) &&
+                    (r = get_u64(v, ints[i].key, "segment", idx, (uint64_t *) ((char *) seg + ints[i].off), err)) < 0)
+                        return r;
+        if (npf_value_get(d, "device", &v) && !npf_value_int64(v, &seg->device))
+                return say(err, -EINVAL, "segment %zu: device is a %s, not an int", idx, npf_value_kind_name(v));
+        if (npf_value_get(d, "segment_type", &v) && (r = intern_str(l, v, "segment_type", "segment", idx, &seg->type,
+                                                                   err)) < 0)
+                return r;
+        if (npf_value_get(d, "is_expandable", &v))
+                seg->expandable = v.kind == NPF_V_BOOL && v.as.i;
+        if (npf_value_get(d, "frames", &v) && (r = stack_of(v, "segment", idx, &seg->stack, err)) < 0)
+                return r;
+        if (!npf_value_get(d, "blocks", &blocks))
+                return 0;
+        if (blocks.kind != NPF_V_LIST && blocks.kind != NPF_V_TUPLE)
+                return say(err, -EINVAL, "segment %zu: blocks is a %s, not a list", idx, npf_value_kind_name(blocks));
+        size_t n = npf_value_len(blocks);
+        uint64_t addr = seg->addr;
+        npf_block_t *p = realloc(s->blocks, (s->n_blocks + n + 1) * sizeof(*p));
+        if (!p)
+                return say(err, -ENOMEM, "out of memory");
+        s->blocks = p;
+        for (size_t i = 0; i < n; i++) {
+                npf_value_t b = npf_value_at(blocks, i);
+                if (!is_record(b, R_BLOCK))
+                        return say(err, -EINVAL, "segment %zu: blocks[%zu] is a %s, not a block", idx, i,
+                                   npf_value_kind_name(b));
+                npf_block_t blk = l->blocks[b.as.u];
+                /* A block without an address follows the one before it. */
+                if (!l->block_has_addr[b.as.u])
+                        blk.addr = addr;
+                addr = blk.addr + blk.size;
+                s->blocks[s->n_blocks++] = blk;
+        }
+        seg->n_blocks = n;
+        return 0;
+}
+
+static int read_segments(loader_t *l, npf_value_t list, char *err)
+{
+        npf_snapshot_t *s = l->s;
+        size_t n = npf_value_len(list);
+        int r;
+
+        if (list.kind != NPF_V_LIST && list.kind != NPF_V_TUPLE)
+                return say(err, -EINVAL, "segments is a %s, not a list", npf_value_kind_name(list));
+        if (!(s->segments = calloc(n + 1, sizeof(*s->segments))))
+                return say(err, -ENOMEM, "out of memory");
+        for (size_t i = 0; i < n; i++) {
+                if ((r = read_segment(l, npf_value_at(list, i), i, &s->segments[i], err)) < 0)
+                        return r;
+                s->n_segments++;
+        }
+        return 0;
+}
+
+/* Each device's entries, in order; copied unless they already lie back to back. */
+static int read_traces(loader_t *l, npf_value_t traces, char *err)
+{
+        npf_snapshot_t *s = l->s;
+        size_t nd = npf_value_len(traces), total = 0;
+        bool in_place = true;
+        size_t next = 0;
+
+        if (traces.kind != NPF_V_LIST && traces.kind != NPF_V_TUPLE)
+                return say(err, -EINVAL, "device_traces is a %s, not a list", npf_value_kind_name(traces));
+        if (!(s->traces = calloc(nd + 1, sizeof(*s->traces))))
+                return say(err, -ENOMEM, "out of memory");
+        s->n_traces = nd;
+        for (size_t d = 0; d < nd; d++) {
+                npf_value_t t = npf_value_at(traces, d);
+                size_t n = npf_value_len(t);
+                if (t.kind != NPF_V_LIST && t.kind != NPF_V_TUPLE)
+                        return say(err, -EINVAL, "device_traces[%zu] is a %s, not a list", d, npf_value_kind_name(t));
+                for (size_t i = 0; i < n; i++) {
+                        npf_value_t e = npf_value_at(t, i);
+                        if (!is_record(e, R_EVENT))
+                                return say(err, -EINVAL, "device_traces[%zu][%zu] is a %s, not a trace entry (a dict "
+                                           "with an action)", d, i, npf_value_kind_name(e));
+                        if (e.as.u != next + i)
+                                in_place = false;
+                }
+                s->traces[d] = (npf_device_trace_t) { .first = total, .n = n };
+                next += n;
+                total += n;
+        }
+        if (in_place && total == l->n_events) {
+                s->events = l->events;
+                s->n_events = total;
+                l->events = NULL;
+                return 0;
+        }
+        if (!(s->events = malloc((total + 1) * sizeof(*s->events))))
+                return say(err, -ENOMEM, "out of memory");
+        for (size_t d = 0; d < nd; d++) {
+                npf_value_t t = npf_value_at(traces, d);
+                for (size_t i = 0; i < s->traces[d].n; i++)
+                        s->events[s->traces[d].first + i] = l->events[npf_value_at(t, i).as.u];
+        }
+        s->n_events = total;
+        return 0;
+}
+
+/* A small subtree as JSON (allocator_settings): records and bytes become null. */
+static json_t *to_json(npf_value_t v, int depth)
+{
+        json_t *j;
+        npf_value_t k, x;
+        int64_t i;
+        double f;
+
+        if (depth > 16)
+                return json_null();
+        switch (v.kind) {
+        case NPF_V_BOOL:
+                return json_boolean(v.as.i);
+        case NPF_V_INT:
+                return npf_value_int64(v, &i) ? json_integer(i) : npf_value_double(v, &f) ? json_real(f) : json_null();
+        case NPF_V_FLOAT:
+                return json_real(v.as.f);
+        case NPF_V_STR:
+                return (j = json_stringn(v.as.s, v.len)) ? j : json_null();
+        case NPF_V_LIST:
+        case NPF_V_TUPLE:
+        case NPF_V_SET:
+                j = json_array();
+                for (size_t n = 0; n < npf_value_len(v); n++)
+                        json_array_append_new(j, to_json(npf_value_at(v, n), depth + 1));
+                return j;
+        case NPF_V_DICT:
+                j = json_object();
+                for (size_t n = 0; npf_value_pair(v, n, &k, &x); n++) {
+                        char key[128];
+                        if (k.kind == NPF_V_STR)
+                                snprintf(key, sizeof(key), "%.*s", (int) (k.len < 127 ? k.len : 127), k.as.s);
+                        else
+                                snprintf(key, sizeof(key), "%s", npf_value_kind_name(k));
+                        json_object_set_new(j, key, to_json(x, depth + 1));
+                }
+                return j;
+        default:
+                return json_null();
+        }
+}
+
+static int read_document(loader_t *l, npf_value_t root, char *err)
+{
+        npf_snapshot_t *s = l->s;
+        npf_value_t v;
+        int r;
+
+        if (root.kind == NPF_V_LIST) {
+                s->legacy = true;
+                return read_segments(l, root, err);
+        }
+        if (root.kind != NPF_V_DICT)
+                return say(err, -EINVAL, "the document is a %s; a snapshot is a dict with segments and device_traces, "
+                           "or a list of segments", npf_value_kind_name(root));
+        if (!npf_value_get(root, "segments", &v) && !npf_value_get(root, "device_traces", &v))
+                return say(err, -EINVAL, "the document is a dict without segments or device_traces: not a memory "
+                           "snapshot");
+        if (npf_value_get(root, "segments", &v) && (r = read_segments(l, v, err)) < 0)
+                return r;
+        if (npf_value_get(root, "device_traces", &v) && (r = read_traces(l, v, err)) < 0)
+                return r;
+        if (npf_value_get(root, "allocator_settings", &v) && v.kind == NPF_V_DICT)
+                s->allocator_settings = to_json(v, 0);
+        if (npf_value_get(root, "external_annotations", &v))
+                s->n_annotations = npf_value_len(v);
+        return 0;
+}
+
+bool npf_snapshot_sniff(const void *head, size_t len)
+{
+        const char *p = head;
+
+        if (len >= 2 && (unsigned char) p[0] == 0x80)
+                return true;
+        if (memmem(p, len, "\"traceEvents\"", 13) || memmem(p, len, "\"ph\"", 4))
+                return false;
+        return memmem(p, len, "\"segments\"", 10) || memmem(p, len, "\"device_traces\"", 15) ||
+               memmem(p, len, "\"total_size\"", 12);
+}
+
+int npf_snapshot_loadb(const void *buf, size_t len, npf_snapshot_progress_cb progress, void *userdata,
+                       npf_snapshot_t **ret, char *err)
+{
+        loader_t l = { 0 };
+        npf_vtree_t *tree = NULL;
+        npf_value_t root;
+        const char *p = buf;
+        size_t i = 0;
+        int r;
+
+        err[0] = '\0';
+        if (!(l.s = calloc(1, sizeof(*l.s))) || !(l.in = npf_intern_new()) || !(tree = npf_vtree_new(reduce, &l))) {
+                r = say(err, -ENOMEM, "out of memory");
+                goto out;
+        }
+        l.s->intern = l.in;
+        l.s->input_bytes = len;
+        while (i < len && (p[i] == ' ' || p[i] == '\t' || p[i] == '\n' || p[i] == '\r'))
+                i++;
+        if (i < len && (p[i] == '{' || p[i] == '[')) {
+                json_error_t je;
+                json_t *doc = json_loadb(buf, len, 0, &je);
+                if (!doc) {
+                        r = say(err, -EINVAL, "line %d, column %d: %s", je.line, je.column, je.text);
+                        goto out;
+                }
+                r = npf_vtree_from_json(tree, doc, &root, err, NPF_SNAPSHOT_ERR_MAX);
+                json_decref(doc);
+        } else if (len >= 2 && (unsigned char) p[0] == 0x80) {
+                r = npf_pickle_load(buf, len, tree, progress, userdata, &root, err);
+        } else {
+                r = say(err, -EINVAL, "neither a pickle (it would start with byte 0x80) nor JSON");
+        }
+        if (r == 0)
+                r = read_document(&l, root, err);
+out:
+        npf_vtree_free(tree);
+        free(l.events);
+        free(l.blocks);
+        free(l.block_has_addr);
+        free(l.frames);
+        if (r < 0) {
+                if (l.s && !l.s->intern)
+                        npf_intern_free(l.in);
+                npf_snapshot_free(l.s);
+                return r;
+        }
+        *ret = l.s;
+        return 0;
+}
+
+int npf_snapshot_load(const char *path, npf_snapshot_progress_cb progress, void *userdata, npf_snapshot_t **ret,
+                      char *err)
+{
+        struct stat st;
+        void *map = NULL;
+        int fd, r;
+
+        fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return say(err, -errno, "%s: %s", path, strerror(errno));
+        if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+                r = errno ? -errno : -EINVAL;
+                close(fd);
+                return say(err, S_ISREG(st.st_mode) ? r : -EINVAL, "%s: not a regular file", path);
+        }
+        if (st.st_size == 0) {
+                close(fd);
+                return say(err, -EINVAL, "%s: empty file", path);
+        }
+        map = mmap(NULL, (size_t) st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+        close(fd);
+        if (map == MAP_FAILED)
+                return say(err, -errno, "%s: %s", path, strerror(errno));
+        madvise(map, (size_t) st.st_size, MADV_SEQUENTIAL);
+        r = npf_snapshot_loadb(map, (size_t) st.st_size, progress, userdata, ret, err);
+        munmap(map, (size_t) st.st_size);
+        return r;
+}
+
+npf_snapshot_t *npf_snapshot_free(npf_snapshot_t *s)
+{
+        if (!s)
+                return NULL;
+        free(s->segments);
+        free(s->blocks);
+        free(s->events);
+        free(s->traces);
+        npf_intern_free(s->intern);
+        json_decref(s->allocator_settings);
+        free(s);
+        return NULL;
+}
