@@ -385,7 +385,7 @@ static int text_memo(vm_t *vm, bool put)
 static int step(vm_t *vm)
 {
         const uint8_t *a;
-        size_t from, len;
+        size_t from = 0, len;
         uint8_t op;
         int r;
 

@@ -577,9 +577,11 @@ int npf_snapshot_loadb(const void *buf, size_t len, npf_snapshot_progress_cb pro
                         r = say(err, -EINVAL, "line %d, column %d: %s", je.line, je.column, je.text);
                         goto out;
                 }
+                l.s->format = "json";
                 r = npf_vtree_from_json(tree, doc, &root, err, NPF_SNAPSHOT_ERR_MAX);
                 json_decref(doc);
         } else if (len >= 2 && (unsigned char) p[0] == 0x80) {
+                l.s->format = "pickle";
                 r = npf_pickle_load(buf, len, tree, progress, userdata, &root, err);
         } else {
                 r = say(err, -EINVAL, "neither a pickle (it would start with byte 0x80) nor JSON");

@@ -85,6 +85,7 @@ typedef struct npf_snapshot {
         json_t *allocator_settings;     /* NULL when absent */
         size_t n_annotations;           /* external_annotations */
         bool legacy;                    /* a bare list of segments */
+        const char *format;             /* "pickle" or "json" */
         size_t input_bytes;
 } npf_snapshot_t;
 

@@ -1,0 +1,559 @@
+/* SPDX-License-Identifier: MIT */
+/* The per-device analyses of a replayed snapshot, as JSON. */
+#include "replay/analysis.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static json_t *u64(uint64_t v)
+{
+        return json_integer(v > INT64_MAX ? INT64_MAX : (json_int_t) v);
+}
+
+static json_t *hex(uint64_t v)
+{
+        char buf[24];
+
+        snprintf(buf, sizeof(buf), "0x%" PRIx64, v);
+        return json_string(buf);
+}
+
+static json_t *count_bytes(size_t count, uint64_t bytes)
+{
+        return json_pack("{s:I,s:o}", "count", (json_int_t) count, "bytes", u64(bytes));
+}
+
+/* An event index in JSON: null before or after the trace. */
+static json_t *index_json(int64_t i)
+{
+        return i < 0 || i == NPF_AFTER_TRACE ? json_null() : json_integer(i);
+}
+
+static json_t *time_of(const npf_replay_t *r, int64_t i)
+{
+        if (i < 0 || (size_t) i >= r->n || r->events[i].time_us == NPF_TIME_UNKNOWN)
+                return json_null();
+        return json_integer(r->events[i].time_us);
+}
+
+json_t *npf_analysis_stack(const npf_snapshot_t *s, uint32_t stack, size_t max_frames)
+{
+        const uint32_t *ids;
+        size_t n = npf_intern_stack_get(s->intern, stack, &ids);
+        json_t *a = json_array();
+
+        for (size_t i = 0; a && i < n && i < max_frames; i++) {
+                const npf_frame_t *f = npf_intern_frame_get(s->intern, ids[i]);
+                if (f)
+                        json_array_append_new(a, json_pack("{s:s,s:s,s:I}", "name", npf_intern_str(s->intern, f->name),
+                                                           "filename", npf_intern_str(s->intern, f->filename),
+                                                           "line", (json_int_t) f->line));
+        }
+        return a;
+}
+
+/* --- ranking ---------------------------------------------------------------------------------- */
+
+static const npf_life_t *sort_lives;
+
+static int by_size_desc(const void *a, const void *b)
+{
+        const npf_life_t *x = &sort_lives[*(const size_t *) a], *y = &sort_lives[*(const size_t *) b];
+        if (x->size != y->size)
+                return x->size < y->size ? 1 : -1;
+        return x->addr < y->addr ? -1 : x->addr > y->addr;
+}
+
+static json_t *life_json(const npf_snapshot_t *s, const npf_replay_t *r, const npf_life_t *l,
+                         const npf_analysis_opts_t *o)
+{
+        json_t *j = json_pack("{s:o,s:o,s:o,s:o,s:o,s:o,s:o}", "addr", hex(l->addr), "size", u64(l->size), "stream",
+                              u64(l->stream), "allocated_at", index_json(l->alloc), "free_requested_at",
+                              index_json(l->free_requested), "allocated_time_us", time_of(r, l->alloc), "frames",
+                              npf_analysis_stack(s, l->stack, o->max_frames));
+        if (j && l->context)
+                json_object_set_new(j, "compile_context", json_string(npf_intern_str(s->intern, l->context)));
+        return j;
+}
+
+/* The lives chosen by @keep, their count and bytes, and the @o->top largest. */
+static json_t *ranked(const npf_snapshot_t *s, const npf_replay_t *r, const npf_analysis_opts_t *o,
+                      bool (*keep)(const npf_life_t *l, int64_t at), int64_t at, size_t **ret_idx, size_t *ret_n)
+{
+        size_t *idx = malloc((r->n_lives + 1) * sizeof(*idx)), n = 0;
+        uint64_t bytes = 0;
+        json_t *blocks, *j;
+
+        if (!idx)
+                return NULL;
+        for (size_t i = 0; i < r->n_lives; i++)
+                if (keep(&r->lives[i], at)) {
+                        idx[n++] = i;
+                        bytes += r->lives[i].size;
+                }
+        sort_lives = r->lives;
+        qsort(idx, n, sizeof(*idx), by_size_desc);
+        blocks = json_array();
+        for (size_t i = 0; i < n && i < o->top; i++)
+                json_array_append_new(blocks, life_json(s, r, &r->lives[idx[i]], o));
+        j = json_pack("{s:I,s:o,s:o}", "count", (json_int_t) n, "bytes", u64(bytes), "blocks", blocks);
+        if (ret_idx) {
+                *ret_idx = idx;
+                *ret_n = n;
+        } else {
+                free(idx);
+        }
+        return j;
+}
+
+static bool allocated_at(const npf_life_t *l, int64_t at)
+{
+        return l->alloc <= at && l->free_requested > at;
+}
+
+static bool leaked(const npf_life_t *l, int64_t at)
+{
+        (void) at;
+        return l->alloc >= 0 && l->free_requested == NPF_AFTER_TRACE;
+}
+
+/* --- call sites --------------------------------------------------------------------------- */
+
+typedef struct site {
+        uint32_t stack;
+        size_t count;
+        uint64_t bytes;
+        double byte_events;     /* bytes times events alive: can exceed 2^64 */
+} site_t;
+
+static int by_stack(const void *a, const void *b)
+{
+        const site_t *x = a, *y = b;
+        return x->stack < y->stack ? -1 : x->stack > y->stack;
+}
+
+static int by_weight_desc(const void *a, const void *b)
+{
+        const site_t *x = a, *y = b;
+        if (x->byte_events != y->byte_events)
+                return x->byte_events < y->byte_events ? 1 : -1;
+        return x->stack < y->stack ? -1 : x->stack > y->stack;
+}
+
+static int by_bytes_desc(const void *a, const void *b)
+{
+        const site_t *x = a, *y = b;
+        if (x->bytes != y->bytes)
+                return x->bytes < y->bytes ? 1 : -1;
+        return x->stack < y->stack ? -1 : x->stack > y->stack;
+}
+
+/* The lives at @idx (@n of them) grouped by allocation stack, ranked by @cmp. */
+static json_t *sites(const npf_snapshot_t *s, const npf_replay_t *r, const size_t *idx, size_t n,
+                     int (*cmp)(const void *, const void *), const npf_analysis_opts_t *o)
+{
+        site_t *v = malloc((n + 1) * sizeof(*v));
+        size_t m = 0;
+        json_t *a = json_array();
+
+        if (!v || !a) {
+                free(v);
+                json_decref(a);
+                return NULL;
+        }
+        for (size_t i = 0; i < n; i++) {
+                const npf_life_t *l = &r->lives[idx ? idx[i] : i];
+                int64_t from = l->alloc < 0 ? 0 : l->alloc;
+                int64_t to = l->free_requested == NPF_AFTER_TRACE ? (int64_t) r->n : l->free_requested;
+                v[i] = (site_t) { l->stack, 1, l->size, (double) l->size * (double) (to > from ? to - from : 0) };
+        }
+        qsort(v, n, sizeof(*v), by_stack);
+        for (size_t i = 0; i < n; i++) {
+                if (m > 0 && v[m - 1].stack == v[i].stack) {
+                        v[m - 1].count++;
+                        v[m - 1].bytes += v[i].bytes;
+                        v[m - 1].byte_events += v[i].byte_events;
+                } else {
+                        v[m++] = v[i];
+                }
+        }
+        qsort(v, m, sizeof(*v), cmp);
+        for (size_t i = 0; i < m && i < o->top; i++)
+                json_array_append_new(a, json_pack("{s:I,s:o,s:f,s:o}", "count", (json_int_t) v[i].count, "bytes",
+                                                   u64(v[i].bytes), "byte_events", v[i].byte_events, "frames",
+                                                   npf_analysis_stack(s, v[i].stack, o->max_frames)));
+        free(v);
+        return a;
+}
+
+/* --- the static plan ------------------------------------------------------------------------ */
+
+typedef struct span {
+        int64_t from, to;       /* [from, to) */
+} span_t;
+
+typedef struct partition {
+        uint64_t size;
+        span_t *spans;          /* sorted, disjoint */
+        size_t n, cap;
+} partition_t;
+
+typedef struct tensor {
+        uint64_t size;
+        span_t span;
+} tensor_t;
+
+static int by_tensor_size_desc(const void *a, const void *b)
+{
+        const tensor_t *x = a, *y = b;
+        if (x->size != y->size)
+                return x->size < y->size ? 1 : -1;
+        return x->span.from < y->span.from ? -1 : x->span.from > y->span.from;
+}
+
+/* Where @t would go in @p's spans, or SIZE_MAX when it overlaps one. */
+static size_t fits(const partition_t *p, span_t t)
+{
+        size_t lo = 0, hi = p->n;
+
+        while (lo < hi) {
+                size_t mid = lo + (hi - lo) / 2;
+                if (p->spans[mid].to <= t.from)
+                        lo = mid + 1;
+                else
+                        hi = mid;
+        }
+        return lo < p->n && p->spans[lo].from < t.to ? SIZE_MAX : lo;
+}
+
+int npf_plan_lifetimes(const npf_replay_t *r, npf_plan_t *ret)
+{
+        tensor_t *t = malloc((r->n_lives + 1) * sizeof(*t));
+        partition_t *parts = NULL;
+        size_t nt = 0, np = 0, cap = 0;
+        npf_plan_t plan = { 0 };
+        int e = -ENOMEM;
+
+        if (!t)
+                return -ENOMEM;
+        for (size_t i = 0; i < r->n_lives; i++) {
+                const npf_life_t *l = &r->lives[i];
+                span_t sp = { l->alloc < 0 ? 0 : l->alloc + 1,
+                              l->free_requested == NPF_AFTER_TRACE ? (int64_t) r->n + 1 : l->free_requested + 1 };
+                if (l->size && sp.to > sp.from)
+                        t[nt++] = (tensor_t) { l->size, sp };
+        }
+        qsort(t, nt, sizeof(*t), by_tensor_size_desc);
+        for (size_t i = 0; i < nt; i++) {
+                size_t p, at = SIZE_MAX;
+                for (p = 0; p < np; p++)
+                        if ((at = fits(&parts[p], t[i].span)) != SIZE_MAX)
+                                break;
+                if (p == np) {
+                        if (np == cap) {
+                                cap = cap ? cap * 2 : 64;
+                                partition_t *q = realloc(parts, cap * sizeof(*q));
+                                if (!q)
+                                        goto out;
+                                parts = q;
+                        }
+                        parts[np++] = (partition_t) { .size = t[i].size };
+                        plan.plan_bytes += t[i].size;
+                        at = 0;
+                }
+                partition_t *pp = &parts[p];
+                if (pp->n == pp->cap) {
+                        size_t c = pp->cap ? pp->cap * 2 : 8;
+                        span_t *q = realloc(pp->spans, c * sizeof(*q));
+                        if (!q)
+                                goto out;
+                        pp->spans = q;
+                        pp->cap = c;
+                }
+                memmove(pp->spans + at + 1, pp->spans + at, (pp->n - at) * sizeof(span_t));
+                pp->spans[at] = t[i].span;
+                pp->n++;
+        }
+        /* The most bytes live at once: a sweep over the positions 0 (before the first event)
+         * to n (after the last), from the same spans. */
+        {
+                int64_t *delta = calloc(r->n + 2, sizeof(*delta)), live = 0;
+                if (!delta)
+                        goto out;
+                for (size_t i = 0; i < nt; i++) {
+                        delta[t[i].span.from] += (int64_t) t[i].size;
+                        delta[t[i].span.to] -= (int64_t) t[i].size;
+                }
+                for (size_t i = 0; i <= r->n; i++) {
+                        live += delta[i];
+                        if ((uint64_t) live > plan.peak_live_bytes)
+                                plan.peak_live_bytes = (uint64_t) live;
+                }
+                free(delta);
+        }
+        plan.partitions = np;
+        plan.tensors = nt;
+        *ret = plan;
+        e = 0;
+out:
+        for (size_t p = 0; p < np; p++)
+                free(parts[p].spans);
+        free(parts);
+        free(t);
+        return e;
+}
+
+/* --- the per-device report ------------------------------------------------------------------ */
+
+static json_t *peak_json(const npf_replay_t *r, const uint64_t *v, uint64_t start, int64_t *ret_index)
+{
+        uint64_t best = start;
+        int64_t at = -1;
+
+        for (size_t i = 0; i < r->n; i++)
+                if (v[i] > best) {
+                        best = v[i];
+                        at = (int64_t) i;
+                }
+        *ret_index = at;
+        return json_pack("{s:o,s:o,s:o,s:s?}", "bytes", u64(best), "index", index_json(at), "time_us", time_of(r, at),
+                         "action", at >= 0 ? npf_action_name(r->events[at].action) : NULL);
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+        int64_t x = *(const int64_t *) a, y = *(const int64_t *) b;
+        return x < y ? -1 : x > y;
+}
+
+/* count, median, p99 and max of @n values (sorted here). */
+static json_t *distribution(int64_t *v, size_t n)
+{
+        if (n == 0)
+                return json_pack("{s:i,s:n,s:n,s:n}", "count", 0, "median", "p99", "max");
+        qsort(v, n, sizeof(*v), cmp_i64);
+        size_t p99 = (size_t) ((double) (n - 1) * 0.99 + 0.5);
+        return json_pack("{s:I,s:I,s:I,s:I}", "count", (json_int_t) n, "median", (json_int_t) v[(n - 1) / 2], "p99",
+                         (json_int_t) v[p99], "max", (json_int_t) v[n - 1]);
+}
+
+static json_t *free_delay(const npf_replay_t *r)
+{
+        int64_t *ev = malloc((r->n_lives + 1) * sizeof(*ev)), *us = malloc((r->n_lives + 1) * sizeof(*us));
+        size_t n = 0, nt = 0, pending = 0;
+        json_t *j = NULL;
+
+        if (ev && us) {
+                for (size_t i = 0; i < r->n_lives; i++) {
+                        const npf_life_t *l = &r->lives[i];
+                        if (l->free_requested >= 0 && l->free_requested != NPF_AFTER_TRACE &&
+                            l->freed == NPF_AFTER_TRACE) {
+                                pending++;
+                                continue;
+                        }
+                        if (l->free_requested < 0 || l->free_requested == NPF_AFTER_TRACE ||
+                            l->freed == NPF_AFTER_TRACE || r->events[l->freed].action != NPF_ACT_FREE_COMPLETED)
+                                continue;
+                        ev[n++] = l->freed - l->free_requested;
+                        int64_t a = r->events[l->free_requested].time_us, b = r->events[l->freed].time_us;
+                        if (a != NPF_TIME_UNKNOWN && b != NPF_TIME_UNKNOWN)
+                                us[nt++] = b - a;
+                }
+                j = json_pack("{s:o,s:o,s:I}", "events", distribution(ev, n), "time_us",
+                              nt ? distribution(us, nt) : json_null(), "pending_at_dump", (json_int_t) pending);
+        }
+        free(ev);
+        free(us);
+        return j;
+}
+
+static json_t *fragmentation(const npf_snapshot_t *s, const npf_replay_t *r, int64_t at)
+{
+        npf_state_t *st;
+        uint64_t free_bytes = 0, largest = 0, reserved = 0;
+
+        if (npf_replay_state_at(s, r, at, &st) < 0)
+                return NULL;
+        /* Free ranges: each segment minus the live blocks in it, both sorted by address. */
+        size_t b = 0;
+        for (size_t i = 0; i < st->n_segments; i++) {
+                const npf_range_t *g = &st->segments[i];
+                uint64_t cur = g->addr, end = g->addr + g->size;
+                reserved += g->size;
+                while (b < st->n_blocks && st->blocks[b].addr < g->addr)
+                        b++;
+                for (; b < st->n_blocks && st->blocks[b].addr < end; b++) {
+                        if (st->blocks[b].addr > cur) {
+                                uint64_t gap = st->blocks[b].addr - cur;
+                                free_bytes += gap;
+                                if (gap > largest)
+                                        largest = gap;
+                        }
+                        if (st->blocks[b].addr + st->blocks[b].size > cur)
+                                cur = st->blocks[b].addr + st->blocks[b].size;
+                }
+                if (end > cur) {
+                        free_bytes += end - cur;
+                        if (end - cur > largest)
+                                largest = end - cur;
+                }
+        }
+        uint64_t allocated = at < 0 ? r->start_allocated : r->allocated[at];
+        json_t *j = json_pack("{s:o,s:o,s:o,s:o,s:o,s:o,s:f,s:I}", "index", index_json(at), "reserved", u64(reserved),
+                              "allocated", u64(allocated), "unallocated",
+                              u64(reserved > allocated ? reserved - allocated : 0), "free_bytes", u64(free_bytes),
+                              "largest_free", u64(largest), "largest_free_ratio",
+                              free_bytes ? (double) largest / (double) free_bytes : 1.0, "segments",
+                              (json_int_t) st->n_segments);
+        npf_state_free(st);
+        return j;
+}
+
+typedef struct stream_total {
+        uint64_t stream, alloc_bytes, segment_bytes;
+        size_t allocs, segments;
+} stream_total_t;
+
+static json_t *streams(const npf_replay_t *r)
+{
+        stream_total_t *v = NULL;
+        size_t n = 0;
+        json_t *a = json_array();
+
+        for (size_t i = 0; i < r->n; i++) {
+                const npf_event_t *e = &r->events[i];
+                bool alloc = e->action == NPF_ACT_ALLOC;
+                bool seg = e->action == NPF_ACT_SEGMENT_ALLOC || e->action == NPF_ACT_SEGMENT_MAP;
+                if (!alloc && !seg)
+                        continue;
+                size_t k;
+                for (k = 0; k < n && v[k].stream != e->stream; k++)
+                        ;
+                if (k == n) {
+                        if (n == 64)    /* more streams than anyone reads: the rest are not listed */
+                                continue;
+                        stream_total_t *p = realloc(v, (n + 1) * sizeof(*p));
+                        if (!p)
+                                break;
+                        v = p;
+                        v[n++] = (stream_total_t) { .stream = e->stream };
+                }
+                if (alloc) {
+                        v[k].allocs++;
+                        v[k].alloc_bytes += e->size;
+                } else {
+                        v[k].segments++;
+                        v[k].segment_bytes += e->size;
+                }
+        }
+        for (size_t k = 0; k < n; k++)
+                json_array_append_new(a, json_pack("{s:o,s:I,s:o,s:I,s:o}", "stream", hex(v[k].stream), "allocs",
+                                                   (json_int_t) v[k].allocs, "alloc_bytes", u64(v[k].alloc_bytes),
+                                                   "segment_allocs", (json_int_t) v[k].segments, "segment_bytes",
+                                                   u64(v[k].segment_bytes)));
+        free(v);
+        return a;
+}
+
+json_t *npf_analysis_device(const npf_snapshot_t *s, const npf_replay_t *r, const npf_analysis_opts_t *o)
+{
+        size_t actions[NPF_ACT__COUNT] = { 0 };
+        uint64_t action_bytes[NPF_ACT__COUNT] = { 0 };
+        json_t *d = json_object(), *acts = json_object(), *oom = json_array(), *issues = json_array();
+        bool timed = false;
+        int64_t peak_alloc, peak_active, peak_reserved;
+        size_t *leak_idx = NULL, n_leaks = 0;
+        npf_plan_t plan;
+
+        if (!d || !acts || !oom || !issues)
+                goto fail;
+        for (size_t i = 0; i < r->n; i++) {
+                const npf_event_t *e = &r->events[i];
+                actions[e->action]++;
+                action_bytes[e->action] += e->size;
+                timed |= e->time_us != NPF_TIME_UNKNOWN;
+                if (e->action == NPF_ACT_OOM && json_array_size(oom) < o->top)
+                        json_array_append_new(oom, json_pack("{s:I,s:o,s:o,s:o,s:o}", "index", (json_int_t) i, "size",
+                                                             u64(e->size), "device_free", u64(e->addr), "time_us",
+                                                             time_of(r, (int64_t) i), "frames",
+                                                             npf_analysis_stack(s, e->stack, o->max_frames)));
+        }
+        for (int a = 0; a < NPF_ACT__COUNT; a++)
+                if (actions[a])
+                        json_object_set_new(acts, npf_action_name(a), json_integer((json_int_t) actions[a]));
+        for (size_t i = 0; i < r->n_issues && i < NPF_REPLAY_ISSUES_KEPT; i++)
+                json_array_append_new(issues, json_pack("{s:I,s:s,s:o,s:s}", "index", (json_int_t) r->issues[i].index,
+                                                        "action", npf_action_name(r->issues[i].action), "addr",
+                                                        hex(r->issues[i].addr), "what", r->issues[i].what));
+
+        json_object_set_new(d, "device", json_integer(r->device));
+        json_object_set_new(d, "events", json_integer((json_int_t) r->n));
+        json_object_set_new(d, "timed", json_boolean(timed));
+        json_object_set_new(d, "actions", acts);
+        json_object_set_new(d, "start", json_pack("{s:o,s:o,s:o}", "allocated", u64(r->start_allocated), "active",
+                                                  u64(r->start_active), "reserved", u64(r->start_reserved)));
+        json_object_set_new(d, "dump", json_pack("{s:o,s:o,s:o,s:I}", "allocated", u64(r->dump_allocated), "active",
+                                                 u64(r->dump_active), "reserved", u64(r->dump_reserved), "segments",
+                                                 (json_int_t) r->dump_segments));
+        json_object_set_new(d, "peak", json_pack("{s:o,s:o,s:o}",
+                                                 "allocated", peak_json(r, r->allocated, r->start_allocated, &peak_alloc),
+                                                 "active", peak_json(r, r->active, r->start_active, &peak_active),
+                                                 "reserved", peak_json(r, r->reserved, r->start_reserved, &peak_reserved)));
+        json_object_set_new(d, "live_at_peak", ranked(s, r, o, allocated_at, peak_alloc, NULL, NULL));
+        json_t *leaks = ranked(s, r, o, leaked, 0, &leak_idx, &n_leaks);
+        if (leaks)
+                json_object_set_new(leaks, "sites", sites(s, r, leak_idx, n_leaks, by_bytes_desc, o));
+        json_object_set_new(d, "leaks", leaks);
+        free(leak_idx);
+
+        size_t ghosts_freed = 0, ghosts_alive = 0;
+        uint64_t ghost_freed_bytes = 0, ghost_alive_bytes = 0;
+        for (size_t i = 0; i < r->n_lives; i++) {
+                const npf_life_t *l = &r->lives[i];
+                if (l->alloc != NPF_BEFORE_TRACE)
+                        continue;
+                if (l->free_requested == NPF_AFTER_TRACE && l->freed == NPF_AFTER_TRACE) {
+                        ghosts_alive++;
+                        ghost_alive_bytes += l->size;
+                } else {
+                        ghosts_freed++;
+                        ghost_freed_bytes += l->size;
+                }
+        }
+        json_object_set_new(d, "ghosts", json_pack("{s:I,s:o,s:o,s:o}", "count", (json_int_t) (ghosts_freed + ghosts_alive),
+                                                   "bytes", u64(ghost_freed_bytes + ghost_alive_bytes),
+                                                   "freed_in_trace", count_bytes(ghosts_freed, ghost_freed_bytes),
+                                                   "alive_throughout", count_bytes(ghosts_alive, ghost_alive_bytes)));
+        json_object_set_new(d, "fragmentation", fragmentation(s, r, peak_alloc));
+        json_object_set_new(d, "segment_churn",
+                            json_pack("{s:o,s:o,s:o,s:o}",
+                                      "segment_alloc", count_bytes(actions[NPF_ACT_SEGMENT_ALLOC], action_bytes[NPF_ACT_SEGMENT_ALLOC]),
+                                      "segment_free", count_bytes(actions[NPF_ACT_SEGMENT_FREE], action_bytes[NPF_ACT_SEGMENT_FREE]),
+                                      "segment_map", count_bytes(actions[NPF_ACT_SEGMENT_MAP], action_bytes[NPF_ACT_SEGMENT_MAP]),
+                                      "segment_unmap", count_bytes(actions[NPF_ACT_SEGMENT_UNMAP], action_bytes[NPF_ACT_SEGMENT_UNMAP])));
+        json_object_set_new(d, "streams", streams(r));
+        json_object_set_new(d, "free_delay", free_delay(r));
+        json_object_set_new(d, "top_sites", sites(s, r, NULL, r->n_lives, by_weight_desc, o));
+        if (npf_plan_lifetimes(r, &plan) == 0) {
+                uint64_t peak_reserved_bytes = peak_reserved < 0 ? r->start_reserved : r->reserved[peak_reserved];
+                json_object_set_new(d, "plan", json_pack("{s:o,s:o,s:f,s:o,s:f,s:I,s:I}",
+                        "plan_bytes", u64(plan.plan_bytes), "peak_live_bytes", u64(plan.peak_live_bytes),
+                        "plan_over_peak_live", plan.peak_live_bytes ? (double) plan.plan_bytes / (double) plan.peak_live_bytes : 1.0,
+                        "peak_reserved_bytes", u64(peak_reserved_bytes),
+                        "peak_reserved_over_plan", plan.plan_bytes ? (double) peak_reserved_bytes / (double) plan.plan_bytes : 0.0,
+                        "partitions", (json_int_t) plan.partitions, "tensors", (json_int_t) plan.tensors));
+        }
+        json_object_set_new(d, "oom", oom);
+        json_object_set_new(d, "workspace", count_bytes(r->workspace_segments, r->workspace_bytes));
+        json_object_set_new(d, "inconsistencies", json_pack("{s:I,s:o}", "count", (json_int_t) r->n_issues, "items", issues));
+        return d;
+fail:
+        json_decref(d);
+        json_decref(acts);
+        json_decref(oom);
+        json_decref(issues);
+        return NULL;
+}

@@ -1,0 +1,326 @@
+/* SPDX-License-Identifier: MIT */
+/* The cross-rank report: a walk for window directories, then one row per window. */
+#include "replay/cluster.h"
+#include "replay/replay.h"
+#include "replay/report.h"
+#include "replay/snapshot.h"
+#include "replay/svg.h"
+#include "replay/trace.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+typedef struct window {
+        char dir[PATH_MAX];
+        long long rank, start, stop;
+} window_t;
+
+typedef struct walk {
+        window_t *v;
+        size_t n, cap;
+} walk_t;
+
+static bool window_name(const char *name, window_t *w)
+{
+        int end = 0;
+
+        if (sscanf(name, "rank%lld_start%lld_stop%lld%n", &w->rank, &w->start, &w->stop, &end) != 3)
+                return false;
+        /* rank3_start10_stop15, or with the ".N" a rank adds on a name collision. */
+        return name[end] == '\0' || name[end] == '.';
+}
+
+static int find_windows(walk_t *w, const char *dir, int depth)
+{
+        DIR *d;
+        struct dirent *e;
+
+        if (depth > NPF_CLUSTER_DEPTH_MAX || !(d = opendir(dir)))
+                return depth == 0 ? -errno : 0;
+        while ((e = readdir(d))) {
+                window_t win;
+                struct stat st;
+                char path[PATH_MAX];
+                if (e->d_name[0] == '.' ||
+                    snprintf(path, sizeof(path), "%s/%s", dir, e->d_name) >= (int) sizeof(path) ||
+                    lstat(path, &st) < 0 || !S_ISDIR(st.st_mode))
+                        continue;
+                if (window_name(e->d_name, &win)) {
+                        if (w->n == NPF_CLUSTER_WINDOWS_MAX)
+                                break;
+                        if (w->n == w->cap) {
+                                size_t cap = w->cap ? w->cap * 2 : 64;
+                                window_t *p = realloc(w->v, cap * sizeof(*p));
+                                if (!p) {
+                                        closedir(d);
+                                        return -ENOMEM;
+                                }
+                                w->v = p;
+                                w->cap = cap;
+                        }
+                        snprintf(win.dir, sizeof(win.dir), "%s", path);
+                        w->v[w->n++] = win;
+                } else if (strcmp(e->d_name, "analysis") != 0) {
+                        find_windows(w, path, depth + 1);
+                }
+        }
+        closedir(d);
+        return 0;
+}
+
+static int by_rank(const void *a, const void *b)
+{
+        const window_t *x = a, *y = b;
+        if (x->rank != y->rank)
+                return x->rank < y->rank ? -1 : 1;
+        if (x->start != y->start)
+                return x->start < y->start ? -1 : 1;
+        return strcmp(x->dir, y->dir);
+}
+
+/* The peak allocated and reserved bytes over the devices of the snapshot at @path. */
+static int snapshot_peaks(const char *path, uint64_t *ret_alloc, uint64_t *ret_reserved, char *err)
+{
+        npf_snapshot_t *s;
+        int64_t *devices;
+        uint64_t pa = 0, pr = 0;
+        int r;
+
+        if ((r = npf_snapshot_load(path, NULL, NULL, &s, err)) < 0)
+                return r;
+        size_t nd = npf_replay_devices(s, &devices);
+        for (size_t k = 0; k < nd && r == 0; k++) {
+                npf_replay_t *rp;
+                if ((r = npf_replay_run(s, devices[k], false, &rp, err)) < 0)
+                        break;
+                pa = rp->start_allocated > pa ? rp->start_allocated : pa;
+                pr = rp->start_reserved > pr ? rp->start_reserved : pr;
+                for (size_t i = 0; i < rp->n; i++) {
+                        pa = rp->allocated[i] > pa ? rp->allocated[i] : pa;
+                        pr = rp->reserved[i] > pr ? rp->reserved[i] : pr;
+                }
+                npf_replay_free(rp);
+        }
+        free(devices);
+        npf_snapshot_free(s);
+        if (r == 0) {
+                *ret_alloc = pa;
+                *ret_reserved = pr;
+        }
+        return r;
+}
+
+/* One window's row: step times from its traces, peaks from its snapshots. */
+static json_t *window_row(const window_t *w)
+{
+        json_t *row = json_pack("{s:s,s:I,s:I,s:I}", "dir", w->dir, "rank", (json_int_t) w->rank, "start_step",
+                                (json_int_t) w->start, "stop_step", (json_int_t) w->stop);
+        char err[NPF_SNAPSHOT_ERR_MAX + NPF_TRACE_ERR_MAX];
+        bool have_steps = false, have_peak = false;
+        uint64_t pa = 0, pr = 0;
+        DIR *d = opendir(w->dir);
+        struct dirent *e;
+
+        if (!d) {
+                json_object_set_new(row, "error", json_string(strerror(errno)));
+                return row;
+        }
+        while ((e = readdir(d))) {
+                char path[PATH_MAX], head[4096];
+                const char *dot = strrchr(e->d_name, '.');
+                if (e->d_name[0] == '.' || !dot || strcmp(e->d_name, "manifest.json") == 0 ||
+                    snprintf(path, sizeof(path), "%s/%s", w->dir, e->d_name) >= (int) sizeof(path))
+                        continue;
+                int fd = open(path, O_RDONLY | O_CLOEXEC);
+                ssize_t n = fd < 0 ? -1 : read(fd, head, sizeof(head));
+                if (fd >= 0)
+                        close(fd);
+                if (n <= 0)
+                        continue;
+                if (npf_snapshot_sniff(head, (size_t) n)) {
+                        uint64_t a = 0, r = 0;
+                        if (snapshot_peaks(path, &a, &r, err) < 0) {
+                                json_object_set_new(row, "error", json_sprintf("%s: %s", e->d_name, err));
+                                continue;
+                        }
+                        pa = a > pa ? a : pa;
+                        pr = r > pr ? r : pr;
+                        have_peak = true;
+                } else if (memmem(head, (size_t) n, "\"traceEvents\"", 13) || memmem(head, (size_t) n, "\"ph\"", 4)) {
+                        npf_trace_t *t;
+                        npf_trace_step_stats_t st;
+                        if (have_steps)
+                                continue;
+                        if (npf_trace_load_file(path, NULL, NULL, &t, err) < 0) {
+                                json_object_set_new(row, "error", json_sprintf("%s: %s", e->d_name, err));
+                                continue;
+                        }
+                        npf_trace_step_stats(t, &st);
+                        npf_trace_free(t);
+                        if (st.n) {
+                                have_steps = true;
+                                json_object_set_new(row, "steps", json_integer((json_int_t) st.n));
+                                json_object_set_new(row, "step_median_us", json_real(st.median_us));
+                                json_object_set_new(row, "step_p90_us", json_real(st.p90_us));
+                                json_object_set_new(row, "step_max_us", json_real(st.max_us));
+                        }
+                }
+        }
+        closedir(d);
+        if (have_peak) {
+                json_object_set_new(row, "peak_allocated", json_integer((json_int_t) pa));
+                json_object_set_new(row, "peak_reserved", json_integer((json_int_t) pr));
+        }
+        return row;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+        double x = *(const double *) a, y = *(const double *) b;
+        return x < y ? -1 : x > y;
+}
+
+int npf_cluster_report(const char *dir, json_t **ret, char *err, size_t err_size)
+{
+        walk_t w = { 0 };
+        int r = find_windows(&w, dir, 0);
+        json_t *rows, *stragglers, *report;
+        double *medians;
+        size_t nm = 0;
+
+        if (r < 0 || w.n == 0) {
+                snprintf(err, err_size, "%s: %s", dir,
+                         r < 0 ? strerror(-r) : "no rank*_start*_stop* window directory below it");
+                free(w.v);
+                return r < 0 ? r : -ENOENT;
+        }
+        qsort(w.v, w.n, sizeof(*w.v), by_rank);
+        rows = json_array();
+        stragglers = json_array();
+        medians = malloc(w.n * sizeof(*medians));
+        if (!rows || !stragglers || !medians) {
+                json_decref(rows);
+                json_decref(stragglers);
+                free(medians);
+                free(w.v);
+                return -ENOMEM;
+        }
+        for (size_t i = 0; i < w.n; i++) {
+                json_t *row = window_row(&w.v[i]);
+                json_t *m = json_object_get(row, "step_median_us");
+                if (m)
+                        medians[nm++] = json_real_value(m);
+                json_array_append_new(rows, row);
+        }
+        double median = 0, threshold = 0;
+        if (nm) {
+                qsort(medians, nm, sizeof(*medians), cmp_double);
+                median = nm % 2 ? medians[nm / 2] : (medians[nm / 2 - 1] + medians[nm / 2]) / 2;
+                threshold = median * NPF_CLUSTER_STRAGGLER;
+        }
+        size_t i;
+        json_t *row;
+        json_array_foreach (rows, i, row) {
+                json_t *m = json_object_get(row, "step_median_us");
+                bool slow = m && json_real_value(m) > threshold;
+                json_object_set_new(row, "straggler", json_boolean(slow));
+                if (slow)
+                        json_array_append_new(stragglers, json_pack("{s:O,s:O,s:f}", "rank", json_object_get(row, "rank"),
+                                                                    "dir", json_object_get(row, "dir"), "over_median",
+                                                                    median > 0 ? json_real_value(m) / median : 0.0));
+        }
+        report = json_pack("{s:s,s:s,s:i,s:s,s:I,s:o,s:o,s:f,s:o,s:o}", "tool", "npuprof-replay", "kind", "cluster",
+                           "schema", 1, "dir", dir, "windows_found", (json_int_t) w.n, "median_step_us",
+                           nm ? json_real(median) : json_null(), "threshold_us", nm ? json_real(threshold) : json_null(),
+                           "straggler_factor", NPF_CLUSTER_STRAGGLER, "stragglers", stragglers, "windows", rows);
+        free(medians);
+        free(w.v);
+        if (!report)
+                return -ENOMEM;
+        *ret = report;
+        return 0;
+}
+
+static const char *us_text(double us, char *buf, size_t size)
+{
+        if (us >= 1e6)
+                snprintf(buf, size, "%.2f s", us / 1e6);
+        else if (us >= 1e3)
+                snprintf(buf, size, "%.2f ms", us / 1e3);
+        else
+                snprintf(buf, size, "%.1f us", us);
+        return buf;
+}
+
+int npf_cluster_text(FILE *f, const json_t *report)
+{
+        char a[32], b[32], c[24], d[24];
+        size_t i;
+        json_t *row;
+        const json_t *m = json_object_get(report, "median_step_us");
+
+        fprintf(f, "Cluster %s: %" JSON_INTEGER_FORMAT " window(s)", json_string_value(json_object_get(report, "dir")),
+                json_integer_value(json_object_get(report, "windows_found")));
+        if (json_is_real(m))
+                fprintf(f, "; median step %s, stragglers above %s (+10%%): %zu\n", us_text(json_real_value(m), a, sizeof(a)),
+                        us_text(json_real_value(json_object_get(report, "threshold_us")), b, sizeof(b)),
+                        json_array_size(json_object_get(report, "stragglers")));
+        else
+                fprintf(f, "; no ProfilerStep spans in any trace\n");
+        fprintf(f, "\n%6s %10s %12s %12s %12s %12s  %s\n", "rank", "steps", "median step", "p90 step", "peak alloc",
+                "peak reserv", "window");
+        json_array_foreach (json_object_get(report, "windows"), i, row) {
+                const json_t *med = json_object_get(row, "step_median_us"), *pa = json_object_get(row, "peak_allocated");
+                fprintf(f, "%6" JSON_INTEGER_FORMAT " %10" JSON_INTEGER_FORMAT " %12s %12s %12s %12s  %s%s%s%s\n",
+                        json_integer_value(json_object_get(row, "rank")),
+                        json_integer_value(json_object_get(row, "steps")),
+                        med ? us_text(json_real_value(med), a, sizeof(a)) : "-",
+                        med ? us_text(json_real_value(json_object_get(row, "step_p90_us")), b, sizeof(b)) : "-",
+                        pa ? npf_report_bytes((uint64_t) json_integer_value(pa), c) : "-",
+                        pa ? npf_report_bytes((uint64_t) json_integer_value(json_object_get(row, "peak_reserved")), d) : "-",
+                        json_string_value(json_object_get(row, "dir")),
+                        json_is_true(json_object_get(row, "straggler")) ? "  STRAGGLER" : "",
+                        json_object_get(row, "error") ? "  error: " : "",
+                        json_object_get(row, "error") ? json_string_value(json_object_get(row, "error")) : "");
+        }
+        return ferror(f) ? -EIO : 0;
+}
+
+int npf_cluster_svg(FILE *f, const json_t *report)
+{
+        const json_t *rows = json_object_get(report, "windows");
+        size_t n = json_array_size(rows), i;
+        npf_svg_rank_t *ranks = calloc(n + 1, sizeof(*ranks));
+        char (*names)[32] = calloc(n + 1, sizeof(*names));
+        json_t *row;
+        int r = -ENOMEM;
+
+        if (ranks && names) {
+                json_array_foreach (rows, i, row) {
+                        const json_t *med = json_object_get(row, "step_median_us");
+                        const json_t *pa = json_object_get(row, "peak_allocated");
+                        snprintf(names[i], sizeof(names[i]), "%" JSON_INTEGER_FORMAT,
+                                 json_integer_value(json_object_get(row, "rank")));
+                        ranks[i] = (npf_svg_rank_t) {
+                                .name = names[i], .step_us = med ? json_real_value(med) : 0, .has_step = med != NULL,
+                                .peak_bytes = pa ? (uint64_t) json_integer_value(pa) : 0, .has_peak = pa != NULL,
+                                .straggler = json_is_true(json_object_get(row, "straggler")),
+                        };
+                }
+                r = npf_svg_ranks(f, json_string_value(json_object_get(report, "dir")), ranks, n,
+                                  json_real_value(json_object_get(report, "median_step_us")),
+                                  json_real_value(json_object_get(report, "threshold_us")));
+        }
+        free(ranks);
+        free(names);
+        return r;
+}

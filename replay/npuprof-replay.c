@@ -1,0 +1,626 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * npuprof-replay: analyses what a profiling window captured. A memory snapshot is replayed
+ * device by device; a Chrome trace is nested into trees; a window directory gets both; a
+ * directory of windows (`cluster`) gets a per-rank table with its stragglers.
+ */
+#include "npuprof/protocol.h"
+#include "replay/analysis.h"
+#include "replay/cluster.h"
+#include "replay/report.h"
+#include "replay/snapshot.h"
+#include "replay/svg.h"
+#include "replay/trace.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+/* Exit statuses, which npuprofd reads. */
+#define EXIT_INPUT 1            /* the input could not be analysed; why is the last stderr line */
+#define EXIT_USAGE 2
+#define EXIT_NOMEM 3            /* out of memory, the address-space limit included */
+
+#define MAX_INPUTS 256u
+
+typedef struct options {
+        const char *outdir;
+        bool json, strict, quiet;
+        size_t top;
+} options_t;
+
+typedef struct progress {
+        const char *what;
+        struct timespec start, last;
+        bool quiet, shown;
+} progress_t;
+
+static progress_t progress;
+
+static double since(const struct timespec *t)
+{
+        struct timespec now;
+
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        return (double) (now.tv_sec - t->tv_sec) + (double) (now.tv_nsec - t->tv_nsec) / 1e9;
+}
+
+/* A line on stderr once an input has taken more than a second, then every second. */
+static void progress_cb(void *userdata, size_t done, size_t total)
+{
+        char a[24], b[24];
+
+        (void) userdata;
+        if (progress.quiet || since(&progress.start) < 1.0 || (progress.shown && since(&progress.last) < 1.0))
+                return;
+        clock_gettime(CLOCK_MONOTONIC, &progress.last);
+        progress.shown = true;
+        fprintf(stderr, "npuprof-replay: %s: %3.0f%% (%s of %s)\n", progress.what,
+                total ? 100.0 * (double) done / (double) total : 100.0, npf_report_bytes(done, a),
+                npf_report_bytes(total, b));
+}
+
+static void phase(const char *what)
+{
+        if (!progress.quiet && since(&progress.start) >= 1.0)
+                fprintf(stderr, "npuprof-replay: %s\n", what);
+}
+
+static int fail(int status, const char *fmt, ...)
+{
+        va_list ap;
+
+        fputs("npuprof-replay: ", stderr);
+        va_start(ap, fmt);
+        vfprintf(stderr, fmt, ap);
+        va_end(ap);
+        fputc('\n', stderr);
+        return status;
+}
+
+static int status_of(int r)
+{
+        return r == -ENOMEM ? EXIT_NOMEM : EXIT_INPUT;
+}
+
+/* --- writing outputs: a temporary renamed into place, so a file is whole or absent -------- */
+
+typedef struct out {
+        char tmp[PATH_MAX], path[PATH_MAX];
+        FILE *f;
+} out_t;
+
+static int out_open(out_t *o, const char *dir, const char *name)
+{
+        if (snprintf(o->path, sizeof(o->path), "%s/%s", dir, name) >= (int) sizeof(o->path) ||
+            snprintf(o->tmp, sizeof(o->tmp), "%s/.%s.tmp", dir, name) >= (int) sizeof(o->tmp))
+                return -ENAMETOOLONG;
+        if (!(o->f = fopen(o->tmp, "we")))
+                return -errno;
+        return 0;
+}
+
+static int out_close(out_t *o, int r)
+{
+        if (fflush(o->f) != 0 && r == 0)
+                r = -errno;
+        if (ferror(o->f) && r == 0)
+                r = -EIO;
+        fclose(o->f);
+        if (r == 0 && rename(o->tmp, o->path) < 0)
+                r = -errno;
+        if (r < 0)
+                unlink(o->tmp);
+        return r;
+}
+
+/* --- inputs ---------------------------------------------------------------------------------- */
+
+typedef enum { IN_SNAPSHOT, IN_TRACE } input_kind_t;
+
+typedef struct input {
+        char path[PATH_MAX];
+        input_kind_t kind;
+} input_t;
+
+/* What the file at @path holds, from its name and first bytes. Return: 0, or -ENOENT when
+ * it is neither a snapshot nor a trace. */
+static int classify(const char *path, input_kind_t *ret)
+{
+        char head[65536];
+        ssize_t n;
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+        if (fd < 0)
+                return -errno;
+        n = read(fd, head, sizeof(head));
+        close(fd);
+        if (n <= 0)
+                return n < 0 ? -errno : -ENOENT;
+        if ((unsigned char) head[0] == 0x80 || npf_snapshot_sniff(head, (size_t) n)) {
+                *ret = IN_SNAPSHOT;
+                return 0;
+        }
+        if (memmem(head, (size_t) n, "\"traceEvents\"", 13) || memmem(head, (size_t) n, "\"ph\"", 4)) {
+                *ret = IN_TRACE;
+                return 0;
+        }
+        return -ENOENT;
+}
+
+static int by_path(const void *a, const void *b)
+{
+        return strcmp(((const input_t *) a)->path, ((const input_t *) b)->path);
+}
+
+/* The snapshots and traces directly in the window directory @dir, by name. */
+static int scan_window(const char *dir, input_t *in, size_t *n)
+{
+        DIR *d = opendir(dir);
+        struct dirent *e;
+
+        if (!d)
+                return -errno;
+        while ((e = readdir(d)) && *n < MAX_INPUTS) {
+                const char *dot = strrchr(e->d_name, '.');
+                struct stat st;
+                if (e->d_name[0] == '.' || !dot || strcmp(e->d_name, "manifest.json") == 0 ||
+                    (strcmp(dot, ".json") != 0 && strcmp(dot, ".pkl") != 0 && strcmp(dot, ".pickle") != 0))
+                        continue;
+                if (snprintf(in[*n].path, sizeof(in[*n].path), "%s/%s", dir, e->d_name) >= (int) sizeof(in[*n].path))
+                        continue;
+                if (stat(in[*n].path, &st) < 0 || !S_ISREG(st.st_mode) || classify(in[*n].path, &in[*n].kind) < 0)
+                        continue;
+                (*n)++;
+        }
+        closedir(d);
+        qsort(in, *n, sizeof(*in), by_path);
+        return 0;
+}
+
+/* --- one run --------------------------------------------------------------------------------- */
+
+typedef struct run {
+        const options_t *o;
+        json_t *report, *snapshots, *traces, *errors;
+        npf_snapshot_t *snaps[MAX_INPUTS];
+        size_t n_snaps;
+        npf_replay_t **replays;
+        size_t n_replays;
+        npf_trace_t *trace_objs[MAX_INPUTS];
+        size_t n_traces;
+        int worst;              /* the first failure's negative errno */
+        char reason[512];
+} run_t;
+
+static void input_failed(run_t *run, const char *path, int r, const char *err)
+{
+        json_array_append_new(run->errors, json_pack("{s:s,s:s}", "file", path, "error", err));
+        if (run->worst == 0 || r == -ENOMEM) {
+                run->worst = r;
+                snprintf(run->reason, sizeof(run->reason), "%s: %s", path, err);
+        }
+}
+
+static void analyse_snapshot(run_t *run, const char *path)
+{
+        char err[NPF_SNAPSHOT_ERR_MAX > NPF_REPLAY_ERR_MAX ? NPF_SNAPSHOT_ERR_MAX : NPF_REPLAY_ERR_MAX];
+        npf_analysis_opts_t ao = { .top = run->o->top, .max_frames = 32 };
+        npf_snapshot_t *s;
+        int64_t *devices;
+        size_t nd;
+        int r;
+
+        progress.what = path;
+        if ((r = npf_snapshot_load(path, progress_cb, NULL, &s, err)) < 0) {
+                input_failed(run, path, r, err);
+                return;
+        }
+        run->snaps[run->n_snaps++] = s;
+        json_t *devs = json_array();
+        json_t *snap = json_pack("{s:s,s:I,s:s,s:b,s:I,s:O?,s:I,s:o}", "file", path, "bytes", (json_int_t) s->input_bytes,
+                                 "format", s->format,
+                                 "legacy", s->legacy, "events", (json_int_t) s->n_events, "allocator_settings",
+                                 s->allocator_settings, "external_annotations", (json_int_t) s->n_annotations,
+                                 "devices", devs);
+        json_array_append_new(run->snapshots, snap);
+        nd = npf_replay_devices(s, &devices);
+        npf_replay_t **rp = realloc(run->replays, (run->n_replays + nd + 1) * sizeof(*rp));
+        if (!rp) {
+                free(devices);
+                input_failed(run, path, -ENOMEM, "out of memory");
+                return;
+        }
+        run->replays = rp;
+        for (size_t k = 0; k < nd; k++) {
+                char what[64];
+                snprintf(what, sizeof(what), "replaying device %" PRId64, devices[k]);
+                phase(what);
+                npf_replay_t *r1;
+                if ((r = npf_replay_run(s, devices[k], run->o->strict, &r1, err)) < 0) {
+                        input_failed(run, path, r, err);
+                        continue;
+                }
+                run->replays[run->n_replays++] = r1;
+                json_t *d = npf_analysis_device(s, r1, &ao);
+                if (!d) {
+                        input_failed(run, path, -ENOMEM, "out of memory");
+                        continue;
+                }
+                json_array_append_new(devs, d);
+        }
+        free(devices);
+}
+
+static void analyse_trace(run_t *run, const char *path)
+{
+        char err[NPF_TRACE_ERR_MAX];
+        npf_trace_t *t;
+        int r;
+
+        progress.what = path;
+        if ((r = npf_trace_load_file(path, progress_cb, NULL, &t, err)) < 0) {
+                input_failed(run, path, r, err);
+                return;
+        }
+        run->trace_objs[run->n_traces++] = t;
+        json_t *j = npf_trace_report_json(t, run->o->top);
+        if (!j) {
+                input_failed(run, path, -ENOMEM, "out of memory");
+                return;
+        }
+        struct stat st;
+        json_object_set_new(j, "file", json_string(path));
+        if (stat(path, &st) == 0)
+                json_object_set_new(j, "bytes", json_integer((json_int_t) st.st_size));
+        json_array_append_new(run->traces, j);
+}
+
+static int write_outputs(run_t *run, const char *dir)
+{
+        out_t o;
+        int r;
+
+        phase("writing the report");
+        if ((r = out_open(&o, dir, "report.txt")) < 0)
+                return r;
+        fprintf(o.f, "npuprof-replay %s: %s\n", NPUPROF_VERSION,
+                json_string_value(json_object_get(run->report, "input")));
+        size_t i;
+        json_t *x;
+        json_array_foreach (run->snapshots, i, x) {
+                fputc('\n', o.f);
+                if ((r = npf_report_snapshot_text(o.f, x)) < 0)
+                        break;
+        }
+        for (i = 0; r == 0 && i < run->n_traces; i++) {
+                fprintf(o.f, "\nTrace %s\n", json_string_value(json_object_get(json_array_get(run->traces, i), "file")));
+                r = npf_trace_report_text(run->trace_objs[i], o.f, run->o->top);
+        }
+        json_array_foreach (run->errors, i, x)
+                fprintf(o.f, "%sCould not analyse %s: %s\n", i == 0 ? "\n" : "",
+                        json_string_value(json_object_get(x, "file")), json_string_value(json_object_get(x, "error")));
+        if ((r = out_close(&o, r)) < 0)
+                return r;
+
+        if (run->n_snaps) {
+                phase("writing timeline.csv");
+                if ((r = out_open(&o, dir, "timeline.csv")) < 0)
+                        return r;
+                r = npf_report_timeline_header(o.f);
+                for (i = 0; r == 0 && i < run->n_replays; i++)
+                        r = npf_report_timeline(o.f, run->replays[i]);
+                if ((r = out_close(&o, r)) < 0)
+                        return r;
+        }
+        phase("writing memory.svg");
+        if ((r = out_open(&o, dir, "memory.svg")) < 0)
+                return r;
+        r = npf_report_memory_svg(o.f, json_string_value(json_object_get(run->report, "input")), run->replays,
+                                  run->n_replays);
+        if ((r = out_close(&o, r)) < 0)
+                return r;
+
+        /* report.json last: its presence says the analysis is complete. */
+        if ((r = out_open(&o, dir, "report.json")) < 0)
+                return r;
+        r = json_dumpf(run->report, o.f, JSON_INDENT(1)) < 0 ? -EIO : 0;
+        fputc('\n', o.f);
+        return out_close(&o, r);
+}
+
+static json_t *read_manifest(const char *dir)
+{
+        char path[PATH_MAX];
+
+        if (snprintf(path, sizeof(path), "%s/manifest.json", dir) >= (int) sizeof(path))
+                return NULL;
+        return json_load_file(path, 0, NULL);
+}
+
+static int analyse(const char *path, const options_t *o)
+{
+        input_t *in = calloc(MAX_INPUTS, sizeof(*in));
+        char outdir[PATH_MAX];
+        run_t run = { .o = o };
+        struct stat st;
+        size_t n = 0;
+        int r, status = 0;
+
+        if (!in)
+                return fail(EXIT_NOMEM, "out of memory");
+        if (stat(path, &st) < 0) {
+                free(in);
+                return fail(EXIT_INPUT, "%s: %s", path, strerror(errno));
+        }
+        run.snapshots = json_array();
+        run.traces = json_array();
+        run.errors = json_array();
+        if (S_ISDIR(st.st_mode)) {
+                if ((r = scan_window(path, in, &n)) < 0) {
+                        status = fail(EXIT_INPUT, "%s: %s", path, strerror(-r));
+                        goto out;
+                }
+                if (n == 0) {
+                        status = fail(EXIT_INPUT, "%s: no memory snapshot and no trace in this directory", path);
+                        goto out;
+                }
+                snprintf(outdir, sizeof(outdir), "%s/analysis", path);
+        } else {
+                snprintf(in[0].path, sizeof(in[0].path), "%s", path);
+                if ((r = classify(path, &in[0].kind)) < 0) {
+                        status = fail(EXIT_INPUT, "%s: %s", path, r == -ENOENT ?
+                                      "neither a memory snapshot (a pickle, or JSON with segments or device_traces) "
+                                      "nor a Chrome trace (JSON with traceEvents)" : strerror(-r));
+                        goto out;
+                }
+                n = 1;
+                const char *base = strrchr(path, '/');
+                snprintf(outdir, sizeof(outdir), "%s-report", base ? base + 1 : path);
+        }
+        if (o->outdir)
+                snprintf(outdir, sizeof(outdir), "%s", o->outdir);
+
+        json_t *manifest = S_ISDIR(st.st_mode) ? read_manifest(path) : NULL;
+        run.report = json_pack("{s:s,s:s,s:i,s:s,s:s,s:o,s:O,s:O,s:O}", "tool", "npuprof-replay", "version",
+                               NPUPROF_VERSION, "schema", 1, "input", path, "kind",
+                               S_ISDIR(st.st_mode) ? "window" : in[0].kind == IN_SNAPSHOT ? "snapshot" : "trace",
+                               "window", manifest ? manifest : json_null(),
+                               "snapshots", run.snapshots, "traces", run.traces, "errors", run.errors);
+        for (size_t i = 0; i < n; i++) {
+                if (in[i].kind == IN_SNAPSHOT)
+                        analyse_snapshot(&run, in[i].path);
+                else
+                        analyse_trace(&run, in[i].path);
+        }
+        if (mkdir(outdir, 0755) < 0 && errno != EEXIST) {
+                status = fail(EXIT_INPUT, "%s: cannot create: %s", outdir, strerror(errno));
+                goto out;
+        }
+        if ((r = write_outputs(&run, outdir)) < 0) {
+                status = fail(r == -ENOMEM ? EXIT_NOMEM : EXIT_INPUT, "%s: cannot write the report: %s", outdir,
+                              strerror(-r));
+                goto out;
+        }
+        if (o->json) {
+                json_dumpf(run.report, stdout, JSON_INDENT(1));
+                fputc('\n', stdout);
+        }
+        if (!o->quiet)
+                fprintf(stderr, "npuprof-replay: wrote %s/report.json, report.txt%s and memory.svg\n", outdir,
+                        run.n_snaps ? ", timeline.csv" : "");
+        if (run.worst < 0)
+                status = fail(status_of(run.worst), "%s", run.reason);
+out:
+        for (size_t i = 0; i < run.n_replays; i++)
+                npf_replay_free(run.replays[i]);
+        free(run.replays);
+        for (size_t i = 0; i < run.n_snaps; i++)
+                npf_snapshot_free(run.snaps[i]);
+        for (size_t i = 0; i < run.n_traces; i++)
+                npf_trace_free(run.trace_objs[i]);
+        json_decref(run.report);
+        json_decref(run.snapshots);
+        json_decref(run.traces);
+        json_decref(run.errors);
+        free(in);
+        return status;
+}
+
+static int cluster(const char *dir, const options_t *o)
+{
+        char outdir[PATH_MAX], err[PATH_MAX + 128];
+        json_t *report;
+        out_t out;
+        int r;
+
+        if ((r = npf_cluster_report(dir, &report, err, sizeof(err))) < 0)
+                return r == -ENOMEM ? fail(EXIT_NOMEM, "out of memory") : fail(EXIT_INPUT, "%s", err);
+        snprintf(outdir, sizeof(outdir), "%s/cluster", dir);
+        if (o->outdir)
+                snprintf(outdir, sizeof(outdir), "%s", o->outdir);
+        if (mkdir(outdir, 0755) < 0 && errno != EEXIST) {
+                json_decref(report);
+                return fail(EXIT_INPUT, "%s: cannot create: %s", outdir, strerror(errno));
+        }
+        if ((r = out_open(&out, outdir, "report.txt")) == 0)
+                r = out_close(&out, npf_cluster_text(out.f, report));
+        if (r == 0 && (r = out_open(&out, outdir, "ranks.svg")) == 0)
+                r = out_close(&out, npf_cluster_svg(out.f, report));
+        if (r == 0 && (r = out_open(&out, outdir, "report.json")) == 0) {
+                r = json_dumpf(report, out.f, JSON_INDENT(1)) < 0 ? -EIO : 0;
+                fputc('\n', out.f);
+                r = out_close(&out, r);
+        }
+        if (r == 0 && o->json) {
+                json_dumpf(report, stdout, JSON_INDENT(1));
+                fputc('\n', stdout);
+        }
+        json_decref(report);
+        if (r < 0)
+                return fail(EXIT_INPUT, "%s: cannot write the report: %s", outdir, strerror(-r));
+        if (!o->quiet)
+                fprintf(stderr, "npuprof-replay: wrote %s/report.json, report.txt and ranks.svg\n", outdir);
+        return 0;
+}
+
+/* --- limits, options ---------------------------------------------------------------------- */
+
+static int parse_size(const char *s, uint64_t *ret)
+{
+        char *end;
+        errno = 0;
+        unsigned long long v = strtoull(s, &end, 10);
+        uint64_t mult = 1;
+
+        if (errno || end == s || *s == '-')
+                return -EINVAL;
+        switch (*end) {
+        case 'K': case 'k': mult = 1ull << 10; end++; break;
+        case 'M': case 'm': mult = 1ull << 20; end++; break;
+        case 'G': case 'g': mult = 1ull << 30; end++; break;
+        case 'T': case 't': mult = 1ull << 40; end++; break;
+        }
+        if (*end == 'i' && end[-1] != '\0')
+                end++;
+        if (*end == 'B')
+                end++;
+        if (*end || (v && mult > UINT64_MAX / v))
+                return -EINVAL;
+        *ret = v * mult;
+        return 0;
+}
+
+static void usage(FILE *f)
+{
+        fprintf(f,
+                "Usage: npuprof-replay [OPTIONS] PATH\n"
+                "       npuprof-replay cluster [OPTIONS] DIR\n"
+                "\n"
+                "Analyse what a profiling window captured. PATH is a memory snapshot (a PyTorch or\n"
+                "torch_npu _dump_snapshot pickle, the same as JSON, or a legacy list of segments), a\n"
+                "Chrome trace (JSON), or a window directory holding them. The report goes to OUTDIR:\n"
+                "report.json, report.txt, timeline.csv (snapshots) and memory.svg.\n"
+                "`cluster DIR` reads every rank*_start*_stop* window below DIR and writes a per-rank\n"
+                "table of step time and peak memory, and its stragglers: report.json, report.txt, ranks.svg.\n"
+                "\n"
+                "Options:\n"
+                "  -o, --output OUTDIR      where the report goes (default: PATH/analysis for a\n"
+                "                           directory, ./NAME-report for a file, DIR/cluster for cluster)\n"
+                "      --json               also print report.json on stdout\n"
+                "      --strict             fail on the first inconsistency of a trace with its snapshot\n"
+                "      --top N              rows of each ranked list (default 20)\n"
+                "      --limit-memory BYTES an address-space limit, set before any input is read (K, M, G)\n"
+                "      --limit-cpu SECONDS  a CPU time limit, set before any input is read\n"
+                "      --nice N             lower this process's priority by N first\n"
+                "  -q, --quiet              no progress or summary lines on stderr\n"
+                "  -h, --help               this text\n"
+                "      --version            the version\n"
+                "\n"
+                "Exit status: 0 the report was written; 1 an input could not be analysed (the last\n"
+                "line on stderr says why; what could be analysed is in the report); 2 usage; 3 out\n"
+                "of memory (the --limit-memory limit included).\n"
+                "See npuprof-replay(1).\n");
+}
+
+int main(int argc, char **argv)
+{
+        static const struct option longopts[] = {
+                { "output", required_argument, NULL, 'o' },      { "json", no_argument, NULL, 'j' },
+                { "strict", no_argument, NULL, 's' },            { "top", required_argument, NULL, 't' },
+                { "limit-memory", required_argument, NULL, 'M' }, { "limit-cpu", required_argument, NULL, 'C' },
+                { "nice", required_argument, NULL, 'N' },        { "quiet", no_argument, NULL, 'q' },
+                { "help", no_argument, NULL, 'h' },              { "version", no_argument, NULL, 'V' },
+                {},
+        };
+        options_t o = { .top = 20 };
+        uint64_t limit_memory = 0, limit_cpu = 0, v;
+        long nice_by = 0;
+        bool cluster_mode = false;
+        char *end;
+        int c;
+
+        clock_gettime(CLOCK_MONOTONIC, &progress.start);
+        if (argc > 1 && strcmp(argv[1], "cluster") == 0) {
+                cluster_mode = true;
+                argv++;
+                argc--;
+        }
+        while ((c = getopt_long(argc, argv, "o:qh", longopts, NULL)) != -1) {
+                switch (c) {
+                case 'o':
+                        o.outdir = optarg;
+                        break;
+                case 'j':
+                        o.json = true;
+                        break;
+                case 's':
+                        o.strict = true;
+                        break;
+                case 't':
+                        if (parse_size(optarg, &v) < 0 || v == 0 || v > 100000)
+                                return fail(EXIT_USAGE, "--top: \"%s\" is not a number from 1 to 100000", optarg);
+                        o.top = v;
+                        break;
+                case 'M':
+                        if (parse_size(optarg, &limit_memory) < 0 || limit_memory == 0)
+                                return fail(EXIT_USAGE, "--limit-memory: \"%s\" is not a size such as 4G", optarg);
+                        break;
+                case 'C':
+                        if (parse_size(optarg, &limit_cpu) < 0 || limit_cpu == 0)
+                                return fail(EXIT_USAGE, "--limit-cpu: \"%s\" is not a number of seconds", optarg);
+                        break;
+                case 'N':
+                        errno = 0;
+                        nice_by = strtol(optarg, &end, 10);
+                        if (errno || *end || nice_by < 0 || nice_by > 19)
+                                return fail(EXIT_USAGE, "--nice: \"%s\" is not a number from 0 to 19", optarg);
+                        break;
+                case 'q':
+                        o.quiet = true;
+                        break;
+                case 'h':
+                        usage(stdout);
+                        return 0;
+                case 'V':
+                        printf("npuprof-replay %s\n", NPUPROF_VERSION);
+                        return 0;
+                default:
+                        usage(stderr);
+                        return EXIT_USAGE;
+                }
+        }
+        if (optind != argc - 1) {
+                usage(stderr);
+                return EXIT_USAGE;
+        }
+        progress.quiet = o.quiet;
+        /* Limits first: nothing of the input is read before they hold. */
+        if (limit_memory) {
+                struct rlimit rl = { limit_memory, limit_memory };
+                if (setrlimit(RLIMIT_AS, &rl) < 0)
+                        return fail(EXIT_USAGE, "--limit-memory: %s", strerror(errno));
+        }
+        if (limit_cpu) {
+                struct rlimit rl = { limit_cpu, limit_cpu + 5 };
+                if (setrlimit(RLIMIT_CPU, &rl) < 0)
+                        return fail(EXIT_USAGE, "--limit-cpu: %s", strerror(errno));
+        }
+        if (nice_by && setpriority(PRIO_PROCESS, 0, getpriority(PRIO_PROCESS, 0) + (int) nice_by) < 0)
+                return fail(EXIT_USAGE, "--nice: %s", strerror(errno));
+        if (cluster_mode)
+                return cluster(argv[optind], &o);
+        return analyse(argv[optind], &o);
+}

@@ -1,0 +1,328 @@
+/* SPDX-License-Identifier: MIT */
+/* report.txt for snapshots, timeline.csv and memory.svg. */
+#include "replay/report.h"
+#include "replay/svg.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *npf_report_bytes(uint64_t v, char *buf)
+{
+        return npf_svg_format_bytes(v, buf, NPF_SVG_BYTES_MAX);
+}
+
+static uint64_t num(const json_t *o, const char *key)
+{
+        json_int_t v = json_integer_value(json_object_get(o, key));
+        return v < 0 ? 0 : (uint64_t) v;
+}
+
+/* "1,234,567" */
+static const char *grouped(uint64_t v, char *buf)
+{
+        char tmp[32];
+        int n = snprintf(tmp, sizeof(tmp), "%" PRIu64, v), o = 0;
+
+        for (int i = 0; i < n; i++) {
+                if (i > 0 && (n - i) % 3 == 0)
+                        buf[o++] = ',';
+                buf[o++] = tmp[i];
+        }
+        buf[o] = '\0';
+        return buf;
+}
+
+static void frames_text(FILE *f, const json_t *frames, size_t max, const char *indent)
+{
+        size_t i;
+        json_t *fr;
+
+        if (json_array_size(frames) == 0) {
+                fprintf(f, "%s(no call stack recorded)\n", indent);
+                return;
+        }
+        json_array_foreach (frames, i, fr) {
+                if (i == max) {
+                        fprintf(f, "%s... %zu more frames\n", indent, json_array_size(frames) - max);
+                        break;
+                }
+                fprintf(f, "%s%s (%s:%" JSON_INTEGER_FORMAT ")\n", indent,
+                        json_string_value(json_object_get(fr, "name")),
+                        json_string_value(json_object_get(fr, "filename")),
+                        json_integer_value(json_object_get(fr, "line")));
+        }
+}
+
+static void peak_line(FILE *f, const char *what, const json_t *p)
+{
+        char b[24], idx[32];
+        const json_t *i = json_object_get(p, "index"), *t = json_object_get(p, "time_us");
+
+        fprintf(f, "  Peak %-10s %12s", what, npf_report_bytes(num(p, "bytes"), b));
+        if (json_is_integer(i))
+                fprintf(f, " after event %s (%s)", grouped((uint64_t) json_integer_value(i), idx),
+                        json_string_value(json_object_get(p, "action")));
+        else
+                fprintf(f, " before the first event");
+        if (json_is_integer(t))
+                fprintf(f, " at %" JSON_INTEGER_FORMAT " us", json_integer_value(t));
+        fputc('\n', f);
+}
+
+static void blocks_text(FILE *f, const json_t *list, size_t max)
+{
+        size_t i;
+        json_t *b;
+        char sz[24], idx[32];
+
+        json_array_foreach (json_object_get(list, "blocks"), i, b) {
+                if (i == max)
+                        break;
+                const json_t *at = json_object_get(b, "allocated_at");
+                fprintf(f, "    %10s  %s  %s %s\n", npf_report_bytes(num(b, "size"), sz),
+                        json_string_value(json_object_get(b, "addr")),
+                        json_is_integer(at) ? "allocated at event" : "allocated before the trace",
+                        json_is_integer(at) ? grouped((uint64_t) json_integer_value(at), idx) : "");
+                frames_text(f, json_object_get(b, "frames"), 6, "                  ");
+        }
+}
+
+static void sites_text(FILE *f, const json_t *sites, size_t max, bool weight)
+{
+        size_t i;
+        json_t *s;
+        char sz[24];
+
+        json_array_foreach (sites, i, s) {
+                if (i == max)
+                        break;
+                fprintf(f, "    %10s in %" JSON_INTEGER_FORMAT " block(s)", npf_report_bytes(num(s, "bytes"), sz),
+                        json_integer_value(json_object_get(s, "count")));
+                if (weight)
+                        fprintf(f, ", %.3g byte-events", json_real_value(json_object_get(s, "byte_events")));
+                fputc('\n', f);
+                frames_text(f, json_object_get(s, "frames"), 6, "                  ");
+        }
+}
+
+static void device_text(FILE *f, const json_t *d)
+{
+        char a[24], b[24], c[24], n[32];
+        const json_t *acts = json_object_get(d, "actions"), *v, *x;
+        const char *key;
+
+        fprintf(f, "\nDevice %" JSON_INTEGER_FORMAT ": %s events", json_integer_value(json_object_get(d, "device")),
+                grouped(num(d, "events"), n));
+        const char *sep = " (";
+        json_object_foreach ((json_t *) acts, key, v) {
+                fprintf(f, "%s%s %" JSON_INTEGER_FORMAT, sep, key, json_integer_value(v));
+                sep = ", ";
+        }
+        fprintf(f, "%s%s\n", *sep == ',' ? ")" : "", json_is_true(json_object_get(d, "timed")) ? "" : "; no times recorded");
+
+        x = json_object_get(d, "peak");
+        peak_line(f, "allocated", json_object_get(x, "allocated"));
+        peak_line(f, "active", json_object_get(x, "active"));
+        peak_line(f, "reserved", json_object_get(x, "reserved"));
+        x = json_object_get(d, "start");
+        fprintf(f, "  Before the trace allocated %s, active %s, reserved %s\n", npf_report_bytes(num(x, "allocated"), a),
+                npf_report_bytes(num(x, "active"), b), npf_report_bytes(num(x, "reserved"), c));
+        x = json_object_get(d, "dump");
+        fprintf(f, "  At dump time     allocated %s, active %s, reserved %s in %" PRIu64 " segment(s)\n",
+                npf_report_bytes(num(x, "allocated"), a), npf_report_bytes(num(x, "active"), b),
+                npf_report_bytes(num(x, "reserved"), c), num(x, "segments"));
+        x = json_object_get(d, "workspace");
+        if (num(x, "count"))
+                fprintf(f, "  Workspace (torch_npu) %s in %" PRIu64 " segment(s), counted as allocated\n",
+                        npf_report_bytes(num(x, "bytes"), a), num(x, "count"));
+
+        x = json_object_get(d, "live_at_peak");
+        fprintf(f, "\n  Live at the allocated peak: %" PRIu64 " block(s), %s; the largest:\n", num(x, "count"),
+                npf_report_bytes(num(x, "bytes"), a));
+        blocks_text(f, x, 10);
+
+        x = json_object_get(d, "leaks");
+        fprintf(f, "\n  Never freed (allocated in the trace, live at dump): %" PRIu64 " block(s), %s\n",
+                num(x, "count"), npf_report_bytes(num(x, "bytes"), a));
+        if (num(x, "count")) {
+                fprintf(f, "  by call site:\n");
+                sites_text(f, json_object_get(x, "sites"), 5, false);
+        }
+
+        x = json_object_get(d, "ghosts");
+        fprintf(f, "\n  Ghost blocks (allocated before tracing began): %" PRIu64 ", %s; %" PRIu64
+                " freed in the trace (%s), %" PRIu64 " live throughout (%s)\n",
+                num(x, "count"), npf_report_bytes(num(x, "bytes"), a),
+                num(json_object_get(x, "freed_in_trace"), "count"),
+                npf_report_bytes(num(json_object_get(x, "freed_in_trace"), "bytes"), b),
+                num(json_object_get(x, "alive_throughout"), "count"),
+                npf_report_bytes(num(json_object_get(x, "alive_throughout"), "bytes"), c));
+
+        x = json_object_get(d, "fragmentation");
+        if (x) {
+                uint64_t res = num(x, "reserved"), un = num(x, "unallocated");
+                fprintf(f, "\n  Fragmentation at the allocated peak: reserved %s, allocated %s, unallocated %s (%.1f%%)\n",
+                        npf_report_bytes(res, a), npf_report_bytes(num(x, "allocated"), b), npf_report_bytes(un, c),
+                        res ? 100.0 * (double) un / (double) res : 0.0);
+                fprintf(f, "    free ranges in the segments %s, the largest %s (%.1f%% of free memory)\n",
+                        npf_report_bytes(num(x, "free_bytes"), a), npf_report_bytes(num(x, "largest_free"), b),
+                        100.0 * json_real_value(json_object_get(x, "largest_free_ratio")));
+        }
+
+        x = json_object_get(d, "segment_churn");
+        fprintf(f, "\n  Segment churn:");
+        sep = " ";
+        json_object_foreach ((json_t *) x, key, v) {
+                fprintf(f, "%s%s %" PRIu64 " (%s)", sep, key, num(v, "count"), npf_report_bytes(num(v, "bytes"), a));
+                sep = ", ";
+        }
+        fputc('\n', f);
+
+        size_t i;
+        json_array_foreach (json_object_get(d, "streams"), i, v) {
+                if (i == 0)
+                        fprintf(f, "\n  %-20s %10s %12s %10s %12s\n", "stream", "allocs", "bytes", "segments", "bytes");
+                fprintf(f, "  %-20s %10" PRIu64 " %12s %10" PRIu64 " %12s\n",
+                        json_string_value(json_object_get(v, "stream")), num(v, "allocs"),
+                        npf_report_bytes(num(v, "alloc_bytes"), a), num(v, "segment_allocs"),
+                        npf_report_bytes(num(v, "segment_bytes"), b));
+        }
+
+        x = json_object_get(d, "free_delay");
+        const json_t *ev = json_object_get(x, "events"), *us = json_object_get(x, "time_us");
+        fprintf(f, "\n  free_requested -> free_completed: %" PRIu64 " frees", num(ev, "count"));
+        if (num(ev, "count"))
+                fprintf(f, ", %" PRIu64 " events apart at the median, %" PRIu64 " at p99, %" PRIu64 " at most",
+                        num(ev, "median"), num(ev, "p99"), num(ev, "max"));
+        if (json_is_object(us) && num(us, "count"))
+                fprintf(f, "; %" PRIu64 " us median, %" PRIu64 " us p99, %" PRIu64 " us max", num(us, "median"),
+                        num(us, "p99"), num(us, "max"));
+        fprintf(f, "; %" PRIu64 " still pending at dump\n", num(x, "pending_at_dump"));
+
+        fprintf(f, "\n  Call sites holding the most memory the longest (bytes x events alive):\n");
+        sites_text(f, json_object_get(d, "top_sites"), 5, true);
+
+        x = json_object_get(d, "plan");
+        if (x)
+                fprintf(f, "\n  Static plan: a first-fit planner places these %" PRIu64 " lifetimes in %s (%" PRIu64
+                        " partitions); the most live at once was %s (plan / peak live = %.2fx); the peak reservation "
+                        "%s is %.2fx the plan\n",
+                        num(x, "tensors"), npf_report_bytes(num(x, "plan_bytes"), a), num(x, "partitions"),
+                        npf_report_bytes(num(x, "peak_live_bytes"), b),
+                        json_real_value(json_object_get(x, "plan_over_peak_live")),
+                        npf_report_bytes(num(x, "peak_reserved_bytes"), c),
+                        json_real_value(json_object_get(x, "peak_reserved_over_plan")));
+
+        json_array_foreach (json_object_get(d, "oom"), i, v)
+                fprintf(f, "%s    event %" PRIu64 ": %s requested, %s free on the device\n",
+                        i == 0 ? "\n  Out-of-memory events:\n" : "", num(v, "index"),
+                        npf_report_bytes(num(v, "size"), a), npf_report_bytes(num(v, "device_free"), b));
+
+        x = json_object_get(d, "inconsistencies");
+        if (num(x, "count") == 0) {
+                fprintf(f, "\n  Inconsistencies: none\n");
+        } else {
+                fprintf(f, "\n  Inconsistencies: %" PRIu64 " (the replay carried on)\n", num(x, "count"));
+                json_array_foreach (json_object_get(x, "items"), i, v) {
+                        if (i == 10)
+                                break;
+                        fprintf(f, "    event %" PRIu64 " %s %s: %s\n", num(v, "index"),
+                                json_string_value(json_object_get(v, "action")),
+                                json_string_value(json_object_get(v, "addr")),
+                                json_string_value(json_object_get(v, "what")));
+                }
+        }
+}
+
+int npf_report_snapshot_text(FILE *f, const json_t *snap)
+{
+        size_t i;
+        json_t *d;
+        char b[24];
+
+        fprintf(f, "Memory snapshot %s (%s, %s%s)\n", json_string_value(json_object_get(snap, "file")),
+                npf_report_bytes(num(snap, "bytes"), b), json_string_value(json_object_get(snap, "format")),
+                json_is_true(json_object_get(snap, "legacy")) ? ", legacy list of segments" : "");
+        json_array_foreach (json_object_get(snap, "devices"), i, d)
+                device_text(f, d);
+        return ferror(f) ? -EIO : 0;
+}
+
+int npf_report_timeline_header(FILE *f)
+{
+        return fputs("device,index,action,addr,size,stream,allocated,active,reserved,time_us\n", f) < 0 ? -EIO : 0;
+}
+
+int npf_report_timeline(FILE *f, const npf_replay_t *r)
+{
+        for (size_t i = 0; i < r->n; i++) {
+                const npf_event_t *e = &r->events[i];
+                fprintf(f, "%" PRId64 ",%zu,%s,0x%" PRIx64 ",%" PRIu64 ",0x%" PRIx64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",",
+                        r->device, i, npf_action_name(e->action), e->addr, e->size, e->stream, r->allocated[i],
+                        r->active[i], r->reserved[i]);
+                if (e->time_us != NPF_TIME_UNKNOWN)
+                        fprintf(f, "%" PRId64, e->time_us);
+                fputc('\n', f);
+        }
+        return ferror(f) ? -EIO : 0;
+}
+
+int npf_report_memory_svg(FILE *f, const char *title, npf_replay_t *const *replays, size_t n)
+{
+        npf_svg_panel_t *panels = calloc(n + 1, sizeof(*panels));
+        npf_svg_series_t *series = calloc(3 * n + 1, sizeof(*series));
+        char (*titles)[48] = calloc(n + 1, sizeof(*titles));
+        size_t **marks = calloc(n + 1, sizeof(*marks));
+        double **times = calloc(n + 1, sizeof(*times));
+        int r = -ENOMEM;
+
+        if (!panels || !series || !titles || !marks || !times)
+                goto out;
+        if (n > NPF_SVG_PANELS_MAX)
+                n = NPF_SVG_PANELS_MAX;
+        for (size_t k = 0; k < n; k++) {
+                const npf_replay_t *rp = replays[k];
+                npf_svg_panel_t *p = &panels[k];
+                size_t peak = 0, nm = 0;
+                bool timed = rp->n > 0;
+                for (size_t i = 0; i < rp->n; i++) {
+                        if (rp->allocated[i] > rp->allocated[peak])
+                                peak = i;
+                        timed &= rp->events[i].time_us != NPF_TIME_UNKNOWN;
+                        nm += rp->events[i].action == NPF_ACT_OOM;
+                }
+                if (nm && (marks[k] = malloc(nm * sizeof(size_t)))) {
+                        nm = 0;
+                        for (size_t i = 0; i < rp->n; i++)
+                                if (rp->events[i].action == NPF_ACT_OOM)
+                                        marks[k][nm++] = i;
+                }
+                if (timed && (times[k] = malloc(rp->n * sizeof(double))))
+                        for (size_t i = 0; i < rp->n; i++)
+                                times[k][i] = (double) rp->events[i].time_us;
+                snprintf(titles[k], sizeof(titles[k]), "device %" PRId64, rp->device);
+                series[3 * k] = (npf_svg_series_t) { "reserved", rp->reserved };
+                series[3 * k + 1] = (npf_svg_series_t) { "active", rp->active };
+                series[3 * k + 2] = (npf_svg_series_t) { "allocated", rp->allocated };
+                *p = (npf_svg_panel_t) {
+                        .title = titles[k], .n = rp->n, .time_us = times[k], .series = &series[3 * k],
+                        .n_series = 3, .has_peak = rp->n > 0, .peak_series = 2, .peak_index = peak,
+                        .marks = marks[k], .n_marks = marks[k] ? nm : 0,
+                };
+        }
+        r = npf_svg_memory(f, title, panels, n);
+out:
+        for (size_t k = 0; marks && times && k < n; k++) {
+                free(marks[k]);
+                free(times[k]);
+        }
+        free(marks);
+        free(times);
+        free(titles);
+        free(series);
+        free(panels);
+        return r;
+}

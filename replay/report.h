@@ -1,0 +1,30 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The files npuprof-replay writes from a replayed snapshot: report.txt (rendered from the
+ * report's JSON, so that the two never disagree), timeline.csv and memory.svg.
+ */
+#ifndef NPUPROF_REPLAY_REPORT_H
+#define NPUPROF_REPLAY_REPORT_H
+
+#include "replay/replay.h"
+
+#include <jansson.h>
+#include <stdio.h>
+
+/* The part of report.txt for one snapshot: @snap is its object in report.json. Return: 0 or -errno. */
+int npf_report_snapshot_text(FILE *f, const json_t *snap);
+
+/* The header line of timeline.csv. */
+int npf_report_timeline_header(FILE *f);
+
+/* One row per event of @r: device, index, action, addr, size, stream, allocated, active,
+ * reserved (bytes after the event), time_us (empty when unknown). Return: 0 or -errno. */
+int npf_report_timeline(FILE *f, const npf_replay_t *r);
+
+/* memory.svg: one panel per replayed device, the allocated peak marked, OOMs as marks. */
+int npf_report_memory_svg(FILE *f, const char *title, npf_replay_t *const *replays, size_t n);
+
+/* "1.5 GiB" into @buf (24 bytes). */
+const char *npf_report_bytes(uint64_t v, char *buf);
+
+#endif /* NPUPROF_REPLAY_REPORT_H */
