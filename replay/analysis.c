@@ -114,10 +114,10 @@ static bool allocated_at(const npf_life_t *l, int64_t at)
         return l->alloc <= at && l->free_requested > at;
 }
 
-static bool leaked(const npf_life_t *l, int64_t at)
+/* @first: the first event after torch_npu's workspace triples, whose blocks are no leak. */
+static bool leaked(const npf_life_t *l, int64_t first)
 {
-        (void) at;
-        return l->alloc >= 0 && l->free_requested == NPF_AFTER_TRACE;
+        return l->alloc >= first && l->free_requested == NPF_AFTER_TRACE;
 }
 
 /* --- call sites --------------------------------------------------------------------------- */
@@ -229,16 +229,93 @@ static size_t fits(const partition_t *p, span_t t)
         return lo < p->n && p->spans[lo].from < t.to ? SIZE_MAX : lo;
 }
 
+/*
+ * Which partitions hold a span touching each bucket of W positions: a bit matrix that lets
+ * first-fit skip, 64 partitions at a time, every partition busy in a bucket the tensor covers
+ * whole, and take at once the first one idle in every bucket it touches. Only partitions
+ * busy in an edge bucket need their spans searched.
+ */
+typedef struct occupancy {
+        uint64_t *bits;         /* [bucket][word] */
+        size_t buckets, words, width;
+} occupancy_t;
+
+static int occupancy_grow(occupancy_t *o, size_t partitions)
+{
+        size_t words = o->words ? o->words : 1;
+
+        while (words * 64 < partitions)
+                words *= 2;
+        if (words == o->words)
+                return 0;
+        if (o->buckets > SIZE_MAX / words / sizeof(uint64_t) / 2)
+                return -ENOMEM;
+        uint64_t *b = calloc(o->buckets * words, sizeof(*b));
+        if (!b)
+                return -ENOMEM;
+        for (size_t k = 0; o->bits && k < o->buckets; k++)
+                memcpy(b + k * words, o->bits + k * o->words, o->words * sizeof(*b));
+        free(o->bits);
+        o->bits = b;
+        o->words = words;
+        return 0;
+}
+
+static void occupancy_mark(occupancy_t *o, size_t p, span_t sp)
+{
+        for (size_t k = (size_t) sp.from / o->width; k <= (size_t) (sp.to - 1) / o->width; k++)
+                o->bits[k * o->words + p / 64] |= UINT64_C(1) << (p % 64);
+}
+
+/* The first of @np partitions where @sp fits, @np when none; its insertion point in @ret_at. */
+static size_t first_fit(const occupancy_t *o, const partition_t *parts, size_t np, span_t sp, size_t *ret_at)
+{
+        size_t w = o->width;
+        size_t first = (size_t) sp.from / w, last = (size_t) (sp.to - 1) / w;
+        /* Buckets wholly inside the span: a partition busy in one of them conflicts. */
+        size_t full_from = ((size_t) sp.from + w - 1) / w, full_to = (size_t) sp.to / w;   /* [full_from, full_to) */
+
+        for (size_t word = 0; word * 64 < np; word++) {
+                uint64_t full = 0, edge = 0;
+                for (size_t k = full_from; k < full_to; k++)
+                        full |= o->bits[k * o->words + word];
+                edge = o->bits[first * o->words + word] | o->bits[last * o->words + word];
+                uint64_t valid = np - word * 64 >= 64 ? ~UINT64_C(0) : (UINT64_C(1) << (np - word * 64)) - 1;
+                uint64_t idle = ~(full | edge) & valid, check = edge & ~full & valid;
+                /* Partitions before the first idle one that may still fit, in order. */
+                uint64_t before = idle ? (idle & -idle) - 1 : valid;
+                for (uint64_t c = check & before; c; c &= c - 1) {
+                        size_t p = word * 64 + (size_t) __builtin_ctzll(c), at = fits(&parts[p], sp);
+                        if (at != SIZE_MAX) {
+                                *ret_at = at;
+                                return p;
+                        }
+                }
+                if (idle) {
+                        size_t p = word * 64 + (size_t) __builtin_ctzll(idle);
+                        *ret_at = fits(&parts[p], sp);
+                        return p;
+                }
+        }
+        *ret_at = 0;
+        return np;
+}
+
 int npf_plan_lifetimes(const npf_replay_t *r, npf_plan_t *ret)
 {
         tensor_t *t = malloc((r->n_lives + 1) * sizeof(*t));
         partition_t *parts = NULL;
+        occupancy_t occ = { .width = 64 };
         size_t nt = 0, np = 0, cap = 0;
         npf_plan_t plan = { 0 };
         int e = -ENOMEM;
 
         if (!t)
                 return -ENOMEM;
+        /* Positions 0 (before the first event) to n + 1; about 64 Ki buckets. */
+        while ((r->n + 2) / occ.width > 65536)
+                occ.width *= 2;
+        occ.buckets = (r->n + 2) / occ.width + 1;
         for (size_t i = 0; i < r->n_lives; i++) {
                 const npf_life_t *l = &r->lives[i];
                 span_t sp = { l->alloc < 0 ? 0 : l->alloc + 1,
@@ -248,10 +325,7 @@ int npf_plan_lifetimes(const npf_replay_t *r, npf_plan_t *ret)
         }
         qsort(t, nt, sizeof(*t), by_tensor_size_desc);
         for (size_t i = 0; i < nt; i++) {
-                size_t p, at = SIZE_MAX;
-                for (p = 0; p < np; p++)
-                        if ((at = fits(&parts[p], t[i].span)) != SIZE_MAX)
-                                break;
+                size_t at, p = first_fit(&occ, parts, np, t[i].span, &at);
                 if (p == np) {
                         if (np == cap) {
                                 cap = cap ? cap * 2 : 64;
@@ -260,6 +334,8 @@ int npf_plan_lifetimes(const npf_replay_t *r, npf_plan_t *ret)
                                         goto out;
                                 parts = q;
                         }
+                        if (occupancy_grow(&occ, np + 1) < 0)
+                                goto out;
                         parts[np++] = (partition_t) { .size = t[i].size };
                         plan.plan_bytes += t[i].size;
                         at = 0;
@@ -276,6 +352,7 @@ int npf_plan_lifetimes(const npf_replay_t *r, npf_plan_t *ret)
                 memmove(pp->spans + at + 1, pp->spans + at, (pp->n - at) * sizeof(span_t));
                 pp->spans[at] = t[i].span;
                 pp->n++;
+                occupancy_mark(&occ, p, t[i].span);
         }
         /* The most bytes live at once: a sweep over the positions 0 (before the first event)
          * to n (after the last), from the same spans. */
@@ -302,6 +379,7 @@ out:
         for (size_t p = 0; p < np; p++)
                 free(parts[p].spans);
         free(parts);
+        free(occ.bits);
         free(t);
         return e;
 }
@@ -503,7 +581,7 @@ json_t *npf_analysis_device(const npf_snapshot_t *s, const npf_replay_t *r, cons
                                                  "active", peak_json(r, r->active, r->start_active, &peak_active),
                                                  "reserved", peak_json(r, r->reserved, r->start_reserved, &peak_reserved)));
         json_object_set_new(d, "live_at_peak", ranked(s, r, o, allocated_at, peak_alloc, NULL, NULL));
-        json_t *leaks = ranked(s, r, o, leaked, 0, &leak_idx, &n_leaks);
+        json_t *leaks = ranked(s, r, o, leaked, (int64_t) r->workspace_events, &leak_idx, &n_leaks);
         if (leaks)
                 json_object_set_new(leaks, "sites", sites(s, r, leak_idx, n_leaks, by_bytes_desc, o));
         json_object_set_new(d, "leaks", leaks);

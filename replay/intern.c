@@ -255,8 +255,9 @@ size_t npf_intern_stack_get(const npf_intern_t *in, uint32_t id, const uint32_t 
                 *ret_frames = NULL;
                 return 0;
         }
-        *ret_frames = in->stack_frames + in->stack_off[id];
-        return (size_t) (in->stack_off[id + 1] - in->stack_off[id]);
+        size_t n = (size_t) (in->stack_off[id + 1] - in->stack_off[id]);
+        *ret_frames = n ? in->stack_frames + in->stack_off[id] : NULL;
+        return n;
 }
 
 size_t npf_intern_bytes(const npf_intern_t *in)

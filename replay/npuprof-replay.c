@@ -147,8 +147,10 @@ static int classify(const char *path, input_kind_t *ret)
                 return -errno;
         n = read(fd, head, sizeof(head));
         close(fd);
-        if (n <= 0)
-                return n < 0 ? -errno : -ENOENT;
+        if (n < 0)
+                return -errno;
+        if (n == 0)
+                return -ENODATA;
         if ((unsigned char) head[0] == 0x80 || npf_snapshot_sniff(head, (size_t) n)) {
                 *ret = IN_SNAPSHOT;
                 return 0;
@@ -383,7 +385,8 @@ static int analyse(const char *path, const options_t *o)
                 if ((r = classify(path, &in[0].kind)) < 0) {
                         status = fail(EXIT_INPUT, "%s: %s", path, r == -ENOENT ?
                                       "neither a memory snapshot (a pickle, or JSON with segments or device_traces) "
-                                      "nor a Chrome trace (JSON with traceEvents)" : strerror(-r));
+                                      "nor a Chrome trace (JSON with traceEvents)" :
+                                      r == -ENODATA ? "empty file" : strerror(-r));
                         goto out;
                 }
                 n = 1;
@@ -404,6 +407,11 @@ static int analyse(const char *path, const options_t *o)
                         analyse_snapshot(&run, in[i].path);
                 else
                         analyse_trace(&run, in[i].path);
+        }
+        /* Nothing analysed: no report, which would look like one of an empty window. */
+        if (run.n_snaps == 0 && run.n_traces == 0) {
+                status = fail(status_of(run.worst), "%s", run.reason);
+                goto out;
         }
         if (mkdir(outdir, 0755) < 0 && errno != EEXIST) {
                 status = fail(EXIT_INPUT, "%s: cannot create: %s", outdir, strerror(errno));

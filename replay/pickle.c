@@ -233,17 +233,28 @@ static int text_int(vm_t *vm, const uint8_t *s, size_t len, bool is_long)
                 len--;
         if (!is_long && len == 2 && s[0] == '0' && (s[1] == '0' || s[1] == '1'))
                 return push(vm, (npf_value_t) { .kind = NPF_V_BOOL, .as.i = s[1] == '1' });
-        if (len == 0 || len >= sizeof(buf))
-                return fail(vm, -EINVAL, "opcode 0x%02x has an integer of %zu characters", *vm->op, len);
+        size_t sign = len > 0 && (s[0] == '-' || s[0] == '+');
+        if (len == sign)
+                return fail(vm, -EINVAL, "opcode 0x%02x has an empty integer", *vm->op);
+        for (size_t i = sign; i < len; i++)
+                if (s[i] < '0' || s[i] > '9')
+                        return fail(vm, -EINVAL, "opcode 0x%02x has \"%.*s\", not an integer", *vm->op,
+                                    (int) (len < 40 ? len : 40), (const char *) s);
+        if (len >= sizeof(buf))         /* digits beyond any 64-bit integer */
+                return push(vm, (npf_value_t) { .kind = NPF_V_INT, .flags = NPF_VF_HUGE, .as.i = s[0] == '-' ? -1 : 1 });
         memcpy(buf, s, len);
         buf[len] = '\0';
         errno = 0;
         long long i = strtoll(buf, &endp, 10);
-        if (*endp != '\0')
-                return fail(vm, -EINVAL, "opcode 0x%02x has \"%s\", not an integer", *vm->op, buf);
-        if (errno == ERANGE)
-                return push(vm, (npf_value_t) { .kind = NPF_V_INT, .flags = NPF_VF_HUGE, .as.i = i < 0 ? -1 : 1 });
-        return push(vm, (npf_value_t) { .kind = NPF_V_INT, .as.i = i });
+        if (errno != ERANGE)
+                return push(vm, (npf_value_t) { .kind = NPF_V_INT, .as.i = i });
+        if (s[0] != '-') {
+                errno = 0;
+                unsigned long long u = strtoull(buf, &endp, 10);
+                if (errno != ERANGE)
+                        return push(vm, (npf_value_t) { .kind = NPF_V_INT, .flags = NPF_VF_UNSIGNED, .as.u = u });
+        }
+        return push(vm, (npf_value_t) { .kind = NPF_V_INT, .flags = NPF_VF_HUGE, .as.i = s[0] == '-' ? -1 : 1 });
 }
 
 static int text_float(vm_t *vm, const uint8_t *s, size_t len)
@@ -348,6 +359,11 @@ static int memo_put(vm_t *vm, uint64_t idx)
                 return fail(vm, -EINVAL, "opcode 0x%02x memoizes an empty stack", *vm->op);
         if (idx >= NPF_PICKLE_MEMO_MAX)
                 return fail(vm, -E2BIG, "memo index %" PRIu64 " (at most %u)", idx, NPF_PICKLE_MEMO_MAX - 1);
+        /* The memo is an array: an index far beyond the opcodes the input holds is refused,
+         * not allocated. Python's own pickler numbers its slots from 0. */
+        if (idx > (uint64_t) (vm->end - vm->base))
+                return fail(vm, -EINVAL, "memo index %" PRIu64 " is larger than the input (%zu bytes)", idx,
+                            (size_t) (vm->end - vm->base));
         if ((r = npf_vtree_memo_put(vm->tree, idx, vm->stack[vm->sp - 1])) < 0)
                 return fail(vm, r, "out of memory");
         return 0;
@@ -399,8 +415,13 @@ static int step(vm_t *vm)
                         return fail(vm, -EINVAL, "pickle protocol %u is newer than 5, the newest this reader knows", *a);
                 vm->proto = *a;
                 return 0;
-        case 0x95: /* FRAME: a length hint for buffering, nothing to do */
-                return take(vm, 8) ? 0 : truncated(vm);
+        case 0x95: /* FRAME: a length hint for buffering; it must not promise more than is there */
+                if (!(a = take(vm, 8)))
+                        return truncated(vm);
+                if (le(a, 8) > (uint64_t) (vm->end - vm->p))
+                        return fail(vm, -EINVAL, "FRAME of %" PRIu64 " bytes, only %zu left: truncated pickle",
+                                    le(a, 8), (size_t) (vm->end - vm->p));
+                return 0;
         case '.': /* STOP */
                 if (vm->sp != 1 || vm->n_marks)
                         return fail(vm, -EINVAL, "STOP with %zu values and %zu marks on the stack (expected one value)",
@@ -419,7 +440,11 @@ static int step(vm_t *vm)
                 }
                 vm->marks[vm->n_marks++] = vm->sp;
                 return 0;
-        case '0': /* POP */
+        case '0': /* POP: a value, or the mark itself when none is above it (as Python does) */
+                if (vm->n_marks && vm->sp == vm->marks[vm->n_marks - 1]) {
+                        vm->n_marks--;
+                        return 0;
+                }
                 if ((r = need(vm, 1)) < 0)
                         return r;
                 vm->sp--;

@@ -379,6 +379,8 @@ static int add_workspace(undo_t *u, bool count)
                 }
                 i += 3;
         }
+        if (count)
+                u->r->workspace_events = i;
         return 0;
 }
 

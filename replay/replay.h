@@ -72,6 +72,7 @@ typedef struct npf_replay {
         size_t n_issues;                /* all of them */
         size_t workspace_segments;
         uint64_t workspace_bytes;
+        size_t workspace_events;        /* the leading triples, which describe dump time */
 } npf_replay_t;
 
 /* The allocator's state after one event: segments by address, live blocks by address. */

@@ -323,11 +323,15 @@ static int reduce_block(loader_t *l, npf_value_t d, npf_value_t *ret, char *err)
         return 1;
 }
 
-/* The reduce callback: decides by shape, since a container does not know where it sits. */
+/* The reduce callback: decides by shape, since a container does not know where it sits.
+ * One pass over the keys: action (a str) makes an entry; filename and line a frame; state
+ * and size a block. */
 static int reduce(void *userdata, const npf_value_t *v, npf_value_t *ret, char *err, size_t err_size)
 {
+        enum { ACTION = 1, FILENAME = 2, LINE = 4, STATE = 8, SIZE = 16 };
         loader_t *l = userdata;
-        npf_value_t x;
+        npf_value_t k, x;
+        unsigned seen = 0;
 
         (void) err_size;        /* every message here is at most NPF_SNAPSHOT_ERR_MAX <= err_size */
         if (v->kind == NPF_V_LIST || v->kind == NPF_V_TUPLE)
@@ -335,11 +339,29 @@ static int reduce(void *userdata, const npf_value_t *v, npf_value_t *ret, char *
                                                                                       : 0;
         if (v->kind != NPF_V_DICT)
                 return 0;
-        if (npf_value_get(*v, "action", &x) && x.kind == NPF_V_STR)
+        for (size_t i = 0; npf_value_pair(*v, i, &k, &x); i++) {
+                if (k.kind != NPF_V_STR)
+                        continue;
+                switch (k.len) {
+                case 4:
+                        seen |= memcmp(k.as.s, "line", 4) == 0 ? LINE : memcmp(k.as.s, "size", 4) == 0 ? SIZE : 0;
+                        break;
+                case 5:
+                        seen |= memcmp(k.as.s, "state", 5) == 0 ? STATE : 0;
+                        break;
+                case 6:
+                        seen |= memcmp(k.as.s, "action", 6) == 0 && x.kind == NPF_V_STR ? ACTION : 0;
+                        break;
+                case 8:
+                        seen |= memcmp(k.as.s, "filename", 8) == 0 ? FILENAME : 0;
+                        break;
+                }
+        }
+        if (seen & ACTION)
                 return reduce_event(l, *v, ret, err);
-        if (npf_value_get(*v, "filename", &x) && npf_value_get(*v, "line", &x))
+        if ((seen & (FILENAME | LINE)) == (FILENAME | LINE))
                 return reduce_frame(l, *v, ret, err);
-        if (npf_value_get(*v, "state", &x) && npf_value_get(*v, "size", &x))
+        if ((seen & (STATE | SIZE)) == (STATE | SIZE))
                 return reduce_block(l, *v, ret, err);
         return 0;
 }

@@ -8,21 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-struct npf_container {
-        union {
-                struct {
-                        npf_value_t *items;
-                        uint32_t n, cap;
-                } list;
-                npf_value_t reduced_to;         /* when reduced */
-                npf_container_t *next_free;     /* on the free list */
-        } u;
-        uint8_t kind;           /* npf_vkind_t */
-        uint8_t complete;       /* placed into a parent: offered to the reduce callback */
-        uint8_t reduced;
-        uint8_t shared;         /* referenced from more than one place */
-        uint32_t memo;          /* memo slot + 1, 0 when not in the memo */
-};
+#define is_container npf__value_is_container
+
 
 #define SLAB_CONTAINERS 4096u
 #define KIND_UNSET 0xffu        /* a memo slot never put */
@@ -120,17 +107,7 @@ int npf_vtree_container(npf_vtree_t *t, npf_vkind_t kind, npf_value_t *ret)
         return 0;
 }
 
-static bool is_container(npf_value_t v)
-{
-        return v.kind == NPF_V_LIST || v.kind == NPF_V_TUPLE || v.kind == NPF_V_DICT || v.kind == NPF_V_SET;
-}
 
-npf_value_t npf_value_resolve(npf_value_t v)
-{
-        if (is_container(v) && v.as.c->reduced)
-                return v.as.c->u.reduced_to;
-        return v;
-}
 
 void npf_vtree_share(npf_value_t v)
 {
@@ -354,38 +331,9 @@ int npf_vtree_from_json(npf_vtree_t *t, const json_t *json, npf_value_t *ret, ch
 
 /* --- reading ------------------------------------------------------------------------------- */
 
-size_t npf_value_len(npf_value_t v)
-{
-        v = npf_value_resolve(v);
-        if (!is_container(v))
-                return 0;
-        return v.kind == NPF_V_DICT ? v.as.c->u.list.n / 2 : v.as.c->u.list.n;
-}
 
-npf_value_t npf_value_at(npf_value_t v, size_t i)
-{
-        v = npf_value_resolve(v);
-        if (!is_container(v) || v.kind == NPF_V_DICT || i >= v.as.c->u.list.n)
-                return (npf_value_t) { .kind = NPF_V_NONE };
-        return npf_value_resolve(v.as.c->u.list.items[i]);
-}
 
-bool npf_value_pair(npf_value_t v, size_t i, npf_value_t *ret_key, npf_value_t *ret_value)
-{
-        v = npf_value_resolve(v);
-        if (v.kind != NPF_V_DICT || i >= v.as.c->u.list.n / 2)
-                return false;
-        *ret_key = npf_value_resolve(v.as.c->u.list.items[2 * i]);
-        *ret_value = npf_value_resolve(v.as.c->u.list.items[2 * i + 1]);
-        return true;
-}
 
-bool npf_value_streq(npf_value_t v, const char *s)
-{
-        size_t n = strlen(s);
-
-        return v.kind == NPF_V_STR && v.len == n && memcmp(v.as.s, s, n) == 0;
-}
 
 bool npf_value_get(npf_value_t v, const char *key, npf_value_t *ret)
 {

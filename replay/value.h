@@ -22,6 +22,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 typedef enum npf_vkind {
         NPF_V_NONE,
@@ -119,23 +120,76 @@ int npf_vtree_from_json(npf_vtree_t *t, const json_t *json, npf_value_t *ret, ch
 
 /* --- reading ----------------------------------------------------------------------------- */
 
+/* The reading functions below are inline: a snapshot of millions of entries calls them
+ * tens of times per entry. What follows is the tree's layout; only value.c writes it. */
+struct npf_container {
+        union {
+                struct {
+                        npf_value_t *items;
+                        uint32_t n, cap;
+                } list;
+                npf_value_t reduced_to;         /* when reduced */
+                npf_container_t *next_free;     /* on the free list */
+        } u;
+        uint8_t kind;           /* npf_vkind_t */
+        uint8_t complete;       /* placed into a parent: offered to the reduce callback */
+        uint8_t reduced;
+        uint8_t shared;         /* referenced from more than one place */
+        uint32_t memo;          /* memo slot + 1, 0 when not in the memo */
+};
+
+static inline bool npf__value_is_container(npf_value_t v)
+{
+        return v.kind == NPF_V_LIST || v.kind == NPF_V_TUPLE || v.kind == NPF_V_DICT || v.kind == NPF_V_SET;
+}
+
 /* @v itself, or what it was reduced to. */
-npf_value_t npf_value_resolve(npf_value_t v);
+static inline npf_value_t npf_value_resolve(npf_value_t v)
+{
+        if (npf__value_is_container(v) && v.as.c->reduced)
+                return v.as.c->u.reduced_to;
+        return v;
+}
 
 /* Items of a container (dicts: pairs), 0 for anything else. */
-size_t npf_value_len(npf_value_t v);
+static inline size_t npf_value_len(npf_value_t v)
+{
+        v = npf_value_resolve(v);
+        if (!npf__value_is_container(v))
+                return 0;
+        return v.kind == NPF_V_DICT ? v.as.c->u.list.n / 2 : v.as.c->u.list.n;
+}
 
 /* Item @i of a list, tuple or set; the kind NPF_V_NONE when out of range or not a sequence. */
-npf_value_t npf_value_at(npf_value_t v, size_t i);
+static inline npf_value_t npf_value_at(npf_value_t v, size_t i)
+{
+        v = npf_value_resolve(v);
+        if (!npf__value_is_container(v) || v.kind == NPF_V_DICT || i >= v.as.c->u.list.n)
+                return (npf_value_t) { .kind = NPF_V_NONE };
+        return npf_value_resolve(v.as.c->u.list.items[i]);
+}
 
 /* Key and value of pair @i of a dict. Return: false when out of range or not a dict. */
-bool npf_value_pair(npf_value_t v, size_t i, npf_value_t *ret_key, npf_value_t *ret_value);
+static inline bool npf_value_pair(npf_value_t v, size_t i, npf_value_t *ret_key, npf_value_t *ret_value)
+{
+        v = npf_value_resolve(v);
+        if (v.kind != NPF_V_DICT || i >= v.as.c->u.list.n / 2)
+                return false;
+        *ret_key = npf_value_resolve(v.as.c->u.list.items[2 * i]);
+        *ret_value = npf_value_resolve(v.as.c->u.list.items[2 * i + 1]);
+        return true;
+}
 
 /* The value of the string key @key in dict @v. Return: false if @v is no dict or lacks it. */
 bool npf_value_get(npf_value_t v, const char *key, npf_value_t *ret);
 
 /* @v is a string equal to @s. */
-bool npf_value_streq(npf_value_t v, const char *s);
+static inline bool npf_value_streq(npf_value_t v, const char *s)
+{
+        size_t n = strlen(s);
+
+        return v.kind == NPF_V_STR && v.len == n && memcmp(v.as.s, s, n) == 0;
+}
 
 /* @v as a signed or unsigned 64-bit integer (booleans are 0 and 1; floats are refused).
  * Return: false if it is no integer or does not fit. */

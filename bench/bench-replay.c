@@ -1,0 +1,118 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * make bench: npuprof-replay's figures on a generated snapshot of millions of events.
+ *   bench-replay SNAPSHOT.pkl NPUPROF-REPLAY PYTHON-BASELINE-EVENTS-PER-SECOND
+ * Parse, replay and analysis are timed separately in this process (the median of three
+ * runs each); the whole program is then run as a user runs it, and its peak resident memory
+ * is set against the file's size.
+ */
+#include "bench/stats.h"
+#include "replay/analysis.h"
+#include "replay/report.h"
+#include "replay/snapshot.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define RUNS 3
+
+int main(int argc, char **argv)
+{
+        double parse[RUNS], replay[RUNS], analyse[RUNS], timeline[RUNS];
+        char err[512];
+        size_t events = 0;
+        struct stat st;
+
+        if (argc != 4 || stat(argv[1], &st) < 0) {
+                fprintf(stderr, "usage: bench-replay SNAPSHOT NPUPROF-REPLAY BASELINE-EVENTS-PER-SECOND\n");
+                return 2;
+        }
+        for (int run = 0; run < RUNS; run++) {
+                npf_snapshot_t *s;
+                npf_replay_t *r;
+                uint64_t t0 = npf_bench_now_ns();
+                if (npf_snapshot_load(argv[1], NULL, NULL, &s, err) < 0) {
+                        fprintf(stderr, "bench-replay: %s\n", err);
+                        return 1;
+                }
+                uint64_t t1 = npf_bench_now_ns();
+                if (npf_replay_run(s, 0, false, &r, err) < 0) {
+                        fprintf(stderr, "bench-replay: %s\n", err);
+                        return 1;
+                }
+                uint64_t t2 = npf_bench_now_ns();
+                npf_analysis_opts_t o = { .top = 20, .max_frames = 32 };
+                json_t *j = npf_analysis_device(s, r, &o);
+                uint64_t t3 = npf_bench_now_ns();
+                FILE *null = fopen("/dev/null", "we");
+                npf_report_timeline(null, r);
+                fclose(null);
+                uint64_t t4 = npf_bench_now_ns();
+                events = r->n;
+                if (r->n_issues) {
+                        fprintf(stderr, "bench-replay: %zu inconsistencies in a consistent trace\n", r->n_issues);
+                        return 1;
+                }
+                parse[run] = (double) (t1 - t0) / 1e9;
+                replay[run] = (double) (t2 - t1) / 1e9;
+                analyse[run] = (double) (t3 - t2) / 1e9;
+                timeline[run] = (double) (t4 - t3) / 1e9;
+                json_decref(j);
+                npf_replay_free(r);
+                npf_snapshot_free(s);
+        }
+        for (double *v = parse; v; v = v == parse ? replay : v == replay ? analyse : v == analyse ? timeline : NULL)
+                for (int i = 1; i < RUNS; i++)
+                        for (int k = i; k > 0 && v[k - 1] > v[k]; k--) {
+                                double x = v[k];
+                                v[k] = v[k - 1];
+                                v[k - 1] = x;
+                        }
+        double p = npf_bench_median(parse, RUNS), rp = npf_bench_median(replay, RUNS);
+        double an = npf_bench_median(analyse, RUNS), tl = npf_bench_median(timeline, RUNS);
+        double ev = (double) events, baseline = atof(argv[3]);
+
+        /* The program as a user runs it, with its peak RSS. */
+        char out[] = "/tmp/npuprof-bench-replay-XXXXXX";
+        if (!mkdtemp(out))
+                return 1;
+        uint64_t t0 = npf_bench_now_ns();
+        pid_t pid = fork();
+        if (pid == 0) {
+                execl(argv[2], argv[2], "-q", "-o", out, argv[1], (char *) NULL);
+                _exit(127);
+        }
+        int status;
+        struct rusage ru;
+        if (wait4(pid, &status, 0, &ru) < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+                fprintf(stderr, "bench-replay: %s failed\n", argv[2]);
+                return 1;
+        }
+        double whole = (double) (npf_bench_now_ns() - t0) / 1e9;
+        char cmd[128];
+        snprintf(cmd, sizeof(cmd), "rm -rf %s", out);
+        if (system(cmd) != 0)
+                return 1;
+
+        printf("npuprof-replay on a generated snapshot: %.2f M events, %.1f MiB pickle (median of %d runs)\n",
+               ev / 1e6, (double) st.st_size / 1048576.0, RUNS);
+        printf("  parse                 %7.3f s  %6.2f M events/s\n", p, ev / p / 1e6);
+        printf("  replay                %7.3f s  %6.2f M events/s   (goal 10)\n", rp, ev / rp / 1e6);
+        printf("  analyses              %7.3f s  %6.2f M events/s\n", an, ev / an / 1e6);
+        printf("  parse+replay+analyses %7.3f s  %6.2f M events/s   (goal 2)\n", p + rp + an, ev / (p + rp + an) / 1e6);
+        printf("  timeline.csv          %7.3f s  %6.2f M rows/s\n", tl, ev / tl / 1e6);
+        printf("  whole program         %7.3f s  %6.2f M events/s, all four files written\n", whole, ev / whole / 1e6);
+        printf("  peak RSS              %7.1f MiB = %.2f x the pickle   (goal 4)\n", (double) ru.ru_maxrss / 1024.0,
+               (double) ru.ru_maxrss * 1024.0 / (double) st.st_size);
+        if (baseline > 0)
+                printf("  against the Python reference replay (%.0f events/s, same file): %.0fx for replay, %.0fx "
+                       "for parse+replay+analyses\n", baseline, ev / rp / baseline, ev / (p + rp + an) / baseline);
+        return 0;
+}

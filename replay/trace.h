@@ -1,0 +1,133 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Chrome trace analysis: the trace.json of the host backend, of torch.profiler (kineto's
+ * object form and the legacy bare array), of anything that writes the Chrome Trace Event
+ * format. Per thread, the events are nested into a tree by time; from the tree come the
+ * operators with the most self and total time, and the duration of every ProfilerStep#N.
+ *
+ * What is read: the object form {"traceEvents": [...], ...} and the bare array form. A file
+ * that ends early once the events have begun (a writer that died; the format allows the
+ * array's closing bracket to be missing) is read up to the cut and marked truncated.
+ * Phases "X" (ts, dur), "B"/"E" (matched per pid and tid as a stack, in time order),
+ * "i"/"I"/"R" (instants, zero length) and "M" (process_name and thread_name name the
+ * threads); every other phase is counted as ignored. ts and dur are microseconds: integers, floats, or
+ * strings that hold a number. pid and tid are integers or strings (a missing one is 0).
+ * The events array is read one event at a time (jansson, on each element), so memory
+ * stays at a few dozen bytes per event however large the file is.
+ *
+ * The tree, per (pid, tid): events sorted by start, longer first, nested with a stack. An
+ * event with no end (an "X" without dur, a "B" without its "E") borrows its parent's end,
+ * at the top level the end of the thread's last event. A child that overruns its parent is
+ * clipped to the parent's end ("clipped"). Self time is the duration minus the children's
+ * (which after clipping never overlap). An operator's total time counts an event nested in
+ * one of the same name once, so recursion does not count twice; sums saturate at INT64_MAX
+ * nanoseconds. An event whose ts or dur is not a usable number, or whose pid or tid is
+ * neither an integer nor a string, is skipped and counted as malformed.
+ *
+ * Steps are the ProfilerStep#N spans of the thread that has the most of them (on a tie, the
+ * one whose first step starts first: the CPU thread rather than a GPU stream that repeats
+ * the annotation), in step order.
+ *
+ * The "trace" section of report.json (npf_trace_report_json()):
+ *   {
+ *     "events": N,              spans in the trees: "X", "B"/"E" pairs, unmatched "B", instants
+ *     "ignored": N,             elements with another phase or none ("C", flows, async, ...),
+ *                               and metadata other than process_name and thread_name
+ *     "malformed": N,           events skipped; "first_malformed": "line L, column C: ..." when N > 0
+ *     "unmatched_ends": N,      "E" with no open "B" on its thread
+ *     "names_truncated": N,     names longer than NPF_TRACE_NAME_MAX, shortened to end in "..."
+ *     "truncated": bool,        the file ended early; what came before it was read
+ *     "start_us": x, "end_us": x,             first start and last end, null without events
+ *     "threads": [ { "pid": int|string, "tid": int|string,
+ *                    "process": string|null, "name": string|null,   from "M" metadata
+ *                    "events": N, "start_us": x, "span_us": x,      first start to last end
+ *                    "clipped": N, "borrowed_ends": N } ... ],     in order of first appearance
+ *     "top_self":  [ { "name", "count", "self_us", "total_us" } ... ],  most self time first
+ *     "top_total": [ same ... ],           most total time first; ProfilerStep#N is in neither
+ *     "steps": [ { "step": N, "start_us": x, "dur_us": x } ... ],
+ *     "step_thread": { "pid", "tid" } | null,
+ *     "step_median_us": x|null, "step_p90_us": x|null, "step_max_us": x|null
+ *   }
+ * Times are microseconds as JSON reals (nanosecond resolution). At most top_n operators
+ * are listed in each top list; ties are broken by name.
+ */
+#ifndef NPUPROF_REPLAY_TRACE_H
+#define NPUPROF_REPLAY_TRACE_H
+
+#include <jansson.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define NPF_TRACE_ERR_MAX 256u          /* bytes of the message buffers below */
+#define NPF_TRACE_EVENTS_MAX (1u << 30) /* elements of traceEvents */
+#define NPF_TRACE_NAME_MAX 1024u        /* bytes of a name; longer ones are shortened */
+#define NPF_TRACE_TIME_MAX_US 3e15      /* |ts| and dur: 95 years; epoch microseconds fit */
+
+typedef struct npf_trace npf_trace_t;
+
+/* One ProfilerStep#N span. */
+typedef struct npf_trace_step {
+        int64_t step;                   /* N */
+        double start_us;                /* as in the trace */
+        double dur_us;
+} npf_trace_step_t;
+
+/* The step durations at a glance, for a rank's line in the cluster report. */
+typedef struct npf_trace_step_stats {
+        size_t n;                       /* steps; the figures below are 0 when there are none */
+        double median_us;               /* the mean of the two middle ones for an even n */
+        double p90_us;                  /* nearest rank */
+        double max_us;
+} npf_trace_step_stats_t;
+
+/* Called about every 16 MiB of input with the bytes read so far. */
+typedef void (*npf_trace_progress_cb)(void *userdata, size_t done, size_t total);
+
+/*
+ * npf_trace_load() - read and analyse the Chrome trace in @buf (@len bytes). Nothing in the
+ * result points into @buf. @progress may be NULL.
+ * Return: 0 and the trace in @ret_trace (free it with npf_trace_free()); -EINVAL for broken
+ * JSON or an invalid trace, with the line and column in @err ("line 3, column 17: ..."),
+ * -ENOMSG for valid JSON that is not a Chrome trace (no traceEvents, no element with a
+ * "ph": the caller may try another reader), -E2BIG past NPF_TRACE_EVENTS_MAX events,
+ * -ENOMEM; a sentence in @err (NPF_TRACE_ERR_MAX bytes) in every case.
+ * Context: any; reentrant.
+ */
+int npf_trace_load(const void *buf, size_t len, npf_trace_progress_cb progress, void *userdata,
+                   npf_trace_t **ret_trace, char *err);
+
+/*
+ * npf_trace_load_file() - npf_trace_load() on the file at @path, mapped, not read in.
+ * Return: as npf_trace_load(), or the -errno of open/fstat/mmap (@err names the file);
+ * -EINVAL for an empty file or one that is not a regular file.
+ */
+int npf_trace_load_file(const char *path, npf_trace_progress_cb progress, void *userdata,
+                        npf_trace_t **ret_trace, char *err);
+
+/* Frees @t. Accepts NULL; returns NULL. */
+npf_trace_t *npf_trace_free(npf_trace_t *t);
+
+/*
+ * npf_trace_steps() - the ProfilerStep#N spans, in step order (see the top of this file).
+ * Return: their number, the array in @ret_steps (NULL when there are none), owned by @t.
+ */
+size_t npf_trace_steps(const npf_trace_t *t, const npf_trace_step_t **ret_steps);
+
+/* The median, 90th percentile and longest of the step durations into @ret_stats. */
+void npf_trace_step_stats(const npf_trace_t *t, npf_trace_step_stats_t *ret_stats);
+
+/*
+ * npf_trace_report_json() - the "trace" section of report.json (schema above), with at most
+ * @top_n operators in each top list. Return: a new reference, or NULL when out of memory.
+ */
+json_t *npf_trace_report_json(const npf_trace_t *t, size_t top_n);
+
+/*
+ * npf_trace_report_text() - the same for people: a summary, then aligned tables of threads,
+ * the @top_n operators by self and by total time, and the steps; durations in us, ms or s.
+ * Return: 0, -ENOMEM, or -EIO when writing to @f failed.
+ */
+int npf_trace_report_text(const npf_trace_t *t, FILE *f, size_t top_n);
+
+#endif /* NPUPROF_REPLAY_TRACE_H */

@@ -1,0 +1,957 @@
+#!/usr/bin/env python3
+"""npuprof-replay's snapshot replay, through the real program.
+
+    tests/test-replay.py BUILD_DIR
+
+The five real torch_npu snapshots in ../shared/testdata/torch_npu_snapshots/ are replayed by
+the program and by a reference replay written here from the rules in replay/replay.h (the
+state at dump time, each action undone from the newest event to the oldest); the event
+counts, peaks, start and dump states and every row of timeline.csv must agree. Synthetic
+snapshots, written here as pickles of protocols 2 to 5 and as JSON, pin each action's undo,
+expandable-segment splitting and merging, torch_npu's workspace triples, inconsistencies,
+ghost blocks, leaks, the legacy list of segments, times, free delays, the static plan and
+the per-stream totals to numbers worked out by hand. Hostile and broken inputs must fail
+with exit status 1 and a clear last line on stderr.
+
+Ends with "replay: N passed, N failed"; exits 1 when a check failed.
+"""
+import csv
+import datetime
+import json
+import os
+import pickle
+import pickletools
+import shutil
+import subprocess
+import sys
+import tempfile
+import traceback
+
+BUILD = sys.argv[1] if len(sys.argv) > 1 else "build"
+REPLAY = os.path.join(BUILD, "npuprof-replay")
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TESTDATA = os.environ.get("NPF_TESTDATA",
+                          os.path.join(ROOT, "..", "shared", "testdata", "torch_npu_snapshots"))
+REAL = [
+    ("one device", "snapshot_1768383987920985470.pkl"),
+    ("expandable segments", "snapshot_expandable.pkl"),
+    ("empty_cache", "snapshot_with_empty_cache.pkl"),
+    ("expandable segments and empty_cache", "snapshot_with_empty_cache_expandable.pkl"),
+    ("two devices", "snapshot_with_multi_devices.pkl"),
+]
+ACTIONS = {"alloc", "free_requested", "free_completed", "free", "segment_alloc", "segment_free",
+           "segment_map", "segment_unmap", "oom", "snapshot", "workspace_snapshot"}
+MASK = (1 << 64) - 1
+# A sanitizer's report must not look like the program's own exit status 1.
+ENV = dict(os.environ,
+           ASAN_OPTIONS="exitcode=86:" + os.environ.get("ASAN_OPTIONS", ""),
+           UBSAN_OPTIONS="halt_on_error=1:exitcode=87:" + os.environ.get("UBSAN_OPTIONS", ""))
+
+passed = failed = skipped = 0
+tmp = tempfile.mkdtemp(prefix="test-replay.")
+
+
+def check(ok, what, detail=""):
+    global passed, failed
+    if ok:
+        passed += 1
+    else:
+        failed += 1
+        print("FAIL: %s%s" % (what, ": " + detail if detail else ""), flush=True)
+    return ok
+
+
+def eq(what, got, want):
+    return check(got == want, what, "got %r, want %r" % (got, want))
+
+
+# --- the reference replay -------------------------------------------------------------------
+
+class Block:
+    """A live block: pending once its free was requested; leak while it is the block that was
+    allocated at dump time; freed_at, the event that freed it (None: live at dump)."""
+    __slots__ = ("size", "pending", "leak", "freed_at")
+
+    def __init__(self, size, pending, leak, freed_at=None):
+        self.size, self.pending, self.leak, self.freed_at = size, pending, leak, freed_at
+
+
+class Ref:
+    """One device's allocator state, from dump time back to before the first event.
+
+    Blocks count by their requested size; segments are {address: [size, stream]}. An
+    undone event that does not fit the state is an issue (event index, action, address).
+    """
+
+    def __init__(self, snap, device):
+        legacy = isinstance(snap, list)
+        traces = [] if legacy else snap.get("device_traces", [])
+        self.device = device
+        self.events = traces[device] if 0 <= device < len(traces) else []
+        self.segs, self.blocks = {}, {}
+        self.allocated = self.active = self.reserved = self.live = 0
+        self.issues, self.delays = [], []
+        self.leaks = [0, 0]
+        self.workspace = [0, 0]
+        self.pending_at_dump = 0
+        for seg in snap if legacy else snap.get("segments", []):
+            if seg.get("device", 0) != device:
+                continue
+            if not self.add_segment(seg["address"], seg["total_size"], seg.get("stream", 0), False):
+                self.issues.append((None, "snapshot", seg["address"]))
+            at = seg["address"]
+            for b in seg.get("blocks", []):
+                addr = b.get("address", at)     # an address, or the end of the block before
+                at = addr + b["size"]
+                if b["state"] != "inactive":
+                    self.add_block(addr, b.get("requested_size", b["size"]),
+                                   b["state"] == "active_pending_free", b["state"] == "active_allocated")
+        self.add_workspace()
+        self.dump = dict(allocated=self.allocated, active=self.active, reserved=self.reserved,
+                         segments=len(self.segs))
+        n = len(self.events)
+        self.after = [None] * n         # (allocated, active, reserved) after each event
+        self.n_segs = [0] * n           # segments after each event
+        self.n_live = [0] * n           # allocated blocks after each event
+        for i in range(n - 1, -1, -1):
+            self.after[i] = (self.allocated, self.active, self.reserved)
+            self.n_segs[i], self.n_live[i] = len(self.segs), self.live
+            self.undo(i, self.events[i])
+        self.start = dict(allocated=self.allocated, active=self.active, reserved=self.reserved)
+        self.start_segs, self.start_live = len(self.segs), self.live
+        self.ghosts = (len(self.blocks), sum(b.size for b in self.blocks.values()))
+
+    def add_block(self, addr, size, pending, leak, freed_at=None):
+        if addr in self.blocks:
+            return False
+        self.blocks[addr] = Block(size, pending, leak, freed_at)
+        self.active += size
+        if not pending:
+            self.allocated += size
+            self.live += 1
+        return True
+
+    def add_segment(self, addr, size, stream, merge):
+        if any(a < addr + size and addr < a + s for a, (s, _) in self.segs.items()):
+            return False
+        self.reserved += size
+        if merge:
+            right = self.segs.get(addr + size)
+            if right and right[1] == stream:
+                del self.segs[addr + size]
+                size += right[0]
+            left = next((a for a, (s, st) in self.segs.items() if a + s == addr and st == stream), None)
+            if left is not None:
+                self.segs[left][0] += size
+                return True
+        self.segs[addr] = [size, stream]
+        return True
+
+    def add_workspace(self):
+        ev, i = self.events, 0
+        while i + 3 <= len(ev) and [e["action"] for e in ev[i:i + 3]] == \
+                ["workspace_snapshot", "segment_alloc", "alloc"]:
+            sa, a = ev[i + 1], ev[i + 2]
+            if sa["addr"] not in self.segs and self.add_segment(sa["addr"], sa["size"], sa.get("stream", 0), False):
+                self.workspace[0] += 1
+                self.workspace[1] += sa["size"]
+            self.add_block(a["addr"], sa["size"], False, True)
+            i += 3
+
+    def undo(self, i, e):
+        act, addr, size = e["action"], e.get("addr", 0), e.get("size", 0)
+        b = self.blocks.get(addr)
+        if act == "alloc":
+            if b is None or b.pending:
+                return self.issues.append((i, act, addr))
+            del self.blocks[addr]
+            self.allocated -= b.size
+            self.active -= b.size
+            self.live -= 1
+            if b.leak:
+                self.leaks[0] += 1
+                self.leaks[1] += b.size
+            if size != b.size:
+                self.issues.append((i, act, addr))
+        elif act == "free_requested":
+            if b is None or not b.pending:
+                return self.issues.append((i, act, addr))
+            b.pending = False
+            self.allocated += b.size
+            self.live += 1
+            if b.freed_at is None:
+                self.pending_at_dump += 1
+            elif self.events[b.freed_at]["action"] == "free_completed":
+                self.delays.append(b.freed_at - i)
+        elif act in ("free_completed", "free"):
+            if not self.add_block(addr, size, act == "free_completed", False, i):
+                self.issues.append((i, act, addr))
+        elif act in ("segment_free", "segment_unmap"):
+            if not self.add_segment(addr, size, e.get("stream", 0), act == "segment_unmap"):
+                self.issues.append((i, act, addr))
+        elif act == "segment_alloc":
+            if addr not in self.segs:
+                return self.issues.append((i, act, addr))
+            self.reserved -= self.segs.pop(addr)[0]
+        elif act == "segment_map":
+            for a, (s, st) in self.segs.items():
+                if a <= addr and addr + size <= a + s:
+                    break
+            else:
+                return self.issues.append((i, act, addr))
+            del self.segs[a]
+            if addr > a:
+                self.segs[a] = [addr - a, st]
+            if addr + size < a + s:
+                self.segs[addr + size] = [a + s - addr - size, st]
+            self.reserved -= size
+
+    def series(self, k):
+        return [self.start[k]] + [v[("allocated", "active", "reserved").index(k)] for v in self.after]
+
+    def peak(self, k):
+        """(bytes, index): the first event reaching the maximum, None before the first event."""
+        s = self.series(k)
+        m = max(s)
+        at = s.index(m)
+        return m, (None if at == 0 else at - 1)
+
+    def rows(self):
+        out = []
+        for i, e in enumerate(self.events):
+            act = e["action"] if e["action"] in ACTIONS else "unknown"
+            addr = e.get("device_free", e.get("addr", 0)) if act == "oom" else e.get("addr", 0)
+            t = e.get("time_us")
+            out.append([str(self.device), str(i), act, "0x%x" % (addr & MASK), str(e.get("size", 0)),
+                        "0x%x" % (e.get("stream", 0) & MASK)] + [str(v) for v in self.after[i]] +
+                       ["" if t is None else str(int(t))])
+        return out
+
+
+def devices_of(snap):
+    if isinstance(snap, list):
+        return sorted({s.get("device", 0) for s in snap})
+    traces = snap.get("device_traces", [])
+    return sorted({d for d, t in enumerate(traces) if t} | {s.get("device", 0) for s in snap.get("segments", [])})
+
+
+# --- running the program ------------------------------------------------------------------
+
+class Run:
+    def __init__(self, args, outdir):
+        p = subprocess.run([REPLAY] + args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=ENV, timeout=120)
+        self.rc, self.stdout, self.stderr = p.returncode, p.stdout.decode(errors="replace"), \
+            p.stderr.decode(errors="replace")
+        self.outdir = outdir
+        lines = self.stderr.strip().splitlines()
+        self.last = lines[-1] if lines else ""
+        # The message without the paths it names, which could hold any word.
+        self.said = self.last
+        for a in args:
+            if "/" in a:
+                self.said = self.said.replace(a, "PATH")
+        self.report = self.txt = None
+        self.rows = []
+        self.json_error = None
+        if outdir and os.path.exists(os.path.join(outdir, "report.json")):
+            try:
+                with open(os.path.join(outdir, "report.json")) as f:
+                    self.report = json.load(f)
+            except ValueError as e:
+                self.json_error = str(e)
+            with open(os.path.join(outdir, "report.txt")) as f:
+                self.txt = f.read()
+        if outdir and os.path.exists(os.path.join(outdir, "timeline.csv")):
+            with open(os.path.join(outdir, "timeline.csv"), newline="") as f:
+                self.rows = list(csv.reader(f))
+
+    def devices(self, snapshot=0):
+        return self.report["snapshots"][snapshot]["devices"]
+
+    def timeline(self, device):
+        return [r for r in self.rows[1:] if r[0] == str(device)]
+
+    def sanitizer_clean(self):
+        return "Sanitizer" not in self.stderr and "runtime error:" not in self.stderr
+
+
+counter = [0]
+
+
+def run(path, *args, outdir=None):
+    if outdir is None:
+        counter[0] += 1
+        outdir = os.path.join(tmp, "out-%d" % counter[0])
+    return Run([path, "-q", "-o", outdir] + list(args), outdir)
+
+
+def write(name, data):
+    path = os.path.join(tmp, name)
+    with open(path, "wb") as f:
+        f.write(data)
+    return path
+
+
+def analyse(name, snap, proto, *args):
+    """Run the program on @snap as a pickle of @proto and as JSON; the two must agree."""
+    r = run(write(name + ".pkl", pickle.dumps(snap, protocol=proto)), *args)
+    j = run(write(name + ".json", json.dumps(snap).encode()), *args)
+    ok = r.rc == 0 and r.report is not None and r.sanitizer_clean()
+    check(ok, "%s (pickle protocol %d): exit 0 with a report" % (name, proto),
+          "exit %d, %s" % (r.rc, r.stderr.strip()[-400:]))
+    if not ok:
+        return None
+    if check(j.rc == 0 and j.report is not None and j.sanitizer_clean(), "%s (JSON): exit 0 with a report" % name,
+             "exit %d, %s" % (j.rc, j.stderr.strip()[-400:])):
+        eq("%s: the JSON form gives the same report as the pickle" % name, j.devices(), r.devices())
+        eq("%s: the JSON form gives the same timeline as the pickle" % name, j.rows, r.rows)
+        eq("%s: the JSON form is said to be JSON" % name, j.report["snapshots"][0]["format"], "json")
+    eq("%s: the pickle is said to be a pickle" % name, r.report["snapshots"][0]["format"], "pickle")
+    return r
+
+
+def timeline_vals(run_, device=0):
+    """[(action, allocated, active, reserved)] of timeline.csv."""
+    return [(row[2], int(row[6]), int(row[7]), int(row[8])) for row in run_.timeline(device)]
+
+
+def first_diff(got, want):
+    for i, (g, w) in enumerate(zip(got, want)):
+        if g != w:
+            return "row %d: got %r, want %r" % (i, g, w)
+    return "%d rows, want %d" % (len(got), len(want))
+
+
+def eq_rows(what, got, want):
+    return check(got == want, what, "" if got == want else first_diff(got, want))
+
+
+def pbi(d, k):
+    p = d["peak"][k]
+    return p["bytes"], p["index"]
+
+
+def compare_with_ref(name, d, ref, rows):
+    """Everything the report says that the reference replay also knows."""
+    eq("%s: events" % name, d["events"], len(ref.events))
+    eq("%s: no inconsistency in the reference replay" % name, ref.issues, [])
+    eq("%s: no inconsistency reported" % name, d["inconsistencies"]["count"], 0)
+    for k in ("allocated", "active", "reserved"):
+        eq("%s: peak %s (bytes, index)" % (name, k), pbi(d, k), ref.peak(k))
+    eq("%s: the state before the first event" % name, d["start"], ref.start)
+    eq("%s: the state at dump time" % name, d["dump"], ref.dump)
+    eq_rows("%s: every timeline.csv row" % name, rows, ref.rows())
+    at = ref.peak("allocated")[1]
+    eq("%s: blocks live at the allocated peak (count, bytes)" % name,
+       (d["live_at_peak"]["count"], d["live_at_peak"]["bytes"]),
+       (ref.start_live if at is None else ref.n_live[at], ref.peak("allocated")[0]))
+    fr = d["fragmentation"]
+    eq("%s: fragmentation at the allocated peak (index, segments, reserved, allocated, unallocated)" % name,
+       (fr["index"], fr["segments"], fr["reserved"], fr["allocated"], fr["unallocated"]),
+       (at, ref.start_segs if at is None else ref.n_segs[at],
+        ref.start["reserved"] if at is None else ref.after[at][2], ref.peak("allocated")[0],
+        (ref.start["reserved"] if at is None else ref.after[at][2]) - ref.peak("allocated")[0]))
+    eq("%s: ghosts (count, bytes)" % name, (d["ghosts"]["count"], d["ghosts"]["bytes"]), ref.ghosts)
+    eq("%s: leaks (count, bytes)" % name, (d["leaks"]["count"], d["leaks"]["bytes"]), tuple(ref.leaks))
+    eq("%s: workspace (count, bytes)" % name, (d["workspace"]["count"], d["workspace"]["bytes"]),
+       tuple(ref.workspace))
+    eq("%s: the most bytes live at once in the plan is the allocated peak" % name, d["plan"]["peak_live_bytes"],
+       ref.peak("allocated")[0])
+    delays = sorted(ref.delays)
+    fd = d["free_delay"]
+    eq("%s: free_requested -> free_completed count, max, pending at dump" % name,
+       (fd["events"]["count"], fd["events"]["max"], fd["pending_at_dump"]),
+       (len(delays), delays[-1] if delays else None, ref.pending_at_dump))
+    acts, churn, streams = {}, {}, {}
+    for e in ref.events:
+        a = e["action"] if e["action"] in ACTIONS else "unknown"
+        acts[a] = acts.get(a, 0) + 1
+        c = churn.setdefault(a, [0, 0])
+        c[0], c[1] = c[0] + 1, c[1] + e.get("size", 0)
+        if a in ("alloc", "segment_alloc", "segment_map"):
+            s = streams.setdefault("0x%x" % (e.get("stream", 0) & MASK), [0, 0, 0, 0])
+            k = 0 if a == "alloc" else 2
+            s[k], s[k + 1] = s[k] + 1, s[k + 1] + e.get("size", 0)
+    eq("%s: action counts" % name, d["actions"], acts)
+    eq("%s: segment churn" % name, {k: [v["count"], v["bytes"]] for k, v in d["segment_churn"].items()},
+       {k: churn.get(k, [0, 0]) for k in ("segment_alloc", "segment_free", "segment_map", "segment_unmap")})
+    eq("%s: per-stream totals" % name,
+       {s["stream"]: [s["allocs"], s["alloc_bytes"], s["segment_allocs"], s["segment_bytes"]] for s in d["streams"]},
+       streams)
+
+
+# --- the real snapshots --------------------------------------------------------------------
+
+def mib(v):
+    return "%.1f MiB" % (v / 1048576.0)
+
+
+def txt_line(txt, start, n=0):
+    """The @n-th line of @txt that starts with @start, stripped of its indent."""
+    lines = [x.strip() for x in (txt or "").splitlines() if x.strip().startswith(start)]
+    return lines[n] if n < len(lines) else None
+
+
+def test_real():
+    global skipped
+    if not os.path.isdir(TESTDATA):
+        print("replay: the %d real-snapshot tests are skipped: %s is absent" % (len(REAL), TESTDATA), flush=True)
+        skipped += len(REAL)
+        return
+    for what, fname in REAL:
+        path = os.path.join(TESTDATA, fname)
+        if not check(os.path.isfile(path), "real snapshot %s (%s) is there" % (fname, what)):
+            continue
+        with open(path, "rb") as f:
+            snap = pickle.load(f)       # trusted test data
+        r = run(path)
+        if not check(r.rc == 0 and r.report is not None and r.sanitizer_clean(), "%s: exit 0 with a report" % fname,
+                     "exit %d, %s" % (r.rc, r.stderr.strip()[-400:])):
+            continue
+        devs = devices_of(snap)
+        eq("%s: devices" % fname, [d["device"] for d in r.devices()], devs)
+        eq("%s: events in the snapshot" % fname, r.report["snapshots"][0]["events"],
+           sum(len(t) for t in snap["device_traces"]))
+        eq("%s: timeline.csv header" % fname, r.rows[0] if r.rows else None,
+           ["device", "index", "action", "addr", "size", "stream", "allocated", "active", "reserved", "time_us"])
+        eq("%s: timeline.csv rows" % fname, len(r.rows) - 1, sum(len(t) for t in snap["device_traces"]))
+        for k, d in enumerate(r.devices()):
+            ref = Ref(snap, d["device"])
+            compare_with_ref("%s device %d" % (fname, d["device"]), d, ref, r.timeline(d["device"]))
+            line = txt_line(r.txt, "Peak allocated", k)
+            check(line is not None and mib(ref.peak("allocated")[0]) in line,
+                  "%s device %d: report.txt gives the allocated peak as %s" % (fname, d["device"],
+                                                                              mib(ref.peak("allocated")[0])), line)
+        if fname == REAL[-1][1]:
+            # The same snapshot as JSON and as a pickle of protocol 2 (LONG1 addresses).
+            for form, data in (("json", json.dumps(snap).encode()), ("pickle2", pickle.dumps(snap, protocol=2))):
+                o = run(write("real." + form, data))
+                if check(o.rc == 0 and o.report is not None, "%s as %s: exit 0" % (fname, form), o.last):
+                    eq("%s as %s: the same report as the original pickle" % (fname, form), o.devices(), r.devices())
+                    eq("%s as %s: the same timeline as the original pickle" % (fname, form), o.rows, r.rows)
+
+
+# --- synthetic snapshots -------------------------------------------------------------------
+
+F1 = [{"name": "f1", "filename": "model.py", "line": 10}, {"name": "main", "filename": "train.py", "line": 20}]
+F2 = [{"name": "f2", "filename": "model.py", "line": 30}]
+
+
+def seg(addr, total, blocks, device=0, stream=0, expandable=False, **extra):
+    d = {"device": device, "address": addr, "total_size": total, "stream": stream, "segment_type": "large",
+         "segment_pool_id": (0, 0), "is_expandable": expandable, "frames": [], "blocks": blocks}
+    d["allocated_size"] = sum(b["size"] for b in blocks if b["state"] == "active_allocated")
+    d["active_size"] = sum(b["size"] for b in blocks if b["state"] != "inactive")
+    d["requested_size"] = sum(b.get("requested_size", b["size"]) for b in blocks if b["state"] != "inactive")
+    d.update(extra)
+    return d
+
+
+def blk(addr, size, state="inactive", requested=None, frames=(), **extra):
+    b = {"size": size, "requested_size": size if requested is None else requested, "state": state,
+         "frames": list(frames)}
+    if addr is not None:
+        b["address"] = addr
+    b.update(extra)
+    return b
+
+
+def ev(action, addr=0, size=0, stream=0, **extra):
+    e = {"action": action, "addr": addr, "size": size, "stream": stream, "frames": []}
+    e.update(extra)
+    return e
+
+
+def snapshot(segments, *traces, **extra):
+    d = {"segments": segments, "device_traces": [list(t) for t in traces]}
+    d.update(extra)
+    return d
+
+
+def test_actions():
+    """Each action's undo, with the timeline worked out by hand; block addresses implied."""
+    s = snapshot(
+        [seg(0x10000, 4096, [blk(None, 512, "active_allocated", 500, novel_block_key=1),
+                             blk(None, 512, "active_pending_free", 512), blk(None, 3072)], new_segment_key=[1])],
+        [ev("segment_alloc", 0x10000, 4096),
+         ev("alloc", 0x10000, 500),
+         ev("alloc", 0x10200, 512),
+         ev("free_requested", 0x10200, 512),
+         {"action": "oom", "device_free": 123, "size": 999, "stream": 0, "frames": F2},
+         ev("snapshot"),
+         ev("alloc", 0x10400, 256, novel_event_key={"x": [1, 2]}),
+         ev("free_requested", 0x10400, 256),
+         ev("free_completed", 0x10400, 256),
+         ev("banana", 0x10400, 256),
+         ev("segment_alloc", 0x20000, 2048),
+         ev("alloc", 0x20000, 100),
+         ev("free", 0x20000, 100),
+         ev("segment_free", 0x20000, 2048)],
+        mystery_top_level={"a": [1, 2.5, None, True]},
+        allocator_settings={"expandable_segments": False, "max_split_size": 1 << 40},
+        external_annotations=[{"device": 0, "stage": "fwd"}, {"device": 0, "stage": "bwd"}])
+    want = [("segment_alloc", 0, 0, 4096), ("alloc", 500, 500, 4096), ("alloc", 1012, 1012, 4096),
+            ("free_requested", 500, 1012, 4096), ("oom", 500, 1012, 4096), ("snapshot", 500, 1012, 4096),
+            ("alloc", 756, 1268, 4096), ("free_requested", 500, 1268, 4096),
+            ("free_completed", 500, 1012, 4096), ("unknown", 500, 1012, 4096),
+            ("segment_alloc", 500, 1012, 6144), ("alloc", 600, 1112, 6144), ("free", 500, 1012, 6144),
+            ("segment_free", 500, 1012, 4096)]
+    ref = Ref(s, 0)
+    eq_rows("actions: the reference replay agrees with the hand-worked timeline",
+            [(e["action"] if e["action"] in ACTIONS else "unknown",) + a for e, a in zip(ref.events, ref.after)], want)
+    outs = [analyse("actions-p%d" % p, s, p) for p in (2, 3, 4, 5)]
+    for p, r in zip((2, 3, 4, 5), outs):
+        if r is None:
+            continue
+        if p != 2:
+            if outs[0]:
+                eq("actions: protocol %d gives the same report as protocol 2" % p, r.devices(), outs[0].devices())
+            continue
+        eq_rows("actions: the timeline after each undone action", timeline_vals(r), want)
+        eq("actions: timeline.csv row of the oom (addr is device_free, size, no time)", r.timeline(0)[4],
+           ["0", "4", "oom", "0x7b", "999", "0x0", "500", "1012", "4096", ""])
+        d = r.devices()[0]
+        compare_with_ref("actions", d, ref, r.timeline(0))
+        eq("actions: peaks", {k: pbi(d, k) for k in d["peak"]},
+           {"allocated": (1012, 2), "active": (1268, 6), "reserved": (6144, 10)})
+        eq("actions: peak action names", [d["peak"][k]["action"] for k in ("allocated", "active", "reserved")],
+           ["alloc", "alloc", "segment_alloc"])
+        eq("actions: start", d["start"], {"allocated": 0, "active": 0, "reserved": 0})
+        eq("actions: dump", d["dump"], {"allocated": 500, "active": 1012, "reserved": 4096, "segments": 1})
+        eq("actions: the unknown action is counted as such", d["actions"].get("unknown"), 1)
+        eq("actions: oom list", [(o["index"], o["size"], o["device_free"], o["frames"][0]["name"]) for o in d["oom"]],
+           [(4, 999, 123, "f2")])
+        eq("actions: leaks (the block allocated at event 1 and live at dump)",
+           (d["leaks"]["count"], d["leaks"]["bytes"], [b["addr"] for b in d["leaks"]["blocks"]]), (1, 500, ["0x10000"]))
+        eq("actions: live at the peak", (d["live_at_peak"]["count"], d["live_at_peak"]["bytes"],
+                                         sorted(b["addr"] for b in d["live_at_peak"]["blocks"])),
+           (2, 1012, ["0x10000", "0x10200"]))
+        eq("actions: free delay (one completed a step later; one pending at dump)",
+           (d["free_delay"]["events"], d["free_delay"]["pending_at_dump"], d["free_delay"]["time_us"]),
+           ({"count": 1, "median": 1, "p99": 1, "max": 1}, 1, None))
+        eq("actions: untimed", d["timed"], False)
+        sn = r.report["snapshots"][0]
+        eq("actions: allocator_settings copied", sn["allocator_settings"], s["allocator_settings"])
+        eq("actions: external_annotations counted", sn["external_annotations"], 2)
+        eq("actions: not legacy", sn["legacy"], False)
+        check("Inconsistencies: none" in r.txt, "actions: report.txt says there is no inconsistency")
+
+
+U = 0x200000
+A = 0x12d300000000
+
+
+def expandable_case(name, proto, segments, events, rows, start_reserved, frag):
+    """A one- or few-event trace on expandable segments; the state before the first event is
+    what the fragmentation section describes when nothing is allocated during the trace."""
+    s = snapshot(segments, events)
+    r = analyse("expandable-" + name, s, proto)
+    if r is None:
+        return
+    d = r.devices()[0]
+    eq_rows("expandable %s: timeline" % name, timeline_vals(r), rows)
+    eq("expandable %s: reserved before the first event" % name, d["start"]["reserved"], start_reserved)
+    eq("expandable %s: no inconsistency" % name, d["inconsistencies"]["count"], 0)
+    f = d["fragmentation"]
+    eq("expandable %s: before the first event (index, segments, free_bytes, largest_free)" % name,
+       (f["index"], f["segments"], f["free_bytes"], f["largest_free"]), frag)
+    line = txt_line(r.txt, "Peak reserved")
+    peak = max([start_reserved] + [v[3] for v in rows])
+    check(line is not None and mib(peak) in line,
+          "expandable %s: report.txt gives the reserved peak as %s" % (name, mib(peak)), line)
+    ref = Ref(s, 0)
+    eq("expandable %s: the reference replay agrees on segments and reserved before the first event" % name,
+       (ref.start_segs, ref.start["reserved"], ref.issues), (frag[1], start_reserved, []))
+
+
+def test_expandable():
+    exp = dict(expandable=True, stream=5)
+    # A map at the front: undone, the segment starts later; the live block at its end stays in it.
+    expandable_case("map at the front", 2,
+                    [seg(A, 4 * U, [blk(A, 3 * U), blk(A + 3 * U, U, "active_allocated")], **exp)],
+                    [ev("segment_map", A, U, 5)], [("segment_map", U, U, 4 * U)], 3 * U, (None, 1, 2 * U, 2 * U))
+    # A map at the end: undone, the segment ends earlier; the live block at its front stays in it.
+    expandable_case("map at the end", 3,
+                    [seg(A, 4 * U, [blk(A, U, "active_allocated"), blk(A + U, 3 * U)], **exp)],
+                    [ev("segment_map", A + 3 * U, U, 5)], [("segment_map", U, U, 4 * U)], 3 * U,
+                    (None, 1, 2 * U, 2 * U))
+    # A map in the middle: undone, the segment is split in two.
+    expandable_case("map in the middle", 4, [seg(A, 4 * U, [blk(A, 4 * U)], **exp)],
+                    [ev("segment_map", A + U, U, 5)], [("segment_map", 0, 0, 4 * U)], 3 * U, (None, 2, 3 * U, 2 * U))
+    # Unmaps: undone, the range is re-inserted and merged with neighbours of its stream.
+    expandable_case("unmap merging with the segment before", 5, [seg(A, 2 * U, [blk(A, 2 * U)], **exp)],
+                    [ev("segment_unmap", A + 2 * U, U, 5)], [("segment_unmap", 0, 0, 2 * U)], 3 * U,
+                    (None, 1, 3 * U, 3 * U))
+    expandable_case("unmap merging with the segment after", 2, [seg(A + U, 2 * U, [blk(A + U, 2 * U)], **exp)],
+                    [ev("segment_unmap", A, U, 5)], [("segment_unmap", 0, 0, 2 * U)], 3 * U, (None, 1, 3 * U, 3 * U))
+    expandable_case("unmap merging with both neighbours", 3,
+                    [seg(A, U, [blk(A, U)], **exp), seg(A + 2 * U, U, [blk(A + 2 * U, U)], **exp)],
+                    [ev("segment_unmap", A + U, U, 5)], [("segment_unmap", 0, 0, 2 * U)], 3 * U,
+                    (None, 1, 3 * U, 3 * U))
+    expandable_case("unmap after another stream's segment", 4, [seg(A, 2 * U, [blk(A, 2 * U)], **exp)],
+                    [ev("segment_unmap", A + 2 * U, U, 6)], [("segment_unmap", 0, 0, 2 * U)], 3 * U,
+                    (None, 2, 3 * U, 2 * U))
+    expandable_case("unmap before another stream's segment", 5, [seg(A + U, 2 * U, [blk(A + U, 2 * U)], **exp)],
+                    [ev("segment_unmap", A, U, 6)], [("segment_unmap", 0, 0, 2 * U)], 3 * U, (None, 2, 3 * U, 2 * U))
+    # Grow, grow, shrink: undoing the shrink must leave one segment that the map of the
+    # whole front range (event 0) then removes entirely.
+    expandable_case("grow twice then unmap", 5, [seg(A, U, [blk(A, U)], **exp)],
+                    [ev("segment_map", A, 2 * U, 5), ev("segment_map", A + 2 * U, U, 5),
+                     ev("segment_unmap", A + U, 2 * U, 5)],
+                    [("segment_map", 0, 0, 2 * U), ("segment_map", 0, 0, 3 * U), ("segment_unmap", 0, 0, U)], 0,
+                    (None, 0, 0, 0))
+
+
+def test_workspace():
+    W1, W2, S = 0x900000, 0xA00000, 0x100000
+    s = snapshot([seg(S, 8192, [blk(S, 1024, "active_allocated", 1000), blk(S + 1024, 7168)])],
+                 [ev("workspace_snapshot", W1, 65536), ev("segment_alloc", W1, 65536), ev("alloc", W1, 65536),
+                  ev("workspace_snapshot", W2, 32768), ev("segment_alloc", W2, 32768), ev("alloc", W2, 32768),
+                  ev("alloc", S, 1000)])
+    r = analyse("workspace", s, 4)
+    if r is None:
+        return
+    d = r.devices()[0]
+    eq("workspace: count and bytes", d["workspace"], {"count": 2, "bytes": 98304})
+    eq("workspace: counted as allocated and active at dump time", d["dump"],
+       {"allocated": 99304, "active": 99304, "reserved": 106496, "segments": 3})
+    eq_rows("workspace: timeline", timeline_vals(r),
+            [("workspace_snapshot", 0, 0, 8192), ("segment_alloc", 0, 0, 73728), ("alloc", 65536, 65536, 73728),
+             ("workspace_snapshot", 65536, 65536, 73728), ("segment_alloc", 65536, 65536, 106496),
+             ("alloc", 98304, 98304, 106496), ("alloc", 99304, 99304, 106496)])
+    eq("workspace: start", d["start"], {"allocated": 0, "active": 0, "reserved": 8192})
+    eq("workspace: no inconsistency", d["inconsistencies"]["count"], 0)
+    eq("workspace: ghosts", d["ghosts"]["count"], 0)
+    ref = Ref(s, 0)
+    eq_rows("workspace: the reference replay agrees", timeline_vals(r),
+            [(e["action"],) + a for e, a in zip(ref.events, ref.after)])
+    check("Workspace" in r.txt, "workspace: report.txt mentions the workspace")
+
+
+def test_inconsistencies():
+    s = snapshot([seg(0x10000, 4096, [blk(0x10000, 256, "active_allocated", 200), blk(0x10100, 3840)])],
+                 [ev("alloc", 0x10000, 100), ev("free_requested", 0x10000, 100), ev("free_completed", 0x10000, 100),
+                  ev("free_requested", 0x55550, 64), ev("segment_alloc", 0x77770000, 2048),
+                  ev("alloc", 0x10000, 200)])
+    r = analyse("inconsistent", s, 5)
+    if r is not None:
+        d = r.devices()[0]
+        inc = d["inconsistencies"]
+        eq("inconsistent: count", inc["count"], 2)
+        eq("inconsistent: each with its event index, action and address",
+           sorted((i["index"], i["action"], i["addr"]) for i in inc["items"]),
+           [(3, "free_requested", "0x55550"), (4, "segment_alloc", "0x77770000")])
+        check(all(i["what"] for i in inc["items"]), "inconsistent: each says what is wrong")
+        eq_rows("inconsistent: the replay carries on", timeline_vals(r),
+                [("alloc", 100, 100, 4096), ("free_requested", 0, 100, 4096), ("free_completed", 0, 0, 4096),
+                 ("free_requested", 0, 0, 4096), ("segment_alloc", 0, 0, 4096), ("alloc", 200, 200, 4096)])
+        check("Inconsistencies: 2" in r.txt and "0x77770000" in r.txt,
+              "inconsistent: report.txt lists the inconsistencies")
+        ref = Ref(s, 0)
+        eq("inconsistent: the reference replay finds the same two", sorted(i[:2] for i in ref.issues),
+           [(3, "free_requested"), (4, "segment_alloc")])
+    path = os.path.join(tmp, "inconsistent.pkl")
+    st = run(path, "--strict")
+    eq("inconsistent --strict: exit status", st.rc, 1)
+    check("event 4" in st.last and "segment_alloc" in st.last,
+          "inconsistent --strict: the last stderr line names the event (the newest inconsistent one)", st.last)
+    check(st.sanitizer_clean(), "inconsistent --strict: no sanitizer report", st.stderr[-400:])
+
+
+def test_ghosts():
+    s = snapshot([seg(0x10000, 4096, [blk(0x10000, 0x800), blk(0x10800, 512, "active_allocated"),
+                                      blk(0x10a00, 0x600)])],
+                 [ev("free_requested", 0x10000, 300), ev("free_completed", 0x10000, 300), ev("alloc", 0x10100, 50),
+                  ev("free_requested", 0x10100, 50), ev("free_completed", 0x10100, 50)])
+    r = analyse("ghosts", s, 3)
+    if r is None:
+        return
+    d = r.devices()[0]
+    eq_rows("ghosts: timeline", timeline_vals(r),
+            [("free_requested", 512, 812, 4096), ("free_completed", 512, 512, 4096), ("alloc", 562, 562, 4096),
+             ("free_requested", 512, 562, 4096), ("free_completed", 512, 512, 4096)])
+    eq("ghosts: count and bytes", (d["ghosts"]["count"], d["ghosts"]["bytes"]), (2, 812))
+    eq("ghosts: one freed in the trace, one alive throughout",
+       (d["ghosts"]["freed_in_trace"], d["ghosts"]["alive_throughout"]),
+       ({"count": 1, "bytes": 300}, {"count": 1, "bytes": 512}))
+    eq("ghosts: not inconsistencies", d["inconsistencies"]["count"], 0)
+    eq("ghosts: not leaks", d["leaks"]["count"], 0)
+    eq("ghosts: the allocated peak is before the first event", pbi(d, "allocated"), (812, None))
+    eq("ghosts: the reference replay agrees", (Ref(s, 0).ghosts, Ref(s, 0).start["allocated"]), ((2, 812), 812))
+    check("before the first event" in r.txt, "ghosts: report.txt says the peak was before the first event")
+
+
+def test_leaks():
+    s = snapshot([seg(0x10000, 8192, [blk(0x10000, 1024, "active_allocated", 1000, F1),
+                                      blk(0x10400, 1024, "active_allocated", 1024, F2),
+                                      blk(0x10800, 512, "active_allocated", 500, F1), blk(0x10a00, 0x1600)])],
+                 [ev("alloc", 0x10000, 1000, frames=F1), ev("alloc", 0x10400, 1024, frames=F2),
+                  ev("alloc", 0x10800, 500, frames=F1), ev("alloc", 0x11000, 64, frames=F2),
+                  ev("free_requested", 0x11000, 64), ev("free_completed", 0x11000, 64)])
+    r = analyse("leaks", s, 2)
+    if r is None:
+        return
+    lk = r.devices()[0]["leaks"]
+    eq("leaks: count and bytes", (lk["count"], lk["bytes"]), (3, 2524))
+    eq("leaks: largest first, with when they were allocated",
+       [(b["addr"], b["size"], b["allocated_at"], b["free_requested_at"]) for b in lk["blocks"]],
+       [("0x10400", 1024, 1, None), ("0x10000", 1000, 0, None), ("0x10800", 500, 2, None)])
+    eq("leaks: by call site, most bytes first",
+       [(x["count"], x["bytes"], [f["name"] for f in x["frames"]]) for x in lk["sites"]],
+       [(2, 1500, ["f1", "main"]), (1, 1024, ["f2"])])
+    eq("leaks: frames carry file and line", lk["sites"][0]["frames"][0], F1[0])
+    eq("leaks: the reference replay agrees", tuple(Ref(s, 0).leaks), (3, 2524))
+    check("Never freed" in r.txt and "f1 (model.py:10)" in r.txt, "leaks: report.txt lists them with their stacks")
+
+
+def test_legacy():
+    s = [seg(0x1000, 4096, [blk(None, 1024, "active_allocated", 1000,
+                                history=[{"addr": 0x1000, "real_size": 1000, "frames": F1}]), blk(None, 3072)]),
+         seg(0x100000, 2048, [blk(None, 2048, "active_pending_free")])]
+    for b in s[0]["blocks"]:
+        del b["frames"]         # legacy blocks keep their stack in the history only
+    r = analyse("legacy", s, 2)
+    if r is None:
+        return
+    sn = r.report["snapshots"][0]
+    eq("legacy: said to be legacy", sn["legacy"], True)
+    d = sn["devices"][0]
+    eq("legacy: no events", (d["events"], sn["events"]), (0, 0))
+    eq("legacy: dump", d["dump"], {"allocated": 1000, "active": 3048, "reserved": 6144, "segments": 2})
+    eq("legacy: the start is the dump", d["start"], {"allocated": 1000, "active": 3048, "reserved": 6144})
+    eq("legacy: peaks before the first event", {k: pbi(d, k) for k in d["peak"]},
+       {"allocated": (1000, None), "active": (3048, None), "reserved": (6144, None)})
+    eq("legacy: the stack comes from the block's history",
+       [f["name"] for f in d["live_at_peak"]["blocks"][0]["frames"]], ["f1", "main"])
+    eq("legacy: timeline.csv has its header only", len(r.rows), 1)
+    ref = Ref(s, 0)
+    eq("legacy: the reference replay agrees", (ref.dump, ref.start),
+       ({"allocated": 1000, "active": 3048, "reserved": 6144, "segments": 2},
+        {"allocated": 1000, "active": 3048, "reserved": 6144}))
+
+
+def test_times_and_free_delay():
+    """Five frees completed 1, 2, 3, 4 and 10 events (10 to 100 us) after they were
+    requested, and one still pending at dump; every event has a time."""
+    S = 0x10000
+    B = [S + k * 0x1000 for k in range(5)]
+    events = [ev("alloc", b, 4096) for b in B]
+    events += [ev("free_requested", B[0], 4096), ev("free_completed", B[0], 4096),
+               ev("free_requested", B[1], 4096), ev("free_requested", B[2], 4096),
+               ev("free_completed", B[1], 4096), ev("free_requested", B[3], 4096),
+               ev("free_completed", B[2], 4096), ev("free_requested", B[4], 4096), ev("snapshot"),
+               ev("free_completed", B[3], 4096)] + [ev("snapshot") for _ in range(7)]
+    events += [ev("free_completed", B[4], 4096), ev("alloc", S + 0x5000, 512), ev("free_requested", S + 0x5000, 512)]
+    for i, e in enumerate(events):
+        e["time_us"] = 1000 + 10 * i
+    s = snapshot([seg(S, 0x10000, [blk(S, 0x5000), blk(S + 0x5000, 512, "active_pending_free"),
+                                   blk(S + 0x5200, 0xae00)])], events)
+    r = analyse("times", s, 5)
+    if r is None:
+        return
+    d = r.devices()[0]
+    eq("times: the free delay in events", d["free_delay"]["events"], {"count": 5, "median": 3, "p99": 10, "max": 10})
+    eq("times: the free delay in microseconds", d["free_delay"]["time_us"],
+       {"count": 5, "median": 30, "p99": 100, "max": 100})
+    eq("times: pending at dump", d["free_delay"]["pending_at_dump"], 1)
+    eq("times: the allocated peak with its time", (d["peak"]["allocated"]["bytes"], d["peak"]["allocated"]["index"],
+                                                   d["peak"]["allocated"]["time_us"]), (20480, 4, 1040))
+    eq("times: timed", d["timed"], True)
+    eq("times: timeline.csv time_us column", [row[9] for row in r.timeline(0)],
+       [str(1000 + 10 * i) for i in range(len(events))])
+    ref = Ref(s, 0)
+    eq("times: the reference replay agrees on the delays", sorted(ref.delays), [1, 2, 3, 4, 10])
+    compare_with_ref("times", d, ref, r.timeline(0))
+    check("at 1040 us" in r.txt, "times: report.txt gives the peak's time")
+
+
+def test_plan():
+    """Sizes 100, 60, 50, 40 alive over [1,3), [2,7), [5,9), [6,11) (after-event positions):
+    largest first, 100 opens a partition, 60 overlaps it and opens another, 50 fits after the
+    100, 40 overlaps both the 50 and the 60 and opens a third: 200 bytes against 160 live."""
+    a, b, c, dd = 0x10000, 0x10100, 0x10200, 0x10300
+    s = snapshot([seg(0x10000, 4096, [blk(0x10000, 4096)])],
+                 [ev("alloc", a, 100), ev("alloc", b, 60), ev("free_requested", a, 100), ev("free_completed", a, 100),
+                  ev("alloc", c, 50), ev("alloc", dd, 40), ev("free_requested", b, 60), ev("free_completed", b, 60),
+                  ev("free_requested", c, 50), ev("free_completed", c, 50), ev("free_requested", dd, 40),
+                  ev("free_completed", dd, 40)])
+    r = analyse("plan", s, 3)
+    if r is None:
+        return
+    p = r.devices()[0]["plan"]
+    eq("plan: plan_bytes, peak_live_bytes, partitions, tensors",
+       (p["plan_bytes"], p["peak_live_bytes"], p["partitions"], p["tensors"]), (200, 160, 3, 4))
+    eq("plan: plan over peak live", p["plan_over_peak_live"], 1.25)
+    eq("plan: the peak reservation", (p["peak_reserved_bytes"], p["peak_reserved_over_plan"]), (4096, 4096 / 200))
+    eq_rows("plan: timeline", [v[1] for v in timeline_vals(r)], [100, 160, 60, 60, 110, 150, 90, 90, 40, 40, 0, 0])
+
+
+def test_streams():
+    s = snapshot([seg(0x10000, 4096, [blk(0x10000, 256), blk(0x10100, 256, "active_allocated", 200),
+                                      blk(0x10200, 3584)], stream=1),
+                  seg(0x40000, 8192, [blk(0x40000, 512, "active_allocated", 50), blk(0x40200, 7680)], stream=2)],
+                 [ev("segment_alloc", 0x40000, 8192, 2), ev("alloc", 0x10000, 100, 1), ev("alloc", 0x10100, 200, 1),
+                  ev("alloc", 0x40000, 50, 2), ev("free_requested", 0x10000, 100, 1),
+                  ev("free_completed", 0x10000, 100, 1)])
+    r = analyse("streams", s, 4)
+    if r is None:
+        return
+    d = r.devices()[0]
+    eq("streams: per-stream totals",
+       {x["stream"]: (x["allocs"], x["alloc_bytes"], x["segment_allocs"], x["segment_bytes"]) for x in d["streams"]},
+       {"0x1": (2, 300, 0, 0), "0x2": (1, 50, 1, 8192)})
+    eq_rows("streams: timeline", timeline_vals(r),
+            [("segment_alloc", 0, 0, 12288), ("alloc", 100, 100, 12288), ("alloc", 300, 300, 12288),
+             ("alloc", 350, 350, 12288), ("free_requested", 250, 350, 12288), ("free_completed", 250, 250, 12288)])
+    eq("streams: timeline.csv stream column", [row[5] for row in r.timeline(0)],
+       ["0x2", "0x1", "0x1", "0x2", "0x1", "0x1"])
+
+
+def test_two_devices():
+    """Device 1 has a trace and a segment, device 0 a segment only; device 2's trace is empty."""
+    s = snapshot([seg(0x10000, 4096, [blk(0x10000, 4096, "active_allocated", 4000)], device=0),
+                  seg(0x90000, 8192, [blk(0x90000, 1024, "active_allocated", 1000), blk(0x90400, 7168)], device=1)],
+                 [], [ev("alloc", 0x90000, 1000), ev("alloc", 0x90400, 24), ev("free_requested", 0x90400, 24),
+                      ev("free_completed", 0x90400, 24)], [])
+    r = analyse("devices", s, 5)
+    if r is None:
+        return
+    ds = r.devices()
+    eq("devices: ascending, with a segment or a trace", [d["device"] for d in ds], [0, 1])
+    eq("devices: device 0 has no events and its dump state", (ds[0]["events"], ds[0]["dump"]),
+       (0, {"allocated": 4000, "active": 4000, "reserved": 4096, "segments": 1}))
+    eq_rows("devices: device 1's timeline", timeline_vals(r, 1),
+            [("alloc", 1000, 1000, 8192), ("alloc", 1024, 1024, 8192), ("free_requested", 1000, 1024, 8192),
+             ("free_completed", 1000, 1000, 8192)])
+    eq("devices: timeline.csv has device 1's rows only", [row[0] for row in r.rows[1:]], ["1"] * 4)
+
+
+# --- hostile and broken inputs ------------------------------------------------------------
+
+REFUSED = {"GLOBAL", "STACK_GLOBAL", "REDUCE", "BUILD", "INST", "OBJ", "NEWOBJ", "NEWOBJ_EX", "EXT1", "EXT2",
+           "EXT4", "PERSID", "BINPERSID", "NEXT_BUFFER", "READONLY_BUFFER"}
+
+
+def first_refused(data):
+    for op, _, _ in pickletools.genops(data):
+        if op.name in REFUSED:
+            return op.name
+    return None
+
+
+def refused_case(name, data, opcode):
+    r = run(write(name, data))
+    eq("%s: exit status" % name, r.rc, 1)
+    check(opcode is not None and ("opcode %s " % opcode) in r.said,
+          "%s: the last stderr line names the opcode %s" % (name, opcode), r.last)
+    check("refused" in r.said, "%s: the last stderr line says it was refused" % name, r.last)
+    check(not os.path.exists(os.path.join(r.outdir, "report.json")), "%s: no report.json written" % name,
+          "%s exists" % os.path.join(r.outdir, "report.json"))
+    check(r.sanitizer_clean(), "%s: no sanitizer report" % name, r.stderr[-400:])
+
+
+def test_hostile():
+    for proto in (2, 4):
+        data = pickle.dumps(os.system, protocol=proto)
+        refused_case("os-system-p%d.pkl" % proto, data, first_refused(data))
+    data = pickle.dumps(snapshot([], [ev("alloc", 1, 2, when=datetime.datetime(2025, 1, 2, 3, 4, 5))]), protocol=3)
+    refused_case("datetime.pkl", data, first_refused(data))
+    refused_case("bare-reduce.pkl", b"\x80\x02N)R.", "REDUCE")
+
+    good = pickle.dumps(snapshot([seg(0x1000, 4096, [blk(0x1000, 4096, "active_allocated")])],
+                                 [ev("alloc", 0x1000, 4096, frames=F1)]), protocol=4)
+    cuts = sorted({2, 3, len(good) // 4, len(good) // 3, len(good) // 2, len(good) - 2, len(good) - 1})
+    bad = []
+    for n in cuts:
+        r = run(write("cut-%d.pkl" % n, good[:n]))
+        if r.rc != 1 or "truncated" not in r.said or not r.sanitizer_clean():
+            bad.append("%d bytes: exit %d, %r" % (n, r.rc, r.last))
+    check(not bad, "truncated pickles (%d cuts): exit 1 and \"truncated\" on the last stderr line" % len(cuts),
+          "; ".join(bad))
+
+    r = run(write("input-1.pkl", b""))
+    eq("empty file: exit status", r.rc, 1)
+    check("empty" in r.said, "empty file: the last stderr line says the file is empty", r.last)
+
+    r = run(write("input-2.json", b'{"hello": [1, 2, 3]}'))
+    eq("JSON that is not a snapshot: exit status", r.rc, 1)
+    check("snapshot" in r.said, "JSON that is not a snapshot: the last stderr line says what was expected", r.last)
+    r = run(write("input-3.json", b'{"segments": 5, "device_traces": []}'))
+    eq("JSON whose segments is not a list: exit status", r.rc, 1)
+    check("segments" in r.said and "list" in r.said, "JSON whose segments is not a list: the message says so",
+          r.last)
+    r = run(write("input-4.json", b'{"segments": [], "device_traces": [[{"action": "alloc", '))
+    eq("broken JSON: exit status", r.rc, 1)
+    check("line 1" in r.said, "broken JSON: the message gives the place", r.last)
+    r = run(write("input-5.json", json.dumps(snapshot([], [ev("alloc", 1, "big")])).encode()))
+    eq("a trace entry's size as a str: exit status", r.rc, 1)
+    check("size" in r.said and "str" in r.said, "a trace entry's size as a str: the message names it", r.last)
+
+    empty_dir = os.path.join(tmp, "nothing")
+    os.mkdir(empty_dir)
+    with open(os.path.join(empty_dir, "notes.txt"), "w") as f:
+        f.write("nothing to see\n")
+    with open(os.path.join(empty_dir, "manifest.json"), "w") as f:
+        f.write('{"rank": 0}\n')
+    r = Run([empty_dir, "-q"], os.path.join(empty_dir, "analysis"))
+    eq("a directory with nothing to analyse: exit status", r.rc, 1)
+    check("no memory snapshot and no trace" in r.said and r.report is None,
+          "a directory with nothing to analyse: says so, writes no report", r.last)
+
+
+# --- the window directory, --json, -o -------------------------------------------------------
+
+def test_forms():
+    s = snapshot([seg(0x10000, 4096, [blk(0x10000, 512, "active_allocated", 500), blk(0x10200, 3584)])],
+                 [ev("segment_alloc", 0x10000, 4096), ev("alloc", 0x10000, 500)])
+    win = os.path.join(tmp, "rank0_start10_stop20")
+    os.mkdir(win)
+    manifest = {"rank": 0, "start_step": 10, "stop_step": 20}
+    with open(os.path.join(win, "manifest.json"), "w") as f:
+        json.dump(manifest, f)
+    with open(os.path.join(win, "memory_snapshot.pkl"), "wb") as f:
+        pickle.dump(s, f, protocol=4)
+    r = Run([win, "-q", "--json"], os.path.join(win, "analysis"))
+    if check(r.rc == 0 and r.report is not None, "window directory: exit 0, report in DIR/analysis",
+             "exit %d, %s" % (r.rc, r.last)):
+        eq("window directory: kind", r.report["kind"], "window")
+        eq("window directory: the manifest is in the report", r.report["window"], manifest)
+        eq("window directory: the snapshot was replayed", [pbi(d, "allocated") for d in r.devices()], [(500, 1)])
+        try:
+            out = json.loads(r.stdout)
+        except ValueError as e:
+            out = "not JSON: %s" % e
+        eq("--json: stdout is report.json", out, r.report)
+    check(r.json_error is None, "report.json is valid JSON", r.json_error or "")
+    r = run(os.path.join(win, "memory_snapshot.pkl"), outdir=os.path.join(tmp, "fresh-dir"))
+    check(r.rc == 0 and os.path.isfile(os.path.join(tmp, "fresh-dir", "report.json")) and
+          os.path.isfile(os.path.join(tmp, "fresh-dir", "timeline.csv")) and
+          os.path.isfile(os.path.join(tmp, "fresh-dir", "memory.svg")),
+          "-o creates the output directory with report.json, timeline.csv and memory.svg", r.last)
+    eq("a snapshot file: kind", r.report and r.report["kind"], "snapshot")
+
+
+def main():
+    if not os.access(REPLAY, os.X_OK):
+        print("test-replay: %s is not built" % REPLAY, file=sys.stderr)
+        print("replay: 0 passed, 1 failed")
+        return 1
+    try:
+        for t in (test_real, test_actions, test_expandable, test_workspace, test_inconsistencies, test_ghosts,
+                  test_leaks, test_legacy, test_times_and_free_delay, test_plan, test_streams, test_two_devices,
+                  test_hostile, test_forms):
+            try:
+                t()
+            except Exception as e:  # a broken test is a failed test, and the others still run
+                traceback.print_exc()
+                check(False, "%s: %s: %s" % (t.__name__, type(e).__name__, e))
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    if skipped:
+        print("replay: %d skipped" % skipped)
+    print("replay: %d passed, %d failed" % (passed, failed), flush=True)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
