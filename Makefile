@@ -67,23 +67,35 @@ VIEW_OBJS := $(BUILD)/shm/view.o
 RANK_OBJS := $(BUILD)/rank/rank.o $(BUILD)/rank/backend-host.o $(BUILD)/rank/backend-acl.o
 RANK_LIBS := $(shell pkg-config --libs jansson 2>/dev/null) -ldl -pthread
 DAEMON_OBJS := $(BUILD)/daemon/npuprofd.o $(BUILD)/daemon/daemon.o $(BUILD)/daemon/watch.o \
-               $(BUILD)/daemon/server.o $(BUILD)/daemon/sweep.o $(BUILD)/daemon/notify.o $(BUILD)/daemon/log.o
+               $(BUILD)/daemon/server.o $(BUILD)/daemon/sweep.o $(BUILD)/daemon/notify.o $(BUILD)/daemon/log.o \
+               $(BUILD)/daemon/analyze.o
 
 NPUPROFD_OBJS   := $(DAEMON_OBJS) $(VIEW_OBJS) $(CONF_OBJS) $(SHM_OBJS)
 NPUPROFCTL_OBJS := $(BUILD)/client/npuprofctl.o $(BUILD)/client/validate.o $(BUILD)/client/ipc.o \
-                   $(BUILD)/client/status.o $(BUILD)/client/edit.o $(VIEW_OBJS) $(CONF_OBJS) $(SHM_OBJS)
+                   $(BUILD)/client/status.o $(BUILD)/client/edit.o $(BUILD)/client/analyze.o $(VIEW_OBJS) $(CONF_OBJS) \
+                   $(SHM_OBJS)
 
 # npuprof-replay: the analyzer, a program of its own that the daemon runs on each window.
-REPLAY_CORE_OBJS := $(BUILD)/replay/value.o $(BUILD)/replay/pickle.o
-REPLAY_OBJS := $(BUILD)/replay/npuprof-replay.o $(REPLAY_CORE_OBJS)
+REPLAY_CORE_OBJS := $(BUILD)/replay/value.o $(BUILD)/replay/pickle.o $(BUILD)/replay/intern.o \
+                    $(BUILD)/replay/snapshot.o $(BUILD)/replay/replay.o $(BUILD)/replay/analysis.o
+# The charts (memory.svg, the cluster chart): no dependency beyond libc.
+SVG_OBJS := $(BUILD)/replay/svg.o
+# Chrome trace analysis (the host backend's trace.json, torch.profiler's); jsonpos places its errors.
+TRACE_OBJS := $(BUILD)/replay/trace.o $(BUILD)/replay/intern.o $(BUILD)/conf/jsonpos.o
+TRACE_LIBS := $(JANSSON_LIBS) -lm
+REPLAY_OBJS := $(BUILD)/replay/npuprof-replay.o $(BUILD)/replay/report.o $(BUILD)/replay/cluster.o \
+               $(REPLAY_CORE_OBJS) $(SVG_OBJS) $(TRACE_OBJS)
 
 LIBNPUPROF := $(BUILD)/libnpuprof.so $(BUILD)/libnpuprof.a $(BUILD)/libnpuprof-heap.so
-PROGRAMS := $(BUILD)/npuprofctl $(BUILD)/npuprofd $(LIBNPUPROF) $(BUILD)/train-loop
+PROGRAMS := $(BUILD)/npuprofctl $(BUILD)/npuprofd $(BUILD)/npuprof-replay $(LIBNPUPROF) $(BUILD)/train-loop
 
 # --- tests ------------------------------------------------------------------------------
 UNIT_TESTS := $(BUILD)/tests/test-shm $(BUILD)/tests/test-slot $(BUILD)/tests/test-proc \
               $(BUILD)/tests/test-conf $(BUILD)/tests/test-jsonpos $(BUILD)/tests/test-backend-acl \
-              $(BUILD)/tests/test-rank $(BUILD)/tests/test-outroot
+              $(BUILD)/tests/test-rank $(BUILD)/tests/test-outroot $(BUILD)/tests/test-analyze
+UNIT_TESTS += $(BUILD)/tests/test-svg
+UNIT_TESTS += $(BUILD)/tests/test-pickle $(BUILD)/tests/test-value
+UNIT_TESTS += $(BUILD)/tests/test-trace
 # The stand-in for the CANN runtime, which cannot exist here: it records every call.
 ACL_STUB    := $(BUILD)/tests/stub-acl/libascendcl.so
 MSPROF_STUB := $(BUILD)/tests/stub-acl/libmsprofiler.so
@@ -93,6 +105,9 @@ BENCH_DAEMON := $(BUILD)/bench/bench-daemon
 BENCH_RANK := $(BUILD)/bench/bench-rank
 RANK_DRIVER := $(BUILD)/tests/rank-driver
 FUZZ_CONF  := build/fuzz/fuzz-conf
+FUZZ_TRACE := build/fuzz/fuzz-trace
+FUZZ_PICKLE := build/fuzz/fuzz-pickle
+FUZZ_SNAPSHOT := build/fuzz/fuzz-snapshot
 
 .PHONY: all check demo bench fuzz fuzz-check install clean help
 all: $(PROGRAMS)
@@ -104,8 +119,15 @@ $(BUILD)/%.o: %.c
 $(BUILD)/npuprofctl: $(NPUPROFCTL_OBJS)
 	$(CC) $(LDFLAGS) -o $@ $^ $(JANSSON_LIBS)
 
+$(BUILD)/npuprof-replay: $(REPLAY_OBJS)
+	$(CC) $(LDFLAGS) -o $@ $^ $(JANSSON_LIBS) -lm
+
 $(BUILD)/npuprofd: $(NPUPROFD_OBJS)
 	$(CC) $(LDFLAGS) -o $@ $^ $(DAEMON_LIBS)
+
+# Where npuprofd and `npuprofctl analyze` find the analyzer once installed.
+$(BUILD)/daemon/npuprofd.o $(BUILD)/daemon/analyze.o $(BUILD)/client/analyze.o: \
+	CPPFLAGS += -DNPF_ANALYZER_PATH='"$(BINDIR)/npuprof-replay"'
 
 # libnpuprof: the rank library, linked into training processes (and loaded by python/npuprof).
 $(BUILD)/libnpuprof.so: $(RANK_OBJS) $(SHM_OBJS) rank/libnpuprof.map
@@ -157,6 +179,23 @@ $(BUILD)/tests/test-rank: $(BUILD)/tests/test-rank.o $(RANK_OBJS) $(CONF_OBJS) $
 $(BUILD)/tests/test-outroot: $(BUILD)/tests/test-outroot.o $(BUILD)/conf/outroot.o
 	$(CC) $(LDFLAGS) -o $@ $^ $(CMOCKA_LIBS)
 
+$(BUILD)/tests/test-analyze: $(BUILD)/tests/test-analyze.o $(BUILD)/daemon/analyze.o $(BUILD)/shm/clock.o
+	$(CC) $(LDFLAGS) -o $@ $^ $(CMOCKA_LIBS) $(DAEMON_LIBS)
+
+$(BUILD)/tests/test-svg: $(BUILD)/tests/test-svg.o $(SVG_OBJS)
+	$(CC) $(LDFLAGS) -o $@ $^ $(CMOCKA_LIBS)
+
+$(BUILD)/tests/test-pickle: $(BUILD)/tests/test-pickle.o $(BUILD)/replay/pickle.o $(BUILD)/replay/value.o
+	$(CC) $(LDFLAGS) -o $@ $^ $(CMOCKA_LIBS) $(JANSSON_LIBS)
+
+$(BUILD)/tests/test-value: $(BUILD)/tests/test-value.o $(BUILD)/replay/value.o
+	$(CC) $(LDFLAGS) -o $@ $^ $(CMOCKA_LIBS) $(JANSSON_LIBS)
+
+# The real torch.profiler trace it reads is a seed of the fuzz corpus; its window uses the host backend.
+$(BUILD)/tests/test-trace.o: CPPFLAGS += -DNPF_TRACE_TESTDATA='"$(CURDIR)/tests/fuzz/corpus-trace"'
+$(BUILD)/tests/test-trace: $(BUILD)/tests/test-trace.o $(TRACE_OBJS) $(RANK_OBJS) $(CONF_OBJS) $(SHM_OBJS)
+	$(CC) $(LDFLAGS) -o $@ $^ $(CMOCKA_LIBS) $(TRACE_LIBS) $(RANK_LIBS)
+
 $(TORTURE): $(BUILD)/tests/torture-seqlock.o $(SHM_OBJS)
 	$(CC) $(LDFLAGS) -pthread -o $@ $^
 
@@ -180,12 +219,24 @@ check: all $(UNIT_TESTS) $(TORTURE) $(RANK_DRIVER) fuzz-build
 demo: all
 	@scripts/demo $(BUILD)
 
-bench: all $(BENCH) $(BENCH_DAEMON) $(BENCH_RANK)
+# The replay's figures: a generated snapshot of 2.1 M events (made once, kept in build/).
+BENCH_REPLAY := $(BUILD)/bench/bench-replay
+BENCH_SNAPSHOT := build/bench/snapshot-2M.pkl
+$(BENCH_REPLAY): $(BUILD)/bench/bench-replay.o $(BUILD)/bench/stats.o $(REPLAY_CORE_OBJS) $(BUILD)/replay/report.o \
+                 $(SVG_OBJS)
+	$(CC) $(LDFLAGS) -o $@ $^ $(JANSSON_LIBS) -lm
+$(BENCH_SNAPSHOT): bench/gen-snapshot.py
+	@mkdir -p $(dir $@)
+	$(PYTHON) bench/gen-snapshot.py $@ 2100000 >/dev/null
+
+bench: all $(BENCH) $(BENCH_DAEMON) $(BENCH_RANK) $(BENCH_REPLAY) $(BENCH_SNAPSHOT)
 	@$(BENCH)
 	@echo
 	@$(BENCH_RANK)
 	@echo
 	@$(BENCH_DAEMON) $(BUILD)/npuprofd
+	@echo
+	@$(BENCH_REPLAY) $(BENCH_SNAPSHOT) $(BUILD)/npuprof-replay "$$($(PYTHON) bench/replay-baseline.py $(BENCH_SNAPSHOT))"
 
 # --- fuzzing (libFuzzer: clang only, always with ASan and UBSan) --------------------------
 FUZZ_FLAGS := -std=c11 -g -O1 -D_GNU_SOURCE -I. -Iinclude $(PKG_CFLAGS) \
@@ -193,15 +244,39 @@ FUZZ_FLAGS := -std=c11 -g -O1 -D_GNU_SOURCE -I. -Iinclude $(PKG_CFLAGS) \
 FUZZ_SRCS  := tests/fuzz/fuzz-conf.c conf/conf.c conf/jsonpos.c shm/shm.c shm/proc.c shm/clock.c
 
 .PHONY: fuzz-build
-fuzz-build: $(FUZZ_CONF)
+fuzz-build: $(FUZZ_CONF) $(FUZZ_TRACE) $(FUZZ_PICKLE) $(FUZZ_SNAPSHOT)
 $(FUZZ_CONF): $(FUZZ_SRCS) conf/conf.h conf/jsonpos.h include/npuprof/shm.h
 	@mkdir -p $(dir $@)
 	$(CLANG) $(FUZZ_FLAGS) -o $@ $(FUZZ_SRCS) $(JANSSON_LIBS)
+FUZZ_TRACE_SRCS := tests/fuzz/fuzz-trace.c replay/trace.c replay/intern.c conf/jsonpos.c
+$(FUZZ_TRACE): $(FUZZ_TRACE_SRCS) replay/trace.h replay/intern.h conf/jsonpos.h
+	@mkdir -p $(dir $@)
+	$(CLANG) $(FUZZ_FLAGS) -o $@ $(FUZZ_TRACE_SRCS) $(JANSSON_LIBS) -lm
+FUZZ_PICKLE_SRCS := tests/fuzz/fuzz-pickle.c replay/pickle.c replay/value.c
+$(FUZZ_PICKLE): $(FUZZ_PICKLE_SRCS) replay/pickle.h replay/value.h
+	@mkdir -p $(dir $@)
+	$(CLANG) $(FUZZ_FLAGS) -o $@ $(FUZZ_PICKLE_SRCS) $(JANSSON_LIBS)
 
-fuzz: $(FUZZ_CONF)
+FUZZ_SNAPSHOT_SRCS := tests/fuzz/fuzz-snapshot.c replay/snapshot.c replay/pickle.c replay/value.c replay/intern.c \
+                      replay/replay.c replay/analysis.c
+$(FUZZ_SNAPSHOT): $(FUZZ_SNAPSHOT_SRCS) replay/snapshot.h replay/pickle.h replay/value.h replay/intern.h \
+                  replay/replay.h replay/analysis.h
+	@mkdir -p $(dir $@)
+	$(CLANG) $(FUZZ_FLAGS) -o $@ $(FUZZ_SNAPSHOT_SRCS) $(JANSSON_LIBS)
+
+fuzz: $(FUZZ_CONF) $(FUZZ_TRACE) $(FUZZ_PICKLE) $(FUZZ_SNAPSHOT)
 	@mkdir -p build/fuzz/corpus-new
 	$(FUZZ_CONF) -max_total_time=$(FUZZ_SECONDS) -max_len=4096 -dict=tests/fuzz/conf.dict \
 		build/fuzz/corpus-new tests/fuzz/corpus-conf
+	@mkdir -p build/fuzz/corpus-trace-new
+	$(FUZZ_TRACE) -max_total_time=$(FUZZ_SECONDS) -max_len=32768 -dict=tests/fuzz/trace.dict \
+		build/fuzz/corpus-trace-new tests/fuzz/corpus-trace
+	@mkdir -p build/fuzz/corpus-pickle-new
+	$(FUZZ_PICKLE) -max_total_time=$(FUZZ_SECONDS) -max_len=65536 -dict=tests/fuzz/pickle.dict \
+		build/fuzz/corpus-pickle-new tests/fuzz/corpus-pickle
+	@mkdir -p build/fuzz/corpus-snapshot-new
+	$(FUZZ_SNAPSHOT) -max_total_time=$(FUZZ_SECONDS) -max_len=262144 -dict=tests/fuzz/pickle.dict \
+		build/fuzz/corpus-snapshot-new tests/fuzz/corpus-snapshot
 
 # --- install ----------------------------------------------------------------------------
 # The unit's ExecStart follows SBINDIR; an operator's /etc/npuprof files are never overwritten.
@@ -209,9 +284,9 @@ fuzz: $(FUZZ_CONF)
 install: all install-systemd
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(SBINDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5 \
 		$(DESTDIR)$(MANDIR)/man8
-	install -m 0755 $(BUILD)/npuprofctl $(DESTDIR)$(BINDIR)/
+	install -m 0755 $(BUILD)/npuprofctl $(BUILD)/npuprof-replay $(DESTDIR)$(BINDIR)/
 	install -m 0755 $(BUILD)/npuprofd $(DESTDIR)$(SBINDIR)/
-	install -m 0644 docs/npuprofctl.1 $(DESTDIR)$(MANDIR)/man1/
+	install -m 0644 docs/npuprofctl.1 docs/npuprof-replay.1 $(DESTDIR)$(MANDIR)/man1/
 	install -m 0644 docs/profiler_config.json.5 $(DESTDIR)$(MANDIR)/man5/
 	install -m 0644 docs/npuprofd.8 $(DESTDIR)$(MANDIR)/man8/
 	install -d $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCLUDEDIR)/npuprof

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* npuprofctl: how a person talks to npuprof. */
+#include "client/analyze.h"
 #include "client/edit.h"
 #include "client/status.h"
 #include "client/validate.h"
@@ -23,11 +24,13 @@ static void usage(FILE *f)
               "\n"
               "Commands:\n"
               "  status [--json]            the daemon, the configuration in force (or what is wrong\n"
-              "                             with the file), every rank and window; when the daemon\n"
+              "                             with the file), every rank and window, the analyses\n"
+              "                             queued, running, done and failed; when the daemon\n"
               "                             cannot be reached, what the segment holds (exit 3)\n"
               "  ranks [--json]             the ranks attached to the segment\n"
               "  windows [--json]           every window the daemon saw end, newest first: rank,\n"
-              "                             generation, steps, outcome, directory, message\n"
+              "                             generation, steps, outcome, analysis, directory,\n"
+              "                             message, and the analysis's report or why it failed\n"
               "  start --at N --steps K [--warmup W] [--level L] [--ranks LIST] [--backend B]\n"
               "        [--config PATH] [--json]\n"
               "                             open a window of K steps at step N: edit the watched\n"
@@ -41,6 +44,10 @@ static void usage(FILE *f)
               "  validate [--json] FILE...  check profiler_config.json files (native, torch_npu or\n"
               "                             MindSpore keys) and print the effective window and\n"
               "                             settings, or every error with line, column and key\n"
+              "  analyze PATH [-o OUTDIR] [--json] [--strict]\n"
+              "                             analyse a window directory, a memory snapshot or a trace\n"
+              "                             now with npuprof-replay (report.json, report.txt,\n"
+              "                             memory.svg); the exit status is the analyzer's\n"
               "\n"
               "Options:\n"
               "  --socket PATH     the daemon's control socket (default $NPUPROF_SOCKET, else\n"
@@ -49,7 +56,8 @@ static void usage(FILE *f)
               "  --help, --version  (every command also takes --help, and --json)\n"
               "\n"
               "Exit status: 0 success, 1 an invalid file or a refused command, 2 a usage error,\n"
-              "3 the daemon could not be reached. See npuprofctl(1) and profiler_config.json(5).\n",
+              "3 the daemon could not be reached; analyze exits with the analyzer's status.\n"
+              "See npuprofctl(1) and profiler_config.json(5).\n",
               f);
 }
 
@@ -58,9 +66,12 @@ static const struct {
         const char *name, *usage, *what;
 } commands[] = {
         { "status", "status [--json]", "the daemon, the configuration in force or what is wrong with the file,\n"
-                                       "every rank and the windows; exit 3 when the daemon cannot be reached" },
+                                       "every rank, the windows and their analyses; exit 3 when the daemon\n"
+                                       "cannot be reached" },
         { "ranks", "ranks [--json]", "the ranks attached to the node's segment" },
-        { "windows", "windows [--json]", "every window the daemon recorded, with its directory and outcome" },
+        { "windows", "windows [--json]", "every window the daemon recorded, with its directory and outcome, and\n"
+                                         "its analysis: queued, running, done (with the report's path) or failed\n"
+                                         "(with the reason)" },
         { "config", "config [--json]", "the configuration in force, as JSON" },
         { "reload", "reload [--json]", "make the daemon read its file now (root or the daemon's user);\n"
                                        "exit 1 if the file is invalid" },
@@ -296,6 +307,8 @@ int main(int argc, char **argv)
         }
         if (strcmp(cmd, "validate") == 0)
                 return cmd_validate(cargc, cargv);
+        if (strcmp(cmd, "analyze") == 0)
+                return npf_cli_analyze(cargc, cargv);
         /* Every other command talks to the daemon, and status reads the segment too. */
         if (strlen(socket_path) >= sizeof(((struct sockaddr_un *) 0)->sun_path)) {
                 fprintf(stderr, "npuprofctl: the socket path %s is %zu bytes; a Unix socket path takes at most %zu\n",

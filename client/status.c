@@ -130,6 +130,45 @@ static void print_ranks(json_t *ranks)
         }
 }
 
+/* "analyses: 1 queued, 1 running, 4 done, 0 failed", or that there are none. */
+static void print_analyses(json_t *a)
+{
+        if (!json_is_object(a))
+                return;
+        if (!json_is_true(json_object_get(a, "enabled"))) {
+                printf("analyses: off (npuprofd --analyze-jobs 0)\n");
+                return;
+        }
+        printf("analyses: %lld queued, %lld running, %lld done, %lld failed", (long long) num(a, "queued"),
+               (long long) num(a, "running"), (long long) num(a, "done"), (long long) num(a, "failed"));
+        if (num(a, "dropped") > 0)
+                printf(" (%lld of them dropped from a full queue of %lld)", (long long) num(a, "dropped"),
+                       (long long) num(a, "queue_max"));
+        printf("\n");
+}
+
+/* A window's analysis in a few words: "-" when it has none. */
+static const char *analysis_state(json_t *w)
+{
+        return str(json_object_get(w, "analysis"), "state", "-");
+}
+
+/* Under a window's row: where its report is, or why its analysis failed. */
+static void print_analysis_detail(json_t *w, int indent)
+{
+        json_t *an = json_object_get(w, "analysis");
+        const char *state = str(an, "state", "");
+
+        if (strcmp(state, "done") == 0)
+                printf("%*sreport: %s (%.1f s)\n", indent, "", str(an, "report", "?"),
+                       json_number_value(json_object_get(an, "seconds")));
+        else if (strcmp(state, "failed") == 0)
+                printf("%*sfailed: %s\n", indent, "", str(an, "reason", "?"));
+        /* A failure that still wrote a report of what could be analysed. */
+        if (strcmp(state, "failed") == 0 && json_is_string(json_object_get(an, "report")))
+                printf("%*sreport: %s\n", indent, "", str(an, "report", "?"));
+}
+
 static void print_windows(json_t *w)
 {
         static const char *const outcomes[] = { "done", "failed", "missed", "filtered", "lost" };
@@ -142,10 +181,14 @@ static void print_windows(json_t *w)
         json_array_foreach(json_object_get(w, "recent"), i, r) {
                 if (i >= 10)
                         break;
-                printf("  rank %lld window %lld..%lld gen %lld: %s%s%s\n", (long long) num(r, "rank"),
+                printf("  rank %lld window %lld..%lld gen %lld: %s%s%s", (long long) num(r, "rank"),
                        (long long) num(r, "start_step"), (long long) num(r, "stop_step"),
                        (long long) num(r, "generation"), str(r, "outcome", "?"),
                        json_is_string(json_object_get(r, "output")) ? "  " : "", str(r, "output", ""));
+                if (json_is_object(json_object_get(r, "analysis")))
+                        printf("  (analysis %s)", analysis_state(r));
+                printf("\n");
+                print_analysis_detail(r, 4);
         }
 }
 
@@ -159,21 +202,25 @@ static void print_window_list(json_t *res)
         if (json_array_size(list) == 0) {
                 printf("no window has ended yet\n");
         } else {
-                printf("%6s %6s  %-17s %-9s %s\n", "RANK", "GEN", "WINDOW", "OUTCOME", "DIRECTORY / MESSAGE");
+                printf("%6s %6s  %-17s %-9s %-9s %s\n", "RANK", "GEN", "WINDOW", "OUTCOME", "ANALYSIS",
+                       "DIRECTORY / MESSAGE");
                 json_array_foreach(list, i, w) {
                         char win[48];
                         snprintf(win, sizeof(win), "%lld..%lld", (long long) num(w, "start_step"),
                                  (long long) num(w, "stop_step"));
-                        printf("%6lld %6lld  %-17s %-9s %s", (long long) num(w, "rank"), (long long) num(w, "generation"),
-                               win, str(w, "outcome", "?"), str(w, "output", "-"));
+                        printf("%6lld %6lld  %-17s %-9s %-9s %s", (long long) num(w, "rank"),
+                               (long long) num(w, "generation"), win, str(w, "outcome", "?"), analysis_state(w),
+                               str(w, "output", "-"));
                         if (json_is_string(json_object_get(w, "message")))
                                 printf("  (%s)", str(w, "message", ""));
                         printf("\n");
+                        print_analysis_detail(w, 43);
                 }
         }
         printf("windows:");
         for (size_t k = 0; k < sizeof(outcomes) / sizeof(outcomes[0]); k++)
                 printf(" %s %lld%s", outcomes[k], (long long) num(counts, outcomes[k]), k + 1 < 5 ? "," : "\n");
+        print_analyses(json_object_get(res, "analysis"));
 }
 
 /* What the segment holds, read directly: for when the daemon does not answer. */
@@ -241,6 +288,7 @@ int npf_cli_status(const char *socket_path, const char *shm_name, bool json)
                 print_config(json_object_get(res, "config"));
                 print_ranks(json_object_get(res, "ranks"));
                 print_windows(json_object_get(res, "windows"));
+                print_analyses(json_object_get(res, "analysis"));
         }
         json_decref(reply);
         return 0;

@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include "daemon/daemon.h"
+#include "conf/outroot.h"
+#include "daemon/analyze.h"
 #include "daemon/log.h"
 #include "daemon/notify.h"
 #include "daemon/server.h"
@@ -11,9 +13,11 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -27,6 +31,8 @@ typedef struct daemon {
         npf_shm_t *shm;
         npf_watch_t *watch;
         npf_server_t *server;
+        npf_analyze_t *analyze;         /* NULL once stopping */
+        char *state_dir;                /* $STATE_DIRECTORY's first, from systemd; may be NULL */
         npf_notify_t notify;
         npf_sweep_t sweep;
         uv_timer_t sweep_timer;
@@ -123,9 +129,28 @@ static const char *prof_dir_of(const daemon_t *d, uint64_t generation)
 }
 
 /*
+ * The absolute directory of a window whose rank named it @out (@len bytes at most, maybe
+ * unterminated): an absolute @out as it is, a relative one below the prof_dir of
+ * @generation. Return: a new string, or NULL when @out is empty, the prof_dir is no longer
+ * known, or memory ran out.
+ */
+static char *window_dir(const daemon_t *d, uint64_t generation, const char *out, size_t len)
+{
+        size_t n = strnlen(out, len);
+        const char *dir = n && out[0] != '/' ? prof_dir_of(d, generation) : NULL;
+        char *full;
+
+        if (n == 0 || (out[0] != '/' && !dir))
+                return NULL;
+        if (asprintf(&full, "%s%s%.*s", dir ? dir : "", dir && strcmp(dir, "/") != 0 ? "/" : "", (int) n, out) < 0)
+                return NULL;
+        return full;
+}
+
+/*
  * The window history as JSON, newest first: a window's output, which its rank names
  * relative to the generation's prof_dir, becomes the absolute directory where that prof_dir
- * is known.
+ * is known; and each window's analysis is added (null when there is none).
  */
 static json_t *history_json(const daemon_t *d, size_t max)
 {
@@ -133,15 +158,19 @@ static json_t *history_json(const daemon_t *d, size_t max)
         size_t i;
 
         json_array_foreach(list, i, w) {
+                const npf_window_record_t *rec = npf_sweep_history_at(&d->sweep, i);
                 const char *out = json_string_value(json_object_get(w, "output"));
-                const char *dir = out && out[0] != '/'
-                                          ? prof_dir_of(d, (uint64_t) json_integer_value(json_object_get(w, "generation")))
-                                          : NULL;
                 char *full;
-                if (dir && asprintf(&full, "%s%s%s", dir, strcmp(dir, "/") == 0 ? "" : "/", out) >= 0) {
+                json_t *analysis;
+
+                if (!rec)
+                        break;
+                full = out && out[0] != '/' ? window_dir(d, rec->generation, out, strlen(out)) : NULL;
+                analysis = npf_analyze_window_json(d->analyze, rec->id);
+                if (full)
                         json_object_set_new(w, "output", json_string(full));
-                        free(full);
-                }
+                free(full);
+                json_object_set_new(w, "analysis", analysis ? analysis : json_null());
         }
         return list;
 }
@@ -250,14 +279,112 @@ static void on_config(npf_watch_t *w, const npf_watch_result_t *res, void *data)
         finish_reload(d);
 }
 
+/* mkdir -p @path's parent directories, mode 0755. Return: 0 or -errno. */
+static int make_parents(const char *path)
+{
+        char *p = strdup(path);
+        int r = 0;
+
+        if (!p)
+                return -ENOMEM;
+        for (char *s = strchr(p + 1, '/'); s && r == 0; s = strchr(s + 1, '/')) {
+                *s = '\0';
+                if (mkdir(p, 0755) < 0 && errno != EEXIST)
+                        r = -errno;
+                *s = '/';
+        }
+        free(p);
+        return r;
+}
+
+/*
+ * Where the analysis of the window directory @dir (under the output root) goes: NULL for
+ * @dir/analysis, where the daemon may write there; else, under systemd's StateDirectory=,
+ * STATE/analysis/ followed by @dir's path below the output root, its parents made. A rank
+ * writes its directory as its own user, usually 0755, and the daemon runs as another.
+ * Return: NULL or a new string.
+ */
+static char *analysis_outdir(const daemon_t *d, const char *dir)
+{
+        const char *rel = dir + strlen(d->opt.output_root);
+        char *out;
+
+        if (!d->state_dir || access(dir, W_OK | X_OK) == 0)
+                return NULL;
+        while (*rel == '/')
+                rel++;
+        if (asprintf(&out, "%s/analysis/%s", d->state_dir, *rel ? rel : "root") < 0)
+                return NULL;
+        if (make_parents(out) < 0) {
+                free(out);
+                return NULL;
+        }
+        return out;
+}
+
+/* Hand a window that ended done to the analyzer, or say why it cannot be analysed. */
+static void analyze_window(daemon_t *d, const npf_window_record_t *rec)
+{
+        char confined[PATH_MAX], err[NPF_OUTROOT_ERR_MAX], *full;
+        int r;
+
+        if (!d->analyze)
+                return;
+        full = window_dir(d, rec->generation, rec->output, sizeof(rec->output));
+        if (!full) {
+                snprintf(err, sizeof(err), strnlen(rec->output, sizeof(rec->output)) == 0
+                                                   ? "not analysed: the rank named no window directory"
+                                                   : "not analysed: the window's directory is relative to a prof_dir "
+                                                     "no longer known");
+                r = npf_analyze_refuse(d->analyze, rec->id, err);
+        } else if (npf_outroot_resolve(d->opt.output_root, full, "the window directory", confined, sizeof(confined),
+                                       err) < 0) {
+                /* A rank names its own directory: one outside the output root is never analysed. */
+                r = npf_analyze_refuse(d->analyze, rec->id, err);
+        } else {
+                char *outdir = analysis_outdir(d, confined);
+                r = npf_analyze_window(d->analyze, rec->id, confined, outdir);
+                free(outdir);
+        }
+        if (r < 0 && r != -ECANCELED)
+                npf_log(LOG_WARNING, (int64_t) rec->generation, (int64_t) rec->rank,
+                        "rank %u: window %" PRId64 "..%" PRId64 ": cannot queue its analysis: %s", rec->rank,
+                        rec->start_step, rec->stop_step, strerror(-r));
+        free(full);
+}
+
 static void on_window_recorded(const npf_window_record_t *rec, void *data)
 {
-        (void) data;
+        daemon_t *d = data;
+
         npf_log(rec->outcome == NPF_WINDOW_DONE ? LOG_INFO : LOG_WARNING, (int64_t) rec->generation,
                 (int64_t) rec->rank, "rank %u (pid %u): window %" PRId64 "..%" PRId64 " %s%s%s%s", rec->rank,
                 rec->pid, rec->start_step, rec->stop_step, npf_shm_window_state_name(rec->outcome),
                 rec->outcome == NPF_WINDOW_LOST ? ": the rank died while collecting; its output is kept" : "",
                 rec->message[0] ? ": " : "", rec->message);
+        if (rec->outcome == NPF_WINDOW_DONE)
+                analyze_window(d, rec);
+}
+
+static void on_analysis(const npf_analysis_event_t *ev, void *data)
+{
+        const daemon_t *d = data;
+        const npf_window_record_t *rec = NULL;
+        int64_t gen = NPF_LOG_NONE, rank = NPF_LOG_NONE;
+
+        for (size_t k = 0; (rec = npf_sweep_history_at(&d->sweep, k)); k++)
+                if (rec->id == ev->window_id) {
+                        gen = (int64_t) rec->generation;
+                        rank = rec->rank;
+                        break;
+                }
+        if (ev->state == NPF_ANALYSIS_RUNNING)
+                npf_log(LOG_INFO, gen, rank, "analysing %s (pid %d)", ev->dir, ev->pid);
+        else if (ev->state == NPF_ANALYSIS_DONE)
+                npf_log(LOG_INFO, gen, rank, "analysis of %s done in %.1f s: %s", ev->dir, ev->seconds, ev->report);
+        else
+                npf_log(LOG_WARNING, gen, rank, "analysis of %s failed after %.1f s: %s", ev->dir ? ev->dir : "?",
+                        ev->seconds, ev->reason);
 }
 
 static void on_sweep_timer(uv_timer_t *t);
@@ -312,6 +439,14 @@ static void start_reload(daemon_t *d, const char *why)
 
 /* --- commands ------------------------------------------------------------------------ */
 
+/* The analyzer's settings and counts (status, windows); while stopping, the settings only. */
+static json_t *analysis_summary(const daemon_t *d)
+{
+        json_t *o = d->analyze ? npf_analyze_summary_json(d->analyze) : NULL;
+
+        return o ? o : json_pack("{s:b}", "enabled", false);
+}
+
 static json_t *status_json(daemon_t *d)
 {
         json_t *config = npf_view_config(npf_shm_ctl(d->shm));
@@ -319,7 +454,7 @@ static json_t *status_json(daemon_t *d)
 
         json_object_set_new(config, "path", json_string(d->opt.config_path));
         json_object_set_new(windows, "recent", history_json(d, 32));
-        return json_pack("{s:{s:I, s:s, s:I, s:I, s:b, s:b, s:I, s:s, s:I}, s:{s:s, s:b}, s:o, s:o, s:o, s:I}",
+        return json_pack("{s:{s:I, s:s, s:I, s:I, s:b, s:b, s:I, s:s, s:I}, s:{s:s, s:b}, s:o, s:o, s:o, s:o, s:I}",
                          "daemon",
                          "pid", (json_int_t) getpid(),
                          "version", NPUPROF_VERSION,
@@ -334,6 +469,7 @@ static json_t *status_json(daemon_t *d)
                          "config", config,
                          "ranks", npf_view_ranks(npf_shm_ranks(d->shm), npf_clock_ns(CLOCK_MONOTONIC), d->opt.stall_ms),
                          "windows", windows,
+                         "analysis", analysis_summary(d),
                          "reloads", (json_int_t) d->reloads);
 }
 
@@ -358,6 +494,32 @@ static void metric(char **buf, size_t *len, size_t *used, const char *fmt, ...)
                 *buf = bigger;
                 *len *= 2;
         }
+}
+
+/*
+ * The analyses: npuprof_analyses{state="queued"|"running"} now (a gauge), and
+ * npuprof_analyses_total{state="done"|"failed"} ended since the daemon started (a counter),
+ * of which npuprof_analyses_dropped_total never ran for a full queue.
+ */
+static void analysis_metrics(const daemon_t *d, char **buf, size_t *len, size_t *used)
+{
+        json_t *o = analysis_summary(d);
+
+        metric(buf, len, used, "# HELP npuprof_analyses Window analyses waiting or running now.\n"
+                               "# TYPE npuprof_analyses gauge\nnpuprof_analyses{state=\"queued\"} %lld\n"
+                               "npuprof_analyses{state=\"running\"} %lld\n"
+                               "# HELP npuprof_analyses_total Window analyses ended, by state.\n"
+                               "# TYPE npuprof_analyses_total counter\nnpuprof_analyses_total{state=\"done\"} %lld\n"
+                               "npuprof_analyses_total{state=\"failed\"} %lld\n"
+                               "# HELP npuprof_analyses_dropped_total Windows dropped from a full analysis queue "
+                               "(counted as failed too).\n"
+                               "# TYPE npuprof_analyses_dropped_total counter\nnpuprof_analyses_dropped_total %lld\n",
+               (long long) json_integer_value(json_object_get(o, "queued")),
+               (long long) json_integer_value(json_object_get(o, "running")),
+               (long long) json_integer_value(json_object_get(o, "done")),
+               (long long) json_integer_value(json_object_get(o, "failed")),
+               (long long) json_integer_value(json_object_get(o, "dropped")));
+        json_decref(o);
 }
 
 /* Prometheus text exposition, format 0.0.4. */
@@ -397,6 +559,7 @@ static json_t *metrics_json(daemon_t *d)
         metric(&buf, &len, &used, "# HELP npuprof_slots_reclaimed_total Slots freed after their process was gone.\n"
                                   "# TYPE npuprof_slots_reclaimed_total counter\nnpuprof_slots_reclaimed_total %" PRIu64 "\n",
                d->sweep.reclaimed);
+        analysis_metrics(d, &buf, &len, &used);
         r = json_pack("{s:s}", "text", buf);
         free(buf);
         return r;
@@ -436,8 +599,9 @@ static void on_request(npf_request_t *req, const char *command, json_t *request,
                 free(c);
         } else if (strcmp(command, "windows") == 0) {
                 sweep(d);
-                npf_server_reply(req, json_pack("{s:o, s:o}", "windows", history_json(d, NPF_SWEEP_HISTORY),
-                                                "outcomes", npf_sweep_outcomes_json(&d->sweep)));
+                npf_server_reply(req, json_pack("{s:o, s:o, s:o}", "windows", history_json(d, NPF_SWEEP_HISTORY),
+                                                "outcomes", npf_sweep_outcomes_json(&d->sweep),
+                                                "analysis", analysis_summary(d)));
         } else if (strcmp(command, "metrics") == 0) {
                 sweep(d);
                 npf_server_reply(req, metrics_json(d));
@@ -483,6 +647,8 @@ static void stop(daemon_t *d, const char *why)
         d->n_early = 0;
         npf_server_close(d->server);
         npf_watch_close(d->watch);
+        npf_analyze_close(d->analyze);
+        d->analyze = NULL;
         uv_timer_stop(&d->sweep_timer);
         uv_close((uv_handle_t *) &d->sweep_timer, on_closed);
         npf_notify_close(&d->notify, on_closed);
@@ -550,6 +716,14 @@ int npf_daemon_run(const npf_daemon_options_t *opt)
         }
         npf_shm_heartbeat(d->shm, npf_clock_ns(CLOCK_MONOTONIC));
 
+        const char *state = getenv("STATE_DIRECTORY");
+        if (state && state[0] == '/')
+                d->state_dir = strndup(state, strcspn(state, ":"));
+        r = npf_analyze_new(d->loop, &opt->analyze, on_analysis, d, &d->analyze);
+        if (r < 0) {
+                npf_log(LOG_ERR, NPF_LOG_NONE, NPF_LOG_NONE, "cannot set up the analysis queue: %s", strerror(-r));
+                goto out;
+        }
         d->notify.tick_cb = on_watchdog_tick;
         d->notify.data = d;
         r = npf_notify_init(&d->notify, d->loop);
@@ -582,6 +756,17 @@ int npf_daemon_run(const npf_daemon_options_t *opt)
                 "npuprofd %s watching %s (poll %u ms%s), segment %s, socket %s", NPUPROF_VERSION,
                 opt->config_path, opt->poll_ms, opt->inotify ? " and inotify" : ", no inotify", opt->shm_name,
                 npf_server_activated(d->server) ? "passed by systemd" : opt->socket_path);
+        if (opt->analyze.jobs) {
+                char mem[32] = "no";
+                if (opt->analyze.memory_bytes)
+                        npf_analyze_format_bytes(opt->analyze.memory_bytes, mem, sizeof(mem));
+                npf_log(LOG_INFO, NPF_LOG_NONE, NPF_LOG_NONE,
+                        "finished windows are analysed by %s, %u at a time, niced by %d, time limit %" PRIu64
+                        " s, %s memory limit", opt->analyze.analyzer, opt->analyze.jobs, opt->analyze.nice,
+                        opt->analyze.timeout_s, mem);
+        } else {
+                npf_log(LOG_INFO, NPF_LOG_NONE, NPF_LOG_NONE, "finished windows are not analysed (--analyze-jobs 0)");
+        }
 
         uv_run(d->loop, UV_RUN_DEFAULT);
         release_segment(d);
@@ -593,6 +778,8 @@ out:
                         npf_server_close(d->server);
                 if (d->watch)
                         npf_watch_close(d->watch);
+                npf_analyze_close(d->analyze);
+                d->analyze = NULL;
                 if (d->notify.watchdog.type == UV_TIMER)
                         npf_notify_close(&d->notify, on_closed);
                 uv_run(d->loop, UV_RUN_DEFAULT);
@@ -604,6 +791,7 @@ out:
         uv_loop_close(d->loop);
         for (unsigned i = 0; i < PROF_DIRS_KEPT; i++)
                 free(d->prof_dirs[i].dir);
+        free(d->state_dir);
         free(d);
         return status;
 }

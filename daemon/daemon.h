@@ -11,6 +11,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "daemon/analyze.h"
+
 #define NPF_POLL_MS_DEFAULT 1000u
 #define NPF_POLL_MS_MIN 50u
 #define NPF_OUTPUT_ROOT_DEFAULT "/var/lib/npuprof/output"
@@ -25,6 +27,7 @@ typedef struct npf_daemon_options {
         bool inotify;
         int log_target;                 /* NPF_LOG_* */
         uint64_t stall_ms;
+        npf_analyze_options_t analyze;  /* of finished windows */
 } npf_daemon_options_t;
 
 /*

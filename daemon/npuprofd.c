@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* npuprofd: the per-node daemon. Options here; the daemon itself is daemon/daemon.c. */
+#include "daemon/analyze.h"
 #include "daemon/daemon.h"
 #include "daemon/log.h"
 #include "conf/outroot.h"
@@ -37,11 +38,24 @@ static void usage(FILE *f)
                 "  --stall-timeout MS     a collecting rank without a heartbeat this long is stalled\n"
                 "                         (default %u)\n"
                 "  --log stderr|journal   where logs go (default: the journal when stderr is the journal)\n"
+                "\n"
+                "Every window that ends done is analysed by npuprof-replay in a child process, into\n"
+                "WINDOW/analysis (report.json, report.txt, memory.svg), or $STATE_DIRECTORY/analysis/\n"
+                "when the daemon may not write into the window directory:\n"
+                "  --analyzer PATH        the analyzer (default %s)\n"
+                "  --analyze-jobs N       analyses at once, the others wait (default %u, at most %u);\n"
+                "                         0: no analysis\n"
+                "  --analyze-timeout S    kill an analysis after S seconds, wall clock; also its CPU\n"
+                "                         time limit (default %u)\n"
+                "  --analyze-memory BYTES its address-space limit, with K, M, G or T (default 4G);\n"
+                "                         0: none (an analyzer built with AddressSanitizer needs that)\n"
+                "  --analyze-nice N       lower its priority by N, 0 to 19 (default %d)\n"
                 "  --help, --version\n"
                 "\n"
                 "Signals: SIGHUP reloads the file; SIGTERM and SIGINT stop. See npuprofd(8).\n",
                 NPF_ENV_SHM, NPF_SHM_NAME_DEFAULT, NPF_ENV_SOCKET, NPF_PROTO_SOCKET_DEFAULT, NPF_POLL_MS_DEFAULT,
-                NPF_POLL_MS_MIN, NPF_OUTPUT_ROOT_DEFAULT, NPF_STALL_MS_DEFAULT);
+                NPF_POLL_MS_MIN, NPF_OUTPUT_ROOT_DEFAULT, NPF_STALL_MS_DEFAULT, NPF_ANALYZER_PATH,
+                NPF_ANALYZE_JOBS_DEFAULT, NPF_ANALYZE_JOBS_MAX, NPF_ANALYZE_TIMEOUT_S_DEFAULT, NPF_ANALYZE_NICE_DEFAULT);
 }
 
 /* Parse a positive number of milliseconds. Return: 0, or -EINVAL with a message printed. */
@@ -59,10 +73,39 @@ static int parse_ms(const char *opt, const char *s, unsigned min, uint64_t *ret)
         return 0;
 }
 
+/* Parse an integer from @min to @max. Return: 0, or -EINVAL with a message printed. */
+static int parse_int(const char *opt, const char *s, long long min, long long max, long long *ret)
+{
+        char *end;
+        errno = 0;
+        long long v = strtoll(s, &end, 10);
+
+        if (errno || end == s || *end || v < min || v > max) {
+                fprintf(stderr, "npuprofd: %s takes an integer from %lld to %lld, not '%s'\n", opt, min, max, s);
+                return -EINVAL;
+        }
+        *ret = v;
+        return 0;
+}
+
+/* --analyze-memory: 0, or a byte count of at least NPF_ANALYZE_MEMORY_MIN. Return: 0, or -EINVAL. */
+static int parse_memory(const char *s, uint64_t *ret)
+{
+        uint64_t v;
+
+        if (npf_analyze_parse_bytes(s, &v) < 0 || (v != 0 && v < NPF_ANALYZE_MEMORY_MIN)) {
+                fprintf(stderr, "npuprofd: --analyze-memory takes 0 (no limit) or bytes from 1M, with K, M, G or T "
+                        "(like 4G), not '%s'\n", s);
+                return -EINVAL;
+        }
+        *ret = v;
+        return 0;
+}
+
 int main(int argc, char **argv)
 {
         enum { OPT_CONFIG = 256, OPT_SHM, OPT_SOCKET, OPT_GROUP, OPT_POLL, OPT_NO_INOTIFY, OPT_ROOT, OPT_STALL,
-               OPT_LOG, OPT_HELP, OPT_VERSION };
+               OPT_LOG, OPT_ANALYZER, OPT_JOBS, OPT_TIMEOUT, OPT_MEMORY, OPT_NICE, OPT_HELP, OPT_VERSION };
         static const struct option opts[] = {
                 { "config", required_argument, NULL, OPT_CONFIG },
                 { "shm-name", required_argument, NULL, OPT_SHM },
@@ -73,6 +116,11 @@ int main(int argc, char **argv)
                 { "output-root", required_argument, NULL, OPT_ROOT },
                 { "stall-timeout", required_argument, NULL, OPT_STALL },
                 { "log", required_argument, NULL, OPT_LOG },
+                { "analyzer", required_argument, NULL, OPT_ANALYZER },
+                { "analyze-jobs", required_argument, NULL, OPT_JOBS },
+                { "analyze-timeout", required_argument, NULL, OPT_TIMEOUT },
+                { "analyze-memory", required_argument, NULL, OPT_MEMORY },
+                { "analyze-nice", required_argument, NULL, OPT_NICE },
                 { "help", no_argument, NULL, OPT_HELP },
                 { "version", no_argument, NULL, OPT_VERSION },
                 { 0 },
@@ -86,10 +134,18 @@ int main(int argc, char **argv)
                 .inotify = true,
                 .log_target = NPF_LOG_AUTO,
                 .stall_ms = NPF_STALL_MS_DEFAULT,
+                .analyze = {
+                        .analyzer = NPF_ANALYZER_PATH,
+                        .jobs = NPF_ANALYZE_JOBS_DEFAULT,
+                        .timeout_s = NPF_ANALYZE_TIMEOUT_S_DEFAULT,
+                        .memory_bytes = NPF_ANALYZE_MEMORY_DEFAULT,
+                        .nice = NPF_ANALYZE_NICE_DEFAULT,
+                },
         };
         char err[NPF_SHM_ERR_MAX];
         static char root[NPF_SHM_PATH_MAX];
         uint64_t ms;
+        long long n;
         int c;
 
         while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -119,6 +175,32 @@ int main(int argc, char **argv)
                                 fprintf(stderr, "npuprofd: --log takes stderr or journal, not '%s'\n", optarg);
                                 return 2;
                         }
+                        break;
+                case OPT_ANALYZER:
+                        if (optarg[0] != '/') {
+                                fprintf(stderr, "npuprofd: --analyzer takes an absolute path, not '%s'\n", optarg);
+                                return 2;
+                        }
+                        o.analyze.analyzer = optarg;
+                        break;
+                case OPT_JOBS:
+                        if (parse_int("--analyze-jobs", optarg, 0, NPF_ANALYZE_JOBS_MAX, &n) < 0)
+                                return 2;
+                        o.analyze.jobs = (unsigned) n;
+                        break;
+                case OPT_TIMEOUT:
+                        if (parse_int("--analyze-timeout", optarg, 1, NPF_ANALYZE_TIMEOUT_S_MAX, &n) < 0)
+                                return 2;
+                        o.analyze.timeout_s = (uint64_t) n;
+                        break;
+                case OPT_MEMORY:
+                        if (parse_memory(optarg, &o.analyze.memory_bytes) < 0)
+                                return 2;
+                        break;
+                case OPT_NICE:
+                        if (parse_int("--analyze-nice", optarg, 0, 19, &n) < 0)
+                                return 2;
+                        o.analyze.nice = (int) n;
                         break;
                 case OPT_HELP:
                         usage(stdout);

@@ -105,7 +105,8 @@ static void on_written(uv_write_t *req, int status)
 /* Send one reply line; close the connection after it when @close_after. */
 static void client_send(client_t *c, json_t *reply, bool close_after)
 {
-        char *text = json_dumps(reply, JSON_COMPACT);
+        /* 15 digits: a number such as an analysis's 0.037 s is written so, not 0.036999999999999998. */
+        char *text = json_dumps(reply, JSON_COMPACT | JSON_REAL_PRECISION(15));
         size_t n = text ? strlen(text) : 0;
         write_req_t *w = text ? malloc(sizeof(*w) + n + 1) : NULL;
 

@@ -18,6 +18,7 @@ static void record(npf_sweep_t *s, const npf_slot_view_t *v, uint32_t outcome, n
         npf_window_record_t *rec = &s->history[s->head];
 
         memset(rec, 0, sizeof(*rec));
+        rec->id = ++s->recorded;
         rec->rank = v->rank;
         rec->pid = v->pid;
         rec->generation = v->st.generation;
@@ -96,12 +97,17 @@ static json_t *text_or_null(const char *buf, size_t size)
         return t ? t : json_null();
 }
 
+const npf_window_record_t *npf_sweep_history_at(const npf_sweep_t *s, size_t k)
+{
+        return k < s->count ? &s->history[(s->head + NPF_SWEEP_HISTORY - 1 - k) % NPF_SWEEP_HISTORY] : NULL;
+}
+
 json_t *npf_sweep_history_json(const npf_sweep_t *s, size_t max)
 {
         json_t *a = json_array();
 
         for (uint32_t k = 0; a && k < s->count && k < max; k++) {
-                const npf_window_record_t *r = &s->history[(s->head + NPF_SWEEP_HISTORY - 1 - k) % NPF_SWEEP_HISTORY];
+                const npf_window_record_t *r = npf_sweep_history_at(s, k);
                 json_array_append_new(a, json_pack("{s:I, s:o, s:I, s:I, s:I, s:s, s:I, s:o, s:o}",
                                                    "rank", (json_int_t) r->rank,
                                                    "pid", r->pid ? json_integer((json_int_t) r->pid) : json_null(),

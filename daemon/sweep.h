@@ -18,6 +18,7 @@
 #define NPF_SWEEP_STALLED NPF_WINDOW__COUNT     /* index of "stalled" in by_state[] */
 
 typedef struct npf_window_record {
+        uint64_t id;                    /* 1, 2, 3...: the order the daemon recorded windows in */
         uint32_t rank;
         uint32_t pid;
         uint64_t generation;
@@ -36,6 +37,7 @@ typedef struct npf_sweep {
         uint64_t outcomes[NPF_WINDOW__COUNT];           /* windows ended, per outcome, ever */
         uint64_t reclaimed;
         uint64_t unrecorded;                            /* windows that ended faster than sweeps saw */
+        uint64_t recorded;                              /* windows recorded, ever: the last id given */
         bool primed;                                    /* a first pass was made */
         /* What was last recorded of each slot, so that an outcome is counted once. */
         struct { uint32_t tag, pid; uint64_t ended; } seen[NPF_SHM_SLOTS];   /* ended: windows_ended recorded */
@@ -59,5 +61,8 @@ void npf_sweep_run(npf_sweep_t *s, npf_shm_ranks_t *table, uint64_t now_ns, npf_
  */
 json_t *npf_sweep_history_json(const npf_sweep_t *s, size_t max);
 json_t *npf_sweep_outcomes_json(const npf_sweep_t *s);
+
+/* The @k-th newest window of the history (0: the newest), or NULL past its end. */
+const npf_window_record_t *npf_sweep_history_at(const npf_sweep_t *s, size_t k);
 
 #endif /* NPUPROF_DAEMON_SWEEP_H */

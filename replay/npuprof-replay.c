@@ -338,7 +338,7 @@ static int write_outputs(run_t *run, const char *dir)
         /* report.json last: its presence says the analysis is complete. */
         if ((r = out_open(&o, dir, "report.json")) < 0)
                 return r;
-        r = json_dumpf(run->report, o.f, JSON_INDENT(1)) < 0 ? -EIO : 0;
+        r = json_dumpf(run->report, o.f, JSON_INDENT(1) | JSON_REAL_PRECISION(15)) < 0 ? -EIO : 0;
         fputc('\n', o.f);
         return out_close(&o, r);
 }
@@ -423,7 +423,7 @@ static int analyse(const char *path, const options_t *o)
                 goto out;
         }
         if (o->json) {
-                json_dumpf(run.report, stdout, JSON_INDENT(1));
+                json_dumpf(run.report, stdout, JSON_INDENT(1) | JSON_REAL_PRECISION(15));
                 fputc('\n', stdout);
         }
         if (!o->quiet)
@@ -468,12 +468,12 @@ static int cluster(const char *dir, const options_t *o)
         if (r == 0 && (r = out_open(&out, outdir, "ranks.svg")) == 0)
                 r = out_close(&out, npf_cluster_svg(out.f, report));
         if (r == 0 && (r = out_open(&out, outdir, "report.json")) == 0) {
-                r = json_dumpf(report, out.f, JSON_INDENT(1)) < 0 ? -EIO : 0;
+                r = json_dumpf(report, out.f, JSON_INDENT(1) | JSON_REAL_PRECISION(15)) < 0 ? -EIO : 0;
                 fputc('\n', out.f);
                 r = out_close(&out, r);
         }
         if (r == 0 && o->json) {
-                json_dumpf(report, stdout, JSON_INDENT(1));
+                json_dumpf(report, stdout, JSON_INDENT(1) | JSON_REAL_PRECISION(15));
                 fputc('\n', stdout);
         }
         json_decref(report);

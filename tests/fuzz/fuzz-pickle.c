@@ -1,0 +1,214 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * libFuzzer target for the pickle reader. Besides "no crash, no leak, no UB, no runaway
+ * memory" it checks what every caller relies on: a failure is a documented error with a
+ * terminated message and leaves the result alone; a success is a tree that every accessor
+ * walks consistently. A reduce callback turns some containers into records on the way, as
+ * the snapshot reader does, and refuses others, so that both paths are fuzzed too.
+ */
+#include "replay/pickle.h"
+#include "replay/value.h"
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define WALK_DEPTH 128                  /* deeper values are not visited */
+#define WALK_VISITS 16384u              /* shared references can make a small input huge */
+
+enum { REC_ENTRY = 1, REC_PAIR = 2 };
+
+typedef struct fuzz {
+        size_t offered, records;
+} fuzz_t;
+
+/* Dicts with "action" become entries, 2-tuples pairs; a dict with "fail" aborts the read. */
+static int reduce(void *userdata, const npf_value_t *v, npf_value_t *ret, char *err, size_t err_size)
+{
+        fuzz_t *f = userdata;
+        npf_value_t a;
+
+        f->offered++;
+        if (v->kind != NPF_V_LIST && v->kind != NPF_V_TUPLE && v->kind != NPF_V_DICT && v->kind != NPF_V_SET)
+                abort();
+        if (v->kind == NPF_V_DICT && npf_value_get(*v, "fail", &a)) {
+                snprintf(err, err_size, "the fuzzer refuses a dict with \"fail\"");
+                return -ECANCELED;
+        }
+        if (v->kind == NPF_V_DICT && npf_value_get(*v, "action", &a)) {
+                *ret = (npf_value_t) { .kind = NPF_V_RECORD, .rkind = REC_ENTRY, .as.u = f->records++ };
+                return 1;
+        }
+        if (v->kind == NPF_V_TUPLE && npf_value_len(*v) == 2) {
+                *ret = (npf_value_t) { .kind = NPF_V_RECORD, .rkind = REC_PAIR, .as.u = f->records++ };
+                return 1;
+        }
+        return 0;
+}
+
+static bool is_container(npf_value_t v)
+{
+        return v.kind == NPF_V_LIST || v.kind == NPF_V_TUPLE || v.kind == NPF_V_DICT || v.kind == NPF_V_SET;
+}
+
+/* One value, resolved: the accessors agree with its kind and with each other. */
+static unsigned check_value(npf_value_t v, const fuzz_t *f)
+{
+        unsigned sum = 0;
+        int64_t i;
+        uint64_t u;
+        double d;
+
+        if (npf_value_resolve(v).kind != v.kind || !npf_value_kind_name(v))
+                abort();
+        if (!is_container(v) && npf_value_len(v) != 0)
+                abort();
+        switch (v.kind) {
+        case NPF_V_NONE:
+                break;
+        case NPF_V_BOOL:
+                if (!npf_value_int64(v, &i) || (i != 0 && i != 1))
+                        abort();
+                break;
+        case NPF_V_INT:
+                if (v.flags == 0) {
+                        if (!npf_value_int64(v, &i) || i != v.as.i || !npf_value_double(v, &d))
+                                abort();
+                } else if (v.flags == NPF_VF_UNSIGNED) {
+                        if (npf_value_int64(v, &i) || !npf_value_uint64(v, &u) || u <= INT64_MAX)
+                                abort();
+                } else if (v.flags == NPF_VF_HUGE) {
+                        if (npf_value_int64(v, &i) || npf_value_uint64(v, &u) || v.as.i == 0)
+                                abort();
+                } else {
+                        abort();
+                }
+                break;
+        case NPF_V_FLOAT:
+                if (!npf_value_double(v, &d) || npf_value_int64(v, &i))
+                        abort();
+                break;
+        case NPF_V_STR:
+        case NPF_V_BYTES:
+                /* Every byte must be readable: in the input or in the tree. */
+                for (uint32_t k = 0; k < v.len; k++)
+                        sum += (unsigned char) v.as.s[k];
+                if (v.len && v.len < 64 && !memchr(v.as.s, '\0', v.len)) {
+                        char s[64];
+                        memcpy(s, v.as.s, v.len);
+                        s[v.len] = '\0';
+                        if (npf_value_streq(v, s) != (v.kind == NPF_V_STR))
+                                abort();
+                }
+                break;
+        case NPF_V_RECORD:
+                if ((v.rkind != REC_ENTRY && v.rkind != REC_PAIR) || v.as.u >= f->records)
+                        abort();
+                break;
+        case NPF_V_LIST:
+        case NPF_V_TUPLE:
+        case NPF_V_DICT:
+        case NPF_V_SET:
+                break;
+        default:
+                abort();
+        }
+        return sum;
+}
+
+/* A dict: every string key is found again, and the value found is that of a pair with it. */
+static void check_keys(npf_value_t dict, size_t n)
+{
+        npf_value_t k, v, got;
+
+        for (size_t i = 0; i < n && i < 64; i++) {
+                char s[64];
+                if (!npf_value_pair(dict, i, &k, &v))
+                        abort();
+                if (k.kind != NPF_V_STR || k.len >= sizeof(s) || memchr(k.as.s, '\0', k.len))
+                        continue;
+                memcpy(s, k.as.s, k.len);
+                s[k.len] = '\0';
+                if (!npf_value_get(dict, s, &got))
+                        abort();
+        }
+}
+
+typedef struct frame {
+        npf_value_t v;
+        size_t next, n;
+} frame_t;
+
+/* Depth-first over the tree without recursion, up to WALK_DEPTH and WALK_VISITS. */
+static unsigned walk(npf_value_t root, const fuzz_t *f)
+{
+        static frame_t stack[WALK_DEPTH];
+        size_t depth = 0, visits = 0;
+        unsigned sum = 0;
+        npf_value_t k, item;
+
+        root = npf_value_resolve(root);
+        sum += check_value(root, f);
+        if (!is_container(root))
+                return sum;
+        stack[0] = (frame_t) { .v = root, .n = npf_value_len(root) };
+        depth = 1;
+        while (depth > 0 && visits < WALK_VISITS) {
+                frame_t *fr = &stack[depth - 1];
+                if (fr->next == fr->n) {
+                        if (npf_value_at(fr->v, fr->n).kind != NPF_V_NONE || npf_value_pair(fr->v, fr->n, &k, &item))
+                                abort();
+                        if (fr->v.kind == NPF_V_DICT)
+                                check_keys(fr->v, fr->n);
+                        depth--;
+                        continue;
+                }
+                if (fr->v.kind == NPF_V_DICT) {
+                        if (!npf_value_pair(fr->v, fr->next, &k, &item))
+                                abort();
+                        sum += check_value(k, f);
+                } else {
+                        item = npf_value_at(fr->v, fr->next);
+                }
+                fr->next++;
+                visits++;
+                sum += check_value(item, f);
+                if (is_container(item) && depth < WALK_DEPTH)
+                        stack[depth++] = (frame_t) { .v = item, .n = npf_value_len(item) };
+        }
+        return sum;
+}
+
+/* What the walk read, so that no byte of a string goes unread. */
+static volatile unsigned sink;
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+        static const npf_value_t untouched = { .kind = 0xee, .flags = 0xee, .rkind = 0xeeee, .len = 0xeeeeeeee };
+        char err[NPF_PICKLE_ERR_MAX];
+        fuzz_t f = { 0 };
+        npf_value_t root = untouched;
+        npf_vtree_t *t = npf_vtree_new(reduce, &f);
+        int rc;
+
+        if (!t)
+                abort();
+        memset(err, 'x', sizeof(err));
+        rc = npf_pickle_load(data, size, t, NULL, NULL, &root, err);
+        if (rc == 0) {
+                sink = walk(root, &f);
+                (void) npf_vtree_bytes(t);
+        } else {
+                if (rc != -EINVAL && rc != -EPERM && rc != -E2BIG && rc != -ENOMEM && rc != -ECANCELED)
+                        abort();
+                if (!memchr(err, '\0', sizeof(err)) || err[0] == '\0' || memcmp(&root, &untouched, sizeof(root)))
+                        abort();
+        }
+        npf_vtree_free(t);
+        return 0;
+}

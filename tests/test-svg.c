@@ -1,0 +1,654 @@
+/* SPDX-License-Identifier: MIT */
+/* The charts: well-formed SVG, peaks kept through downsampling, axes, escaping, the rank chart. */
+#include "replay/svg.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#define N_OF(a) (sizeof(a) / sizeof((a)[0]))
+#define KiB 1024ull
+#define MiB (1024ull * KiB)
+#define GiB (1024ull * MiB)
+#define TiB (1024ull * GiB)
+
+/* --- helpers ------------------------------------------------------------------------- */
+
+/* An SVG as written to memory, NUL-terminated. */
+typedef struct doc {
+        char *text;
+        size_t len;
+        int rc;
+} doc_t;
+
+static doc_t memory_chart(const char *title, const npf_svg_panel_t *panels, size_t n_panels)
+{
+        doc_t d = { 0 };
+        FILE *f = open_memstream(&d.text, &d.len);
+
+        assert_non_null(f);
+        d.rc = npf_svg_memory(f, title, panels, n_panels);
+        assert_int_equal(fclose(f), 0);
+        return d;
+}
+
+static doc_t rank_chart(const char *title, const npf_svg_rank_t *ranks, size_t n, double median, double threshold)
+{
+        doc_t d = { 0 };
+        FILE *f = open_memstream(&d.text, &d.len);
+
+        assert_non_null(f);
+        d.rc = npf_svg_ranks(f, title, ranks, n, median, threshold);
+        assert_int_equal(fclose(f), 0);
+        return d;
+}
+
+/*
+ * Parse @d with Python's XML parser (expat) and return what it read: the root's tag, the
+ * <title>, then the text of every <text> element, one per line. The parse failing fails the
+ * test with the parser's words.
+ */
+static char *xml_read(const doc_t *d)
+{
+        static const char script[] =
+                "import sys, xml.dom.minidom as m\n"
+                "d = m.parse(sys.argv[1])\n"
+                "r = d.documentElement\n"
+                "t = lambda e: ''.join(c.data for c in e.childNodes if c.nodeType == c.TEXT_NODE)\n"
+                "print(r.tagName, r.getAttribute('xmlns'))\n"
+                "print(t(r.getElementsByTagName('title')[0]))\n"
+                "for e in r.getElementsByTagName('text'): print(t(e))\n";
+        char path[] = "/tmp/test-svg-XXXXXX", cmd[256], *got = NULL;
+        size_t got_len = 0;
+        int fd = mkstemp(path);
+
+        assert_true(fd >= 0);
+        assert_int_equal(write(fd, d->text, d->len), (ssize_t) d->len);
+        close(fd);
+        snprintf(cmd, sizeof(cmd), "PYTHONIOENCODING=utf-8 python3 -c \"$NPF_XML_SCRIPT\" %s 2>&1", path);
+        setenv("NPF_XML_SCRIPT", script, 1);
+        FILE *p = popen(cmd, "r");
+        assert_non_null(p);
+        FILE *o = open_memstream(&got, &got_len);
+        char buf[4096];
+        size_t n;
+        while ((n = fread(buf, 1, sizeof(buf), p)) > 0)
+                fwrite(buf, 1, n, o);
+        fclose(o);
+        int status = pclose(p);
+        unlink(path);
+        if (status != 0)
+                fail_msg("the SVG is not well-formed XML: %s", got);
+        if (strncmp(got, "svg http://www.w3.org/2000/svg\n", 31) != 0)
+                fail_msg("the root is not an SVG element: %.200s", got);
+        return got;
+}
+
+/* Whether @what is one of the lines @xml_read() returned. */
+static bool has_line(const char *lines, const char *what)
+{
+        size_t len = strlen(what);
+
+        for (const char *p = lines; p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
+                if (strncmp(p, what, len) == 0 && (p[len] == '\n' || p[len] == '\0'))
+                        return true;
+        return false;
+}
+
+static void expect_line(const char *lines, const char *what)
+{
+        if (!has_line(lines, what))
+                fail_msg("no text \"%s\" in the chart; its texts are:\n%s", what, lines);
+}
+
+#define TEXTS(...) ((const char *const[]) { __VA_ARGS__, NULL })
+
+/*
+ * @d was written without error and parses; every one of @want (NULL-terminated) is a text
+ * of it and none of @absent (NULL: no list) is. Frees @d's text.
+ */
+static void expect_texts(doc_t *d, const char *const *want, const char *const *absent)
+{
+        char *lines;
+
+        assert_int_equal(d->rc, 0);
+        lines = xml_read(d);
+        for (; *want; want++)
+                expect_line(lines, *want);
+        for (; absent && *absent; absent++)
+                if (has_line(lines, *absent))
+                        fail_msg("the chart says \"%s\"; its texts are:\n%s", *absent, lines);
+        free(lines);
+        free(d->text);
+        d->text = NULL;
+}
+
+/* The value of the attribute @attr of the element whose id is @id, or NULL. */
+static char *attr_of(const char *svg, const char *id, const char *attr)
+{
+        char key[128];
+        const char *e, *end, *a;
+
+        snprintf(key, sizeof(key), "id=\"%s\"", id);
+        e = strstr(svg, key);
+        if (!e)
+                return NULL;
+        while (e > svg && *e != '<')
+                e--;
+        end = strchr(e, '>');
+        snprintf(key, sizeof(key), " %s=\"", attr);
+        a = strstr(e, key);
+        if (!a || a > end)
+                return NULL;
+        a += strlen(key);
+        return strndup(a, strcspn(a, "\""));
+}
+
+/* The points of the path with id @id ("M x,y L x,y ..."): how many, and the smallest y. */
+static size_t path_points(const char *svg, const char *id, double *ret_min_y)
+{
+        char *d = attr_of(svg, id, "d");
+        size_t n = 0;
+        double min_y = 1e9;
+
+        if (!d)
+                fail_msg("no path with id %s", id);
+        for (char *p = d; *p;) {
+                if (*p != 'M' && *p != 'L') {
+                        p++;
+                        continue;
+                }
+                char *end;
+                strtod(p + 1, &end);
+                assert_int_equal(*end, ',');
+                double y = strtod(end + 1, &p);
+                min_y = y < min_y ? y : min_y;
+                n++;
+        }
+        free(d);
+        *ret_min_y = min_y;
+        return n;
+}
+
+/* Occurrences of @what in @s. */
+static size_t occurrences(const char *s, const char *what)
+{
+        size_t n = 0;
+
+        for (const char *p = strstr(s, what); p; p = strstr(p + 1, what))
+                n++;
+        return n;
+}
+
+/* Whether @q is 1, 2 or 5 times a power of ten. */
+static bool is_nice(double q)
+{
+        for (double p = 1e-3; p <= 1e6; p *= 10)
+                for (int k = 0; k < 3; k++) {
+                        double v = (double) ((const int[]) { 1, 2, 5 })[k] * p;
+                        if (q > v * 0.999999 && q < v * 1.000001)
+                                return true;
+                }
+        return false;
+}
+
+/* --- byte formatting and ticks --------------------------------------------------------- */
+
+static void expect_bytes(uint64_t v, const char *want)
+{
+        char buf[NPF_SVG_BYTES_MAX];
+
+        if (strcmp(npf_svg_format_bytes(v, buf, sizeof(buf)), want) != 0)
+                fail_msg("%" PRIu64 " bytes: got \"%s\", expected \"%s\"", v, buf, want);
+}
+
+static void test_format_bytes(void **state)
+{
+        char small[6];
+
+        (void) state;
+        expect_bytes(0, "0 B");
+        expect_bytes(1, "1 B");
+        expect_bytes(1023, "1023 B");
+        expect_bytes(1024, "1.0 KiB");
+        expect_bytes(1536, "1.5 KiB");
+        expect_bytes(MiB + MiB / 2, "1.5 MiB");
+        expect_bytes(2 * GiB, "2.0 GiB");
+        expect_bytes(3 * TiB + TiB / 5, "3.2 TiB");
+        expect_bytes(1000 * GiB, "1000.0 GiB");
+        expect_bytes(MiB - 1, "1.0 MiB");          /* 1023.999 KiB rounds up into the next unit */
+        expect_bytes(1023 * KiB, "1023.0 KiB");
+        expect_bytes(UINT64_MAX, "16.0 EiB");
+        assert_string_equal(npf_svg_format_bytes(2 * GiB, small, sizeof(small)), "2.0 G");
+}
+
+static void test_byte_ticks_nice(void **state)
+{
+        static const uint64_t maxes[] = { 0, 1, 7, 1000, 1023, 1024, 5000, 999999, 3 * GiB + 2 * MiB,
+                                          5 * GiB, 40 * GiB, 7 * TiB, UINT64_C(1) << 62, UINT64_MAX };
+        (void) state;
+
+        for (size_t k = 0; k < N_OF(maxes); k++) {
+                double t[32], m = maxes[k] ? (double) maxes[k] : 1;
+                size_t n = npf__svg_byte_ticks(maxes[k], t, N_OF(t));
+                if (n < 3 || n > 12)
+                        fail_msg("max %" PRIu64 ": %zu ticks", maxes[k], n);
+                assert_true(t[0] == 0);
+                double step = t[1];
+                for (size_t i = 1; i < n; i++)
+                        assert_true(t[i] - t[i - 1] > step * 0.999999 && t[i] - t[i - 1] < step * 1.000001);
+                assert_true(t[n - 1] >= m);
+                assert_true(t[n - 2] < m * 1.05);
+                /* The step is a nice number of some 1024-based unit, the largest the maximum reaches. */
+                double unit = 1;
+                while (unit * 1024 <= m && unit < (double) (UINT64_C(1) << 60))
+                        unit *= 1024;
+                if (!is_nice(step / unit))
+                        fail_msg("max %" PRIu64 ": a step of %g bytes is %g units of %g", maxes[k], step,
+                                 step / unit, unit);
+        }
+}
+
+/* --- the memory chart ------------------------------------------------------------------ */
+
+static void test_well_formed_with_panels(void **state)
+{
+        enum { N = 3000 };
+        uint64_t *res = calloc(N, sizeof(*res)), *act = calloc(N, sizeof(*act)), *alc = calloc(N, sizeof(*alc));
+        double *t = calloc(N, sizeof(*t));
+        size_t marks[] = { 10, 2000 };
+
+        (void) state;
+        for (size_t i = 0; i < N; i++) {
+                alc[i] = GiB + (i % 97) * MiB;
+                act[i] = alc[i] + 64 * MiB;
+                res[i] = 2 * GiB;
+                t[i] = 1.7e15 + (double) i * 100;
+        }
+        npf_svg_series_t s[] = { { "reserved", res }, { "active", act }, { "allocated", alc } };
+        npf_svg_panel_t p[] = {
+                { .title = "device 0", .n = N, .series = s, .n_series = 3, .has_peak = true, .peak_series = 2,
+                  .peak_index = 96, .marks = marks, .n_marks = 2 },
+                { .title = "device 1", .n = N, .time_us = t, .series = s, .n_series = 3 },
+                { .title = "device 2", .n = 0 },
+        };
+        doc_t d = memory_chart("rank 0", p, N_OF(p));
+        /* Scripts, style sheets and outside references have no place in it. */
+        assert_null(strstr(d.text, "<script"));
+        assert_null(strstr(d.text, "<style"));
+        assert_null(strstr(d.text, "href"));
+        assert_non_null(strstr(d.text, "fill=\"#ffffff\""));
+        expect_texts(&d,
+                     TEXTS("rank 0", "device 0", "device 2", "no events", "event", "time since the first event",
+                           "reserved (max 2.0 GiB)", "allocated (max 1.1 GiB)", "OOM (2)"),
+                     NULL);
+        free(res);
+        free(act);
+        free(alc);
+        free(t);
+}
+
+static void test_peak_label(void **state)
+{
+        enum { N = 50000 };
+        uint64_t *y = calloc(N, sizeof(*y));
+
+        (void) state;
+        for (size_t i = 0; i < N; i++)
+                y[i] = 512 * MiB + i * KiB;
+        y[41233] = 3 * GiB + GiB / 5;
+        npf_svg_series_t s[] = { { "allocated", y } };
+        npf_svg_panel_t p = { .n = N, .series = s, .n_series = 1, .has_peak = true, .peak_index = 41233 };
+        doc_t d = memory_chart("memory", &p, 1);
+        /* The y axis ends at 4 GiB, in steps of 1 GiB. */
+        expect_texts(&d, TEXTS("peak 3.2 GiB allocated at event 41,233", "1 GiB", "4 GiB"), TEXTS("5 GiB"));
+
+        p.peak_label = "highest <allocated> & \"friends\"";
+        d = memory_chart("memory", &p, 1);
+        expect_texts(&d, TEXTS("highest <allocated> & \"friends\""), TEXTS("peak 3.2 GiB allocated at event 41,233"));
+        free(y);
+}
+
+/* A single-point spike among five million points survives downsampling, wherever it is. */
+static void test_downsample_keeps_spike(void **state)
+{
+        enum { N = 5000000 };
+        static const size_t spikes[] = { 3141593, N - 1, 0 };
+        uint64_t *y = calloc(N, sizeof(*y));
+
+        (void) state;
+        assert_non_null(y);
+        for (size_t k = 0; k < N_OF(spikes); k++) {
+                for (size_t i = 0; i < N; i++)
+                        y[i] = GiB + (i % 1000) * MiB / 4;
+                y[spikes[k]] = 3 * GiB;
+                npf_svg_series_t s[] = { { "allocated", y } };
+                npf_svg_panel_t p = { .n = N, .series = s, .n_series = 1, .has_peak = true,
+                                      .peak_index = spikes[k] };
+                doc_t d = memory_chart("five million", &p, 1);
+                assert_int_equal(d.rc, 0);
+
+                double min_y, area_min_y;
+                size_t n = path_points(d.text, "p0-s0-line", &min_y);
+                size_t n_area = path_points(d.text, "p0-s0-area", &area_min_y);
+                char *cy = attr_of(d.text, "p0-peak", "cy");
+                assert_non_null(cy);
+                if (min_y != strtod(cy, NULL))
+                        fail_msg("spike at %zu: the line's highest point is at y=%g, the peak at y=%s", spikes[k],
+                                 min_y, cy);
+                assert_true(area_min_y == min_y);
+                /* About two points per pixel column, never one per event. */
+                if (n < 800 || n > 3000 || n_area > 3002)
+                        fail_msg("%zu points in the line, %zu in the area", n, n_area);
+                free(cy);
+                if (k == 0)
+                        expect_texts(&d,
+                                     TEXTS("peak 3.0 GiB allocated at event 3,141,593",
+                                           "5,000,000 events, lowest and highest per pixel column", "1M", "5M"),
+                                     NULL);
+                free(d.text);
+        }
+        free(y);
+}
+
+/* A few points are drawn as steps: each value holds until the next event. */
+static void test_few_points_are_steps(void **state)
+{
+        uint64_t y[] = { 100, 300, 200 };
+        npf_svg_series_t s[] = { { "allocated", y } };
+        npf_svg_panel_t p = { .n = 3, .series = s, .n_series = 1, .has_peak = true, .peak_index = 1 };
+        double min_y;
+
+        (void) state;
+        doc_t d = memory_chart("three", &p, 1);
+        assert_int_equal(d.rc, 0);
+        /* 100; then up to 300 at event 1 after a step; then down to 200 at event 2 after a step. */
+        assert_int_equal(path_points(d.text, "p0-s0-line", &min_y), 5);
+        char *cy = attr_of(d.text, "p0-peak", "cy");
+        assert_true(min_y == strtod(cy, NULL));
+        free(cy);
+        expect_texts(&d, TEXTS("peak 300 B allocated at event 1", "3 events"), NULL);
+}
+
+static void test_event_ticks(void **state)
+{
+        enum { N = 10001 };
+        uint64_t *y = calloc(N, sizeof(*y));
+        npf_svg_series_t s[] = { { "allocated", y } };
+        npf_svg_panel_t p = { .n = N, .series = s, .n_series = 1 };
+
+        (void) state;
+        doc_t d = memory_chart("ticks", &p, 1);
+        expect_texts(&d, TEXTS("0", "2k", "4k", "10k", "event"), TEXTS("3k"));
+        free(y);
+}
+
+static void test_time_ticks(void **state)
+{
+        enum { N = 101 };
+        uint64_t y[N];
+        double t[N];
+        npf_svg_series_t s[] = { { "allocated", y } };
+        npf_svg_panel_t p = { .n = N, .time_us = t, .series = s, .n_series = 1, .has_peak = true,
+                              .peak_index = 50 };
+
+        (void) state;
+        for (size_t i = 0; i < N; i++) {
+                y[i] = i * MiB;
+                t[i] = 5e15 + (double) i * 25000;    /* 2.5 s in all, from an epoch origin */
+        }
+        y[50] = GiB;
+        doc_t d = memory_chart("seconds", &p, 1);
+        expect_texts(&d,
+                     TEXTS("time since the first event", "0.5 s", "2.5 s",
+                           "peak 1.0 GiB allocated at 1.25 s (event 50)", "101 events over 2.5 s"),
+                     NULL);
+
+        for (size_t i = 0; i < N; i++)
+                t[i] = 1000 + (double) i * 400;     /* 40 ms */
+        d = memory_chart("milliseconds", &p, 1);
+        expect_texts(&d, TEXTS("5 ms", "40 ms"), NULL);
+
+        /* An unknown time anywhere: the events are the axis. */
+        t[7] = NAN;
+        d = memory_chart("no time", &p, 1);
+        expect_texts(&d, TEXTS("event", "peak 1.0 GiB allocated at event 50"), TEXTS("time since the first event"));
+}
+
+static void test_marks(void **state)
+{
+        enum { N = 1000000 };
+        uint64_t *y = calloc(N, sizeof(*y));
+        /* 10 and 11 fall into one pixel column; 500000 is given twice. */
+        size_t marks[] = { 10, 11, 500000, 500000, N - 1 };
+        npf_svg_series_t s[] = { { "allocated", y } };
+        npf_svg_panel_t p = { .n = N, .series = s, .n_series = 1, .marks = marks, .n_marks = N_OF(marks),
+                              .marks_name = "out of memory" };
+
+        (void) state;
+        doc_t d = memory_chart("marks", &p, 1);
+        assert_int_equal(d.rc, 0);
+        char *path = attr_of(d.text, "p0-marks", "d");
+        assert_non_null(path);
+        assert_int_equal(occurrences(path, "M"), 3);
+        free(path);
+        expect_texts(&d, TEXTS("out of memory (5)"), NULL);
+        free(y);
+}
+
+static void test_escaping(void **state)
+{
+        uint64_t y[] = { 1, 2 };
+        char long_name[400];
+        npf_svg_series_t s[] = { { "<b>&\"all'ocated\"", y }, { "bad \xff\xfe utf-8 \x01 here", y },
+                                 { long_name, y } };
+        npf_svg_panel_t p = { .title = "</text><script>alert(1)</script>", .n = 2, .series = s, .n_series = 3,
+                              .has_peak = true, .peak_index = 1 };
+
+        (void) state;
+        memset(long_name, 'x', sizeof(long_name) - 1);
+        long_name[sizeof(long_name) - 1] = '\0';
+        doc_t d = memory_chart("a < b & \"c\"", &p, 1);
+        assert_int_equal(d.rc, 0);
+        assert_null(strstr(d.text, "<script"));
+        assert_null(strstr(d.text, "<b>"));
+        assert_non_null(strstr(d.text, "a &lt; b &amp; &quot;c&quot;"));
+        char *lines = xml_read(&d);
+        expect_line(lines, "a < b & \"c\"");
+        expect_line(lines, "</text><script>alert(1)</script>");
+        expect_line(lines, "<b>&\"all'ocated\" (max 2 B)");
+        expect_line(lines, "peak 2 B <b>&\"all'ocated\" at event 1");
+        expect_line(lines, "bad \xef\xbf\xbd\xef\xbf\xbd utf-8 \xef\xbf\xbd here (max 2 B)");
+        /* A very long name is cut, with an ellipsis. */
+        assert_null(strstr(lines, long_name));
+        assert_non_null(strstr(lines, "xxxxxxxxxx\xe2\x80\xa6"));
+        free(lines);
+        free(d.text);
+}
+
+static void test_no_events(void **state)
+{
+        npf_svg_panel_t p = { .title = "device 0", .n = 0 };
+
+        (void) state;
+        doc_t d = memory_chart("nothing", NULL, 0);
+        expect_texts(&d, TEXTS("nothing", "no events"), NULL);
+        d = memory_chart(NULL, &p, 1);
+        expect_texts(&d, TEXTS("device 0", "no events"), NULL);
+}
+
+/* A bad argument is refused before anything is written. */
+static void expect_refused(const npf_svg_panel_t *p, size_t n_panels, int rc)
+{
+        doc_t d = memory_chart("refused", p, n_panels);
+
+        assert_int_equal(d.rc, rc);
+        assert_int_equal(d.len, 0);
+        free(d.text);
+}
+
+static void test_invalid(void **state)
+{
+        uint64_t y[] = { 1, 2, 3 };
+        size_t bad_mark = 3;
+        npf_svg_series_t s[] = { { "a", y }, { "b", y }, { "c", y }, { "d", y }, { "e", y } };
+        npf_svg_series_t no_values[] = { { "a", NULL } };
+        npf_svg_panel_t ok = { .n = 3, .series = s, .n_series = 1, .has_peak = true, .peak_index = 2 }, p;
+        npf_svg_panel_t many[NPF_SVG_PANELS_MAX + 1];
+
+        (void) state;
+        assert_int_equal(npf_svg_memory(NULL, "x", &ok, 1), -EINVAL);
+        expect_refused(NULL, 1, -EINVAL);
+        p = ok, p.peak_index = 3;
+        expect_refused(&p, 1, -EINVAL);
+        p = ok, p.peak_series = 1;
+        expect_refused(&p, 1, -EINVAL);
+        p = ok, p.n_series = 0;
+        expect_refused(&p, 1, -EINVAL);
+        p = ok, p.n_series = 5;
+        expect_refused(&p, 1, -EINVAL);
+        p = ok, p.series = NULL;
+        expect_refused(&p, 1, -EINVAL);
+        p = ok, p.series = no_values;
+        expect_refused(&p, 1, -EINVAL);
+        p = ok, p.marks = &bad_mark, p.n_marks = 1;
+        expect_refused(&p, 1, -EINVAL);
+        p = ok, p.marks = NULL, p.n_marks = 1;
+        expect_refused(&p, 1, -EINVAL);
+        p = ok, p.n = 0;        /* a peak in a panel with no points */
+        expect_refused(&p, 1, -EINVAL);
+        for (size_t i = 0; i < N_OF(many); i++)
+                many[i] = ok;
+        expect_refused(many, N_OF(many), -E2BIG);
+        p = ok, p.n_series = 4;
+        doc_t d = memory_chart("four series", &p, 1);
+        assert_int_equal(d.rc, 0);
+        free(d.text);
+        assert_int_equal(npf_svg_ranks(NULL, "x", NULL, 0, 1, 1), -EINVAL);
+        assert_int_equal(npf_svg_ranks(stdout, "x", NULL, 1, 1, 1), -EINVAL);
+        assert_int_equal(npf_svg_ranks(stdout, "x", (npf_svg_rank_t[1]) { 0 }, NPF_SVG_RANKS_MAX + 1, 1, 1),
+                         -E2BIG);
+}
+
+/* A write that fails is the caller's error, with its errno. */
+static void test_write_error(void **state)
+{
+        enum { N = 100000 };
+        uint64_t *y = calloc(N, sizeof(*y));
+        npf_svg_series_t s[] = { { "allocated", y } };
+        npf_svg_panel_t p = { .n = N, .series = s, .n_series = 1 };
+        npf_svg_rank_t r = { .name = "0", .step_us = 100, .has_step = true };
+        FILE *f = fopen("/dev/full", "w");
+
+        (void) state;
+        assert_non_null(f);
+        assert_int_equal(npf_svg_memory(f, "full", &p, 1), -ENOSPC);
+        fclose(f);
+        f = fopen("/dev/full", "w");
+        assert_int_equal(npf_svg_ranks(f, "full", &r, 1, 100, 110), -ENOSPC);
+        fclose(f);
+        free(y);
+}
+
+/* --- the rank chart -------------------------------------------------------------------- */
+
+static void test_ranks_stragglers(void **state)
+{
+        enum { N = 10 };
+        npf_svg_rank_t r[N];
+        char names[N][16];
+
+        (void) state;
+        for (size_t i = 0; i < N; i++) {
+                snprintf(names[i], sizeof(names[i]), "%zu", i);
+                r[i] = (npf_svg_rank_t) { .name = names[i], .step_us = 100000 + (double) i * 100,
+                                          .peak_bytes = 20 * GiB + i * GiB, .has_step = true, .has_peak = true };
+        }
+        r[2].step_us = 130000, r[2].straggler = true;
+        r[7].step_us = 112000, r[7].straggler = true;
+        r[4].has_step = false;
+        r[6].name = "<six> & \"6\"";     /* an even rank: every other label is shown */
+        doc_t d = rank_chart("cluster", r, N, 100450, 110495);
+        assert_int_equal(d.rc, 0);
+
+        for (size_t i = 0; i < N; i++) {
+                char id[32];
+                snprintf(id, sizeof(id), "step-%zu", i);
+                char *cls = attr_of(d.text, id, "class");
+                if (i == 4) {
+                        assert_null(cls);
+                } else {
+                        assert_non_null(cls);
+                        assert_string_equal(cls, r[i].straggler ? "bar straggler" : "bar");
+                }
+                free(cls);
+                snprintf(id, sizeof(id), "peak-%zu", i);
+                cls = attr_of(d.text, id, "class");
+                assert_non_null(cls);
+                assert_string_equal(cls, r[i].straggler ? "bar straggler" : "bar");
+                free(cls);
+        }
+        assert_int_equal(occurrences(d.text, "class=\"bar straggler\""), 4);
+        expect_texts(&d,
+                     TEXTS("cluster", "10 ranks, median step 100 ms, 2 stragglers: 2, 7", "median of all ranks 100 ms",
+                           "straggler above 110 ms", "+29%", "<six> & \"6\"", "n/a", "30 GiB"),
+                     NULL);
+}
+
+static void test_ranks_empty_and_many(void **state)
+{
+        enum { N = 5000 };
+        npf_svg_rank_t *r = calloc(N, sizeof(*r));
+
+        (void) state;
+        doc_t d = rank_chart(NULL, NULL, 0, 0, 0);
+        expect_texts(&d, TEXTS("no ranks", "0 ranks, no stragglers"), NULL);
+
+        /* Thousands of ranks: still one bar each, the stragglers all there, the labels thinned. */
+        for (size_t i = 0; i < N; i++)
+                r[i] = (npf_svg_rank_t) { .step_us = 1000 + (double) (i % 7), .peak_bytes = GiB, .has_step = true,
+                                          .has_peak = true, .straggler = i % 1000 == 999 };
+        d = rank_chart("many", r, N, 1003, 1103.3);
+        assert_int_equal(d.rc, 0);
+        assert_int_equal(occurrences(d.text, "class=\"bar straggler\""), 10);
+        assert_int_equal(occurrences(d.text, "class=\"bar\""), 2 * (N - 5));
+        char *lines = xml_read(&d);
+        expect_line(lines, "5,000 ranks, median step 1 ms, 5 stragglers: 999, 1999, 2999, 3999, 4999");
+        assert_true(occurrences(lines, "\n") < 1000);
+        free(lines);
+        free(d.text);
+        free(r);
+}
+
+int main(void)
+{
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_format_bytes),
+                cmocka_unit_test(test_byte_ticks_nice),
+                cmocka_unit_test(test_well_formed_with_panels),
+                cmocka_unit_test(test_peak_label),
+                cmocka_unit_test(test_downsample_keeps_spike),
+                cmocka_unit_test(test_few_points_are_steps),
+                cmocka_unit_test(test_event_ticks),
+                cmocka_unit_test(test_time_ticks),
+                cmocka_unit_test(test_marks),
+                cmocka_unit_test(test_escaping),
+                cmocka_unit_test(test_no_events),
+                cmocka_unit_test(test_invalid),
+                cmocka_unit_test(test_write_error),
+                cmocka_unit_test(test_ranks_stragglers),
+                cmocka_unit_test(test_ranks_empty_and_many),
+        };
+
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
