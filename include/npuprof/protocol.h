@@ -26,6 +26,8 @@
  *            {enabled, start_step, stop_step, warmup, steps}; a rank's state is one of
  *            NPF_PROTO_RANK_STATES.
  *            windows.recent is the newest 32 entries of the window history, as in `windows`.
+ *            "analysis": {enabled, analyzer, jobs, timeout_s, memory_bytes, nice, queue_max,
+ *            queued, running, done, failed, dropped}: the analyzer runs (npuprof-replay).
  *   ranks    {"ranks": [...]} as in status.
  *   windows  {"windows": [{rank, pid, generation, start_step, stop_step, outcome, output,
  *             message, ended_unix_ms}, ...], "outcomes": {done, failed, missed, filtered, lost}}:
@@ -37,13 +39,18 @@
  *            output and message are null when the rank gave none; pid is null when the
  *            rank came and went between two sweeps. ended_unix_ms is when
  *            the daemon saw the window end (CLOCK_REALTIME, milliseconds).
+ *            Each entry's analysis is null (not analysed) or {state: queued|running|done|failed,
+ *            report (the report.json path, or null), reason (why it failed, or null), pid
+ *            (while running), seconds}; the reply has the same "analysis" summary as status.
  *   config   {"generation": n, "config": the configuration in force (npf_conf_to_json()) or null}.
  *            Its prof_dir is the absolute directory the daemon published: the file's
  *            prof_dir resolved under the daemon's output root (status daemon.output_root).
  *   reload   {"generation": n, "valid": bool, "state": "valid"|"invalid"|"missing"}: the file is read again
  *            now, and the reply comes once it was. Only root or
  *            the daemon's own user may ask; others get an error naming the rule.
- *   metrics  {"text": "..."}: Prometheus text exposition format 0.0.4.
+ *   metrics  {"text": "..."}: Prometheus text exposition format 0.0.4, with
+ *            npuprof_analyses{state} (queued, running), npuprof_analyses_total{state} (done,
+ *            failed) and npuprof_analyses_dropped_total.
  */
 #ifndef NPUPROF_PROTOCOL_H
 #define NPUPROF_PROTOCOL_H
