@@ -604,6 +604,10 @@ int npf_pickle_load(const void *buf, size_t len, npf_vtree_t *tree, npf_pickle_p
         int r = 0;
 
         err[0] = '\0';
+        /* The stack exists from the start: a MARK then LIST on an empty stack is an empty list. */
+        if (!(vm.stack = malloc(256 * sizeof(*vm.stack))))
+                return -ENOMEM;
+        vm.stack_cap = 256;
         while (r == 0) {
                 if (vm.p == vm.end) {
                         vm.op = NULL;

@@ -85,7 +85,7 @@ size_t npf_vtree_bytes(const npf_vtree_t *t);
 int npf_vtree_container(npf_vtree_t *t, npf_vkind_t kind, npf_value_t *ret);
 
 /*
- * npf_vtree_append() - append @n items to the container @c (for a dict, 2n: key, value...).
+ * npf_vtree_append() - append @n values to the container @c (for a dict, @n is even: key, value, key, value...).
  * Items that are containers are complete from now on and are reduced here.
  * Return: 0, -ENOMEM, -E2BIG (more than UINT32_MAX items), or the reduce callback's error.
  */
@@ -98,7 +98,7 @@ int npf_vtree_finish(npf_vtree_t *t, npf_value_t *v, char *err, size_t err_size)
  * The memo: values a reader refers to again by number (a pickle's PUT and GET). Putting a
  * container there does not keep it alive past its reduction; getting one marks it shared,
  * and a shared container keeps its (small) header after it has been reduced.
- * Return: 0, or -ENOMEM, or -E2BIG (@idx at or above @cap of npf_vtree_memo_cap()).
+ * Return: 0, or -ENOMEM, or -E2BIG (@idx beyond 2^32 - 2).
  * npf_vtree_memo_get() returns -ENOENT for a slot never put, with the kind NPF_V_NONE.
  */
 int npf_vtree_memo_put(npf_vtree_t *t, uint64_t idx, npf_value_t v);
