@@ -1,7 +1,7 @@
 # npuprof -- hand-written Makefile. Every binary lists its objects.
 #
 #   make                      build everything into build/
-#   make check                unit tests, seqlock torture, CLI tests, a short fuzz run
+#   make check                unit tests, seqlock torture, CLI tests, a short run of every fuzzer
 #   make demo                 the main job
 #   make bench                fast-path figures, against a baseline measured in the same run
 #   make fuzz                 fuzz the configuration, pickle, snapshot and trace readers (FUZZ_SECONDS=60 each)
@@ -26,7 +26,7 @@ CC         ?= cc
 CLANG      ?= clang
 SANITIZER  ?=
 FUZZ_SECONDS ?= 60
-FUZZ_CHECK_SECONDS ?= 20
+FUZZ_CHECK_SECONDS ?= 15
 
 BUILD := build
 ifneq ($(SANITIZER),)
@@ -76,12 +76,12 @@ NPUPROFCTL_OBJS := $(BUILD)/client/npuprofctl.o $(BUILD)/client/validate.o $(BUI
                    $(SHM_OBJS)
 
 # npuprof-replay: the analyzer, a program of its own that the daemon runs on each window.
-REPLAY_CORE_OBJS := $(BUILD)/replay/value.o $(BUILD)/replay/pickle.o $(BUILD)/replay/intern.o \
+REPLAY_CORE_OBJS := $(BUILD)/replay/input.o $(BUILD)/replay/value.o $(BUILD)/replay/pickle.o $(BUILD)/replay/intern.o \
                     $(BUILD)/replay/snapshot.o $(BUILD)/replay/replay.o $(BUILD)/replay/analysis.o
 # The charts (memory.svg, the cluster chart): no dependency beyond libc.
 SVG_OBJS := $(BUILD)/replay/svg.o
 # Chrome trace analysis (the host backend's trace.json, torch.profiler's); jsonpos places its errors.
-TRACE_OBJS := $(BUILD)/replay/trace.o $(BUILD)/replay/intern.o $(BUILD)/conf/jsonpos.o
+TRACE_OBJS := $(BUILD)/replay/trace.o $(BUILD)/replay/input.o $(BUILD)/replay/intern.o $(BUILD)/conf/jsonpos.o
 TRACE_LIBS := $(JANSSON_LIBS) -lm
 REPLAY_OBJS := $(BUILD)/replay/npuprof-replay.o $(BUILD)/replay/report.o $(BUILD)/replay/cluster.o \
                $(REPLAY_CORE_OBJS) $(SVG_OBJS) $(TRACE_OBJS)
@@ -214,7 +214,7 @@ $(RANK_DRIVER): $(BUILD)/tests/rank-driver.o $(SHM_OBJS)
 # The units are tested under a real systemd with the plain build only: a sanitizer's
 # runtime is not what the hardened unit is meant to run.
 check: all $(UNIT_TESTS) $(TORTURE) $(RANK_DRIVER) fuzz-build
-	@NPF_SKIP_SYSTEMD=$(SANITIZER) tests/run-tests $(BUILD) $(FUZZ_CONF) $(FUZZ_CHECK_SECONDS)
+	@NPF_SKIP_SYSTEMD=$(SANITIZER) tests/run-tests $(BUILD) build/fuzz $(FUZZ_CHECK_SECONDS)
 
 demo: all
 	@scripts/demo $(BUILD)
@@ -248,7 +248,7 @@ fuzz-build: $(FUZZ_CONF) $(FUZZ_TRACE) $(FUZZ_PICKLE) $(FUZZ_SNAPSHOT)
 $(FUZZ_CONF): $(FUZZ_SRCS) conf/conf.h conf/jsonpos.h include/npuprof/shm.h
 	@mkdir -p $(dir $@)
 	$(CLANG) $(FUZZ_FLAGS) -o $@ $(FUZZ_SRCS) $(JANSSON_LIBS)
-FUZZ_TRACE_SRCS := tests/fuzz/fuzz-trace.c replay/trace.c replay/intern.c conf/jsonpos.c
+FUZZ_TRACE_SRCS := tests/fuzz/fuzz-trace.c replay/trace.c replay/input.c replay/intern.c conf/jsonpos.c
 $(FUZZ_TRACE): $(FUZZ_TRACE_SRCS) replay/trace.h replay/intern.h conf/jsonpos.h
 	@mkdir -p $(dir $@)
 	$(CLANG) $(FUZZ_FLAGS) -o $@ $(FUZZ_TRACE_SRCS) $(JANSSON_LIBS) -lm
@@ -257,7 +257,7 @@ $(FUZZ_PICKLE): $(FUZZ_PICKLE_SRCS) replay/pickle.h replay/value.h
 	@mkdir -p $(dir $@)
 	$(CLANG) $(FUZZ_FLAGS) -o $@ $(FUZZ_PICKLE_SRCS) $(JANSSON_LIBS)
 
-FUZZ_SNAPSHOT_SRCS := tests/fuzz/fuzz-snapshot.c replay/snapshot.c replay/pickle.c replay/value.c replay/intern.c \
+FUZZ_SNAPSHOT_SRCS := tests/fuzz/fuzz-snapshot.c replay/snapshot.c replay/input.c replay/pickle.c replay/value.c replay/intern.c \
                       replay/replay.c replay/analysis.c
 $(FUZZ_SNAPSHOT): $(FUZZ_SNAPSHOT_SRCS) replay/snapshot.h replay/pickle.h replay/value.h replay/intern.h \
                   replay/replay.h replay/analysis.h

@@ -57,11 +57,11 @@ json_t *npf_analysis_stack(const npf_snapshot_t *s, uint32_t stack, size_t max_f
 
 /* --- ranking ---------------------------------------------------------------------------------- */
 
-static const npf_life_t *sort_lives;
-
-static int by_size_desc(const void *a, const void *b)
+/* Indices into the lives at @lives, largest first (qsort_r keeps this reentrant). */
+static int by_size_desc(const void *a, const void *b, void *lives)
 {
-        const npf_life_t *x = &sort_lives[*(const size_t *) a], *y = &sort_lives[*(const size_t *) b];
+        const npf_life_t *x = (const npf_life_t *) lives + *(const size_t *) a;
+        const npf_life_t *y = (const npf_life_t *) lives + *(const size_t *) b;
         if (x->size != y->size)
                 return x->size < y->size ? 1 : -1;
         return x->addr < y->addr ? -1 : x->addr > y->addr;
@@ -94,8 +94,7 @@ static json_t *ranked(const npf_snapshot_t *s, const npf_replay_t *r, const npf_
                         idx[n++] = i;
                         bytes += r->lives[i].size;
                 }
-        sort_lives = r->lives;
-        qsort(idx, n, sizeof(*idx), by_size_desc);
+        qsort_r(idx, n, sizeof(*idx), by_size_desc, r->lives);
         blocks = json_array();
         for (size_t i = 0; i < n && i < o->top; i++)
                 json_array_append_new(blocks, life_json(s, r, &r->lives[idx[i]], o));

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* The cross-rank report: a walk for window directories, then one row per window. */
 #include "replay/cluster.h"
+#include "replay/input.h"
 #include "replay/replay.h"
 #include "replay/report.h"
 #include "replay/snapshot.h"
@@ -9,7 +10,6 @@
 
 #include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <math.h>
@@ -119,49 +119,38 @@ static int snapshot_peaks(const char *path, uint64_t *ret_alloc, uint64_t *ret_r
         return r;
 }
 
-/* One window's row: step times from its traces, peaks from its snapshots. */
+/* One window's row: step times from its first trace with steps, peaks from its snapshots. */
 static json_t *window_row(const window_t *w)
 {
         json_t *row = json_pack("{s:s,s:I,s:I,s:I}", "dir", w->dir, "rank", (json_int_t) w->rank, "start_step",
                                 (json_int_t) w->start, "stop_step", (json_int_t) w->stop);
         char err[NPF_SNAPSHOT_ERR_MAX + NPF_TRACE_ERR_MAX];
+        npf_input_t *in = calloc(NPF_INPUT_WINDOW_MAX, sizeof(*in));
         bool have_steps = false, have_peak = false;
         uint64_t pa = 0, pr = 0;
-        DIR *d = opendir(w->dir);
-        struct dirent *e;
+        int n;
 
-        if (!d) {
-                json_object_set_new(row, "error", json_string(strerror(errno)));
+        if (!in || (n = npf_input_window(w->dir, in, NPF_INPUT_WINDOW_MAX)) < 0) {
+                json_object_set_new(row, "error", json_string(in ? strerror(-n) : "out of memory"));
+                free(in);
                 return row;
         }
-        while ((e = readdir(d))) {
-                char path[PATH_MAX], head[4096];
-                const char *dot = strrchr(e->d_name, '.');
-                if (e->d_name[0] == '.' || !dot || strcmp(e->d_name, "manifest.json") == 0 ||
-                    snprintf(path, sizeof(path), "%s/%s", w->dir, e->d_name) >= (int) sizeof(path))
-                        continue;
-                int fd = open(path, O_RDONLY | O_CLOEXEC);
-                ssize_t n = fd < 0 ? -1 : read(fd, head, sizeof(head));
-                if (fd >= 0)
-                        close(fd);
-                if (n <= 0)
-                        continue;
-                if (npf_snapshot_sniff(head, (size_t) n)) {
+        for (int i = 0; i < n; i++) {
+                const char *name = strrchr(in[i].path, '/') + 1;
+                if (in[i].kind == NPF_INPUT_SNAPSHOT) {
                         uint64_t a = 0, r = 0;
-                        if (snapshot_peaks(path, &a, &r, err) < 0) {
-                                json_object_set_new(row, "error", json_sprintf("%s: %s", e->d_name, err));
+                        if (snapshot_peaks(in[i].path, &a, &r, err) < 0) {
+                                json_object_set_new(row, "error", json_sprintf("%s: %s", name, err));
                                 continue;
                         }
                         pa = a > pa ? a : pa;
                         pr = r > pr ? r : pr;
                         have_peak = true;
-                } else if (memmem(head, (size_t) n, "\"traceEvents\"", 13) || memmem(head, (size_t) n, "\"ph\"", 4)) {
+                } else if (!have_steps) {
                         npf_trace_t *t;
                         npf_trace_step_stats_t st;
-                        if (have_steps)
-                                continue;
-                        if (npf_trace_load_file(path, NULL, NULL, &t, err) < 0) {
-                                json_object_set_new(row, "error", json_sprintf("%s: %s", e->d_name, err));
+                        if (npf_trace_load_file(in[i].path, NULL, NULL, &t, err) < 0) {
+                                json_object_set_new(row, "error", json_sprintf("%s: %s", name, err));
                                 continue;
                         }
                         npf_trace_step_stats(t, &st);
@@ -175,7 +164,7 @@ static json_t *window_row(const window_t *w)
                         }
                 }
         }
-        closedir(d);
+        free(in);
         if (have_peak) {
                 json_object_set_new(row, "peak_allocated", json_integer((json_int_t) pa));
                 json_object_set_new(row, "peak_reserved", json_integer((json_int_t) pr));

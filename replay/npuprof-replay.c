@@ -7,6 +7,7 @@
 #include "npuprof/protocol.h"
 #include "replay/analysis.h"
 #include "replay/cluster.h"
+#include "replay/input.h"
 #include "replay/report.h"
 #include "replay/snapshot.h"
 #include "replay/svg.h"
@@ -33,7 +34,7 @@
 #define EXIT_USAGE 2
 #define EXIT_NOMEM 3            /* out of memory, the address-space limit included */
 
-#define MAX_INPUTS 256u
+#define MAX_INPUTS NPF_INPUT_WINDOW_MAX
 
 typedef struct options {
         const char *outdir;
@@ -127,70 +128,6 @@ static int out_close(out_t *o, int r)
 }
 
 /* --- inputs ---------------------------------------------------------------------------------- */
-
-typedef enum { IN_SNAPSHOT, IN_TRACE } input_kind_t;
-
-typedef struct input {
-        char path[PATH_MAX];
-        input_kind_t kind;
-} input_t;
-
-/* What the file at @path holds, from its name and first bytes. Return: 0, or -ENOENT when
- * it is neither a snapshot nor a trace. */
-static int classify(const char *path, input_kind_t *ret)
-{
-        char head[65536];
-        ssize_t n;
-        int fd = open(path, O_RDONLY | O_CLOEXEC);
-
-        if (fd < 0)
-                return -errno;
-        n = read(fd, head, sizeof(head));
-        close(fd);
-        if (n < 0)
-                return -errno;
-        if (n == 0)
-                return -ENODATA;
-        if ((unsigned char) head[0] == 0x80 || npf_snapshot_sniff(head, (size_t) n)) {
-                *ret = IN_SNAPSHOT;
-                return 0;
-        }
-        if (memmem(head, (size_t) n, "\"traceEvents\"", 13) || memmem(head, (size_t) n, "\"ph\"", 4)) {
-                *ret = IN_TRACE;
-                return 0;
-        }
-        return -ENOENT;
-}
-
-static int by_path(const void *a, const void *b)
-{
-        return strcmp(((const input_t *) a)->path, ((const input_t *) b)->path);
-}
-
-/* The snapshots and traces directly in the window directory @dir, by name. */
-static int scan_window(const char *dir, input_t *in, size_t *n)
-{
-        DIR *d = opendir(dir);
-        struct dirent *e;
-
-        if (!d)
-                return -errno;
-        while ((e = readdir(d)) && *n < MAX_INPUTS) {
-                const char *dot = strrchr(e->d_name, '.');
-                struct stat st;
-                if (e->d_name[0] == '.' || !dot || strcmp(e->d_name, "manifest.json") == 0 ||
-                    (strcmp(dot, ".json") != 0 && strcmp(dot, ".pkl") != 0 && strcmp(dot, ".pickle") != 0))
-                        continue;
-                if (snprintf(in[*n].path, sizeof(in[*n].path), "%s/%s", dir, e->d_name) >= (int) sizeof(in[*n].path))
-                        continue;
-                if (stat(in[*n].path, &st) < 0 || !S_ISREG(st.st_mode) || classify(in[*n].path, &in[*n].kind) < 0)
-                        continue;
-                (*n)++;
-        }
-        closedir(d);
-        qsort(in, *n, sizeof(*in), by_path);
-        return 0;
-}
 
 /* --- one run --------------------------------------------------------------------------------- */
 
@@ -354,7 +291,7 @@ static json_t *read_manifest(const char *dir)
 
 static int analyse(const char *path, const options_t *o)
 {
-        input_t *in = calloc(MAX_INPUTS, sizeof(*in));
+        npf_input_t *in = calloc(MAX_INPUTS, sizeof(*in));
         char outdir[PATH_MAX];
         run_t run = { .o = o };
         struct stat st;
@@ -371,10 +308,11 @@ static int analyse(const char *path, const options_t *o)
         run.traces = json_array();
         run.errors = json_array();
         if (S_ISDIR(st.st_mode)) {
-                if ((r = scan_window(path, in, &n)) < 0) {
+                if ((r = npf_input_window(path, in, MAX_INPUTS)) < 0) {
                         status = fail(EXIT_INPUT, "%s: %s", path, strerror(-r));
                         goto out;
                 }
+                n = (size_t) r;
                 if (n == 0) {
                         status = fail(EXIT_INPUT, "%s: no memory snapshot and no trace in this directory", path);
                         goto out;
@@ -382,7 +320,7 @@ static int analyse(const char *path, const options_t *o)
                 snprintf(outdir, sizeof(outdir), "%s/analysis", path);
         } else {
                 snprintf(in[0].path, sizeof(in[0].path), "%s", path);
-                if ((r = classify(path, &in[0].kind)) < 0) {
+                if ((r = npf_input_classify(path, &in[0].kind)) < 0) {
                         status = fail(EXIT_INPUT, "%s: %s", path, r == -ENOENT ?
                                       "neither a memory snapshot (a pickle, or JSON with segments or device_traces) "
                                       "nor a Chrome trace (JSON with traceEvents)" :
@@ -399,11 +337,11 @@ static int analyse(const char *path, const options_t *o)
         json_t *manifest = S_ISDIR(st.st_mode) ? read_manifest(path) : NULL;
         run.report = json_pack("{s:s,s:s,s:i,s:s,s:s,s:o,s:O,s:O,s:O}", "tool", "npuprof-replay", "version",
                                NPUPROF_VERSION, "schema", 1, "input", path, "kind",
-                               S_ISDIR(st.st_mode) ? "window" : in[0].kind == IN_SNAPSHOT ? "snapshot" : "trace",
+                               S_ISDIR(st.st_mode) ? "window" : in[0].kind == NPF_INPUT_SNAPSHOT ? "snapshot" : "trace",
                                "window", manifest ? manifest : json_null(),
                                "snapshots", run.snapshots, "traces", run.traces, "errors", run.errors);
         for (size_t i = 0; i < n; i++) {
-                if (in[i].kind == IN_SNAPSHOT)
+                if (in[i].kind == NPF_INPUT_SNAPSHOT)
                         analyse_snapshot(&run, in[i].path);
                 else
                         analyse_trace(&run, in[i].path);

@@ -20,21 +20,6 @@ static uint64_t num(const json_t *o, const char *key)
         return v < 0 ? 0 : (uint64_t) v;
 }
 
-/* "1,234,567" */
-static const char *grouped(uint64_t v, char *buf)
-{
-        char tmp[32];
-        int n = snprintf(tmp, sizeof(tmp), "%" PRIu64, v), o = 0;
-
-        for (int i = 0; i < n; i++) {
-                if (i > 0 && (n - i) % 3 == 0)
-                        buf[o++] = ',';
-                buf[o++] = tmp[i];
-        }
-        buf[o] = '\0';
-        return buf;
-}
-
 static void frames_text(FILE *f, const json_t *frames, size_t max, const char *indent)
 {
         size_t i;
@@ -63,7 +48,7 @@ static void peak_line(FILE *f, const char *what, const json_t *p)
 
         fprintf(f, "  Peak %-10s %12s", what, npf_report_bytes(num(p, "bytes"), b));
         if (json_is_integer(i))
-                fprintf(f, " after event %s (%s)", grouped((uint64_t) json_integer_value(i), idx),
+                fprintf(f, " after event %s (%s)", npf_svg_format_count((uint64_t) json_integer_value(i), idx, sizeof(idx)),
                         json_string_value(json_object_get(p, "action")));
         else
                 fprintf(f, " before the first event");
@@ -85,7 +70,7 @@ static void blocks_text(FILE *f, const json_t *list, size_t max)
                 fprintf(f, "    %10s  %s  %s %s\n", npf_report_bytes(num(b, "size"), sz),
                         json_string_value(json_object_get(b, "addr")),
                         json_is_integer(at) ? "allocated at event" : "allocated before the trace",
-                        json_is_integer(at) ? grouped((uint64_t) json_integer_value(at), idx) : "");
+                        json_is_integer(at) ? npf_svg_format_count((uint64_t) json_integer_value(at), idx, sizeof(idx)) : "");
                 frames_text(f, json_object_get(b, "frames"), 6, "                  ");
         }
 }
@@ -115,7 +100,7 @@ static void device_text(FILE *f, const json_t *d)
         const char *key;
 
         fprintf(f, "\nDevice %" JSON_INTEGER_FORMAT ": %s events", json_integer_value(json_object_get(d, "device")),
-                grouped(num(d, "events"), n));
+                npf_svg_format_count(num(d, "events"), n, sizeof(n)));
         const char *sep = " (";
         json_object_foreach ((json_t *) acts, key, v) {
                 fprintf(f, "%s%s %" JSON_INTEGER_FORMAT, sep, key, json_integer_value(v));

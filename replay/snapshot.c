@@ -5,19 +5,16 @@
  * segment dictionaries are still a tree when the document ends.
  */
 #include "replay/snapshot.h"
+#include "replay/input.h"
 #include "replay/pickle.h"
 #include "replay/value.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 enum record_kind {
         R_EVENT = 1,
@@ -561,18 +558,6 @@ static int read_document(loader_t *l, npf_value_t root, char *err)
         return 0;
 }
 
-bool npf_snapshot_sniff(const void *head, size_t len)
-{
-        const char *p = head;
-
-        if (len >= 2 && (unsigned char) p[0] == 0x80)
-                return true;
-        if (memmem(p, len, "\"traceEvents\"", 13) || memmem(p, len, "\"ph\"", 4))
-                return false;
-        return memmem(p, len, "\"segments\"", 10) || memmem(p, len, "\"device_traces\"", 15) ||
-               memmem(p, len, "\"total_size\"", 12);
-}
-
 int npf_snapshot_loadb(const void *buf, size_t len, npf_snapshot_progress_cb progress, void *userdata,
                        npf_snapshot_t **ret, char *err)
 {
@@ -629,29 +614,14 @@ out:
 int npf_snapshot_load(const char *path, npf_snapshot_progress_cb progress, void *userdata, npf_snapshot_t **ret,
                       char *err)
 {
-        struct stat st;
-        void *map = NULL;
-        int fd, r;
+        void *map;
+        size_t len;
+        int r = npf_input_map(path, &map, &len, err, NPF_SNAPSHOT_ERR_MAX);
 
-        fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (fd < 0)
-                return say(err, -errno, "%s: %s", path, strerror(errno));
-        if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-                r = errno ? -errno : -EINVAL;
-                close(fd);
-                return say(err, S_ISREG(st.st_mode) ? r : -EINVAL, "%s: not a regular file", path);
-        }
-        if (st.st_size == 0) {
-                close(fd);
-                return say(err, -EINVAL, "%s: empty file", path);
-        }
-        map = mmap(NULL, (size_t) st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-        close(fd);
-        if (map == MAP_FAILED)
-                return say(err, -errno, "%s: %s", path, strerror(errno));
-        madvise(map, (size_t) st.st_size, MADV_SEQUENTIAL);
-        r = npf_snapshot_loadb(map, (size_t) st.st_size, progress, userdata, ret, err);
-        munmap(map, (size_t) st.st_size);
+        if (r < 0)
+                return r;
+        r = npf_snapshot_loadb(map, len, progress, userdata, ret, err);
+        npf_input_unmap(map, len);
         return r;
 }
 

@@ -111,8 +111,4 @@ npf_snapshot_t *npf_snapshot_free(npf_snapshot_t *s);
 /* "alloc", "segment_map", ...; "unknown" for NPF_ACT_UNKNOWN. */
 const char *npf_action_name(npf_action_t a);
 
-/* The input looks like a snapshot (a pickle, or JSON with "segments" or "device_traces"):
- * decided from its first bytes, for telling snapshots from traces in a window directory. */
-bool npf_snapshot_sniff(const void *head, size_t len);
-
 #endif /* NPUPROF_REPLAY_SNAPSHOT_H */

@@ -147,6 +147,12 @@ static num_t count(uint64_t v)
         return r;
 }
 
+char *npf_svg_format_count(uint64_t v, char *buf, size_t size)
+{
+        snprintf(buf, size, "%s", count(v).s);
+        return buf;
+}
+
 /* A tick on a count axis: "0", "500", "2k", "1.5M". */
 static num_t count_short(double v)
 {

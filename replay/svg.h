@@ -95,6 +95,10 @@ int npf_svg_ranks(FILE *f, const char *title, const npf_svg_rank_t *ranks, size_
  */
 char *npf_svg_format_bytes(uint64_t v, char *buf, size_t size);
 
+/* npf_svg_format_count() - @v with a comma every three digits, "41,233", cut to @size
+ * bytes (24 is always enough). Return: @buf. Context: any; reentrant. */
+char *npf_svg_format_count(uint64_t v, char *buf, size_t size);
+
 /*
  * npf__svg_byte_ticks() - the y axis a memory chart uses for values up to @max bytes: 0 and
  * then equal steps of 1, 2 or 5 times a power of ten of one unit (B, KiB, MiB, ...), the

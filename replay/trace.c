@@ -7,20 +7,17 @@
  * nests them with a stack.
  */
 #include "replay/trace.h"
+#include "replay/input.h"
 #include "conf/jsonpos.h"
 #include "replay/intern.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #define NONE UINT32_MAX
 #define PROGRESS_EVERY ((size_t) 16 << 20)
@@ -965,37 +962,14 @@ fail:
 int npf_trace_load_file(const char *path, npf_trace_progress_cb progress, void *userdata,
                         npf_trace_t **ret_trace, char *err)
 {
-        struct stat st;
-        int fd, r;
+        void *map;
+        size_t len;
+        int r = npf_input_map(path, &map, &len, err, NPF_TRACE_ERR_MAX);
 
-        fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (fd < 0) {
-                r = -errno;
-                snprintf(err, NPF_TRACE_ERR_MAX, "cannot open %.180s: %s", path, strerror(-r));
+        if (r < 0)
                 return r;
-        }
-        if (fstat(fd, &st) < 0) {
-                r = -errno;
-                snprintf(err, NPF_TRACE_ERR_MAX, "cannot stat %.180s: %s", path, strerror(-r));
-                close(fd);
-                return r;
-        }
-        if (!S_ISREG(st.st_mode) || st.st_size == 0) {
-                snprintf(err, NPF_TRACE_ERR_MAX, "%.180s: %s", path,
-                         S_ISREG(st.st_mode) ? "the file is empty" : "not a regular file");
-                close(fd);
-                return -EINVAL;
-        }
-        void *map = mmap(NULL, (size_t) st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-        r = map == MAP_FAILED ? -errno : 0;
-        close(fd);
-        if (r < 0) {
-                snprintf(err, NPF_TRACE_ERR_MAX, "cannot map %.180s: %s", path, strerror(-r));
-                return r;
-        }
-        madvise(map, (size_t) st.st_size, MADV_SEQUENTIAL);
-        r = npf_trace_load(map, (size_t) st.st_size, progress, userdata, ret_trace, err);
-        munmap(map, (size_t) st.st_size);
+        r = npf_trace_load(map, len, progress, userdata, ret_trace, err);
+        npf_input_unmap(map, len);
         return r;
 }
 

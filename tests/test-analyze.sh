@@ -31,36 +31,10 @@ if grep -qa __asan_init "$analyzer"; then
         mem_opts=(--analyze-memory 0) mem_limit=unlimited
 fi
 
-passed=0 failed=0
-tmp=$(mktemp -d /tmp/npftest-a.XXXXXX)
+. "$(dirname "$0")/lib.sh"
+npf_harness a
 chmod 0755 "$tmp"       # the test run as another user goes through it
-all_pids=()
-test_pids=()
-n=0
-
-cleanup() {
-        local p
-        for p in "${all_pids[@]}"; do kill -KILL "$p" 2>/dev/null; done
-        for p in "${all_pids[@]}"; do wait "$p" 2>/dev/null; done
-        rm -f /dev/shm/npftest-a-$$-*
-        rm -rf "$tmp"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM HUP
-
-ok()   { passed=$((passed + 1)); echo "ok   $1"; }
-fail() { failed=$((failed + 1)); echo "FAIL $1"; [ -n "${2:-}" ] && sed 's/^/     | /' <<<"$2"; return 0; }
-
-now_ms() { local t=${EPOCHREALTIME/./}; echo $((t / 1000)); }
-
-# wait_for CMD...: retry CMD until it succeeds, for at most 10 s.
-wait_for() {
-        local deadline=$(($(now_ms) + 10000))
-        until "$@"; do
-                [ "$(now_ms)" -ge "$deadline" ] && return 1
-                sleep 0.02
-        done
-}
+wait_ms=10000
 
 diag() {
         echo "windows: $(ctl windows --json 2>&1 | head -c 3000)"

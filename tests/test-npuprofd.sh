@@ -12,36 +12,8 @@ for b in "$npuprofd" "$npuprofctl" "$driver"; do
         [ -x "$b" ] || { echo "test-npuprofd: $b is not built" >&2; exit 2; }
 done
 
-passed=0 failed=0
-tmp=$(mktemp -d /tmp/npftest-d.XXXXXX)
-all_pids=()             # every daemon and rank-driver started, for the trap
-test_pids=()            # those of the running test
-n=0                     # the running test's number
-
-cleanup() {
-        local p
-        for p in "${all_pids[@]}"; do kill -KILL "$p" 2>/dev/null; done
-        for p in "${all_pids[@]}"; do wait "$p" 2>/dev/null; done
-        rm -f /dev/shm/npftest-d-$$-*
-        rm -rf "$tmp"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM HUP
-
-ok()   { passed=$((passed + 1)); echo "ok   $1"; }
-fail() { failed=$((failed + 1)); echo "FAIL $1"; [ -n "${2:-}" ] && sed 's/^/     | /' <<<"$2"; return 0; }
-skip() { echo "skip $1"; }
-
-now_ms() { local t=${EPOCHREALTIME/./}; echo $((t / 1000)); }
-
-# wait_for CMD...: retry CMD until it succeeds, for at most 5 s.
-wait_for() {
-        local deadline=$(($(now_ms) + 5000))
-        until "$@"; do
-                [ "$(now_ms)" -ge "$deadline" ] && return 1
-                sleep 0.02
-        done
-}
+. "$(dirname "$0")/lib.sh"
+npf_harness d
 
 # What the running test's daemon looks like, for a failure's report.
 diag() {

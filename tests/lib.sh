@@ -1,0 +1,42 @@
+# SPDX-License-Identifier: MIT
+# What the integration scripts share: counters, the cleanup of every process a test started,
+# and bounded waits. Sourced, never run:
+#   . tests/lib.sh; npf_harness d      # tmp=/tmp/npftest-d.XXXXXX; shm names npftest-d-$$-*
+# Each script adds its pids to all_pids (for the trap) and test_pids (the running test's).
+
+passed=0 failed=0
+all_pids=()
+test_pids=()
+n=0                     # the running test's number
+wait_ms=5000            # how long wait_for retries
+
+npf_cleanup() {
+        local p
+        for p in "${all_pids[@]}"; do kill -KILL "$p" 2>/dev/null; done
+        for p in "${all_pids[@]}"; do wait "$p" 2>/dev/null; done
+        rm -f /dev/shm/npftest-"$npf_prefix"-$$-*
+        rm -rf "$tmp"
+}
+
+# npf_harness PREFIX: the private temporary directory $tmp and the exit trap.
+npf_harness() {
+        npf_prefix=$1
+        tmp=$(mktemp -d "/tmp/npftest-$1.XXXXXX")
+        trap npf_cleanup EXIT
+        trap 'exit 130' INT TERM HUP
+}
+
+ok()   { passed=$((passed + 1)); echo "ok   $1"; }
+fail() { failed=$((failed + 1)); echo "FAIL $1"; [ -n "${2:-}" ] && sed 's/^/     | /' <<<"$2"; return 0; }
+skip() { echo "skip $1"; }
+
+now_ms() { local t=${EPOCHREALTIME/./}; echo $((t / 1000)); }
+
+# wait_for CMD...: retry CMD until it succeeds, for at most $wait_ms.
+wait_for() {
+        local deadline=$(($(now_ms) + wait_ms))
+        until "$@"; do
+                [ "$(now_ms)" -ge "$deadline" ] && return 1
+                sleep 0.02
+        done
+}
