@@ -128,12 +128,6 @@ typedef struct site {
         double byte_events;     /* bytes times events alive: can exceed 2^64 */
 } site_t;
 
-static int by_stack(const void *a, const void *b)
-{
-        const site_t *x = a, *y = b;
-        return x->stack < y->stack ? -1 : x->stack > y->stack;
-}
-
 static int by_weight_desc(const void *a, const void *b)
 {
         const site_t *x = a, *y = b;
@@ -154,7 +148,9 @@ static int by_bytes_desc(const void *a, const void *b)
 static json_t *sites(const npf_snapshot_t *s, const npf_replay_t *r, const size_t *idx, size_t n,
                      int (*cmp)(const void *, const void *), const npf_analysis_opts_t *o)
 {
-        site_t *v = malloc((n + 1) * sizeof(*v));
+        /* Stack ids are dense: one slot each, then only the sites that occur. */
+        size_t n_stacks = npf_intern_stacks(s->intern) + 1;
+        site_t *v = calloc(n_stacks, sizeof(*v));
         size_t m = 0;
         json_t *a = json_array();
 
@@ -167,18 +163,16 @@ static json_t *sites(const npf_snapshot_t *s, const npf_replay_t *r, const size_
                 const npf_life_t *l = &r->lives[idx ? idx[i] : i];
                 int64_t from = l->alloc < 0 ? 0 : l->alloc;
                 int64_t to = l->free_requested == NPF_AFTER_TRACE ? (int64_t) r->n : l->free_requested;
-                v[i] = (site_t) { l->stack, 1, l->size, (double) l->size * (double) (to > from ? to - from : 0) };
+                site_t *x = &v[l->stack < n_stacks ? l->stack : n_stacks - 1];
+                x->count++;
+                x->bytes += l->size;
+                x->byte_events += (double) l->size * (double) (to > from ? to - from : 0);
         }
-        qsort(v, n, sizeof(*v), by_stack);
-        for (size_t i = 0; i < n; i++) {
-                if (m > 0 && v[m - 1].stack == v[i].stack) {
-                        v[m - 1].count++;
-                        v[m - 1].bytes += v[i].bytes;
-                        v[m - 1].byte_events += v[i].byte_events;
-                } else {
-                        v[m++] = v[i];
+        for (size_t k = 0; k < n_stacks; k++)
+                if (v[k].count) {
+                        v[m] = v[k];
+                        v[m++].stack = (uint32_t) k;
                 }
-        }
         qsort(v, m, sizeof(*v), cmp);
         for (size_t i = 0; i < m && i < o->top; i++)
                 json_array_append_new(a, json_pack("{s:I,s:o,s:f,s:o}", "count", (json_int_t) v[i].count, "bytes",
@@ -235,7 +229,7 @@ static size_t fits(const partition_t *p, span_t t)
  * busy in an edge bucket need their spans searched.
  */
 typedef struct occupancy {
-        uint64_t *bits;         /* [bucket][word] */
+        uint64_t *bits;         /* [word][bucket]: a word's buckets are contiguous */
         size_t buckets, words, width;
 } occupancy_t;
 
@@ -247,14 +241,12 @@ static int occupancy_grow(occupancy_t *o, size_t partitions)
                 words *= 2;
         if (words == o->words)
                 return 0;
-        if (o->buckets > SIZE_MAX / words / sizeof(uint64_t) / 2)
+        if (words > SIZE_MAX / o->buckets / sizeof(uint64_t))
                 return -ENOMEM;
-        uint64_t *b = calloc(o->buckets * words, sizeof(*b));
+        uint64_t *b = realloc(o->bits, words * o->buckets * sizeof(*b));
         if (!b)
                 return -ENOMEM;
-        for (size_t k = 0; o->bits && k < o->buckets; k++)
-                memcpy(b + k * words, o->bits + k * o->words, o->words * sizeof(*b));
-        free(o->bits);
+        memset(b + o->words * o->buckets, 0, (words - o->words) * o->buckets * sizeof(*b));
         o->bits = b;
         o->words = words;
         return 0;
@@ -263,7 +255,7 @@ static int occupancy_grow(occupancy_t *o, size_t partitions)
 static void occupancy_mark(occupancy_t *o, size_t p, span_t sp)
 {
         for (size_t k = (size_t) sp.from / o->width; k <= (size_t) (sp.to - 1) / o->width; k++)
-                o->bits[k * o->words + p / 64] |= UINT64_C(1) << (p % 64);
+                o->bits[p / 64 * o->buckets + k] |= UINT64_C(1) << (p % 64);
 }
 
 /* The first of @np partitions where @sp fits, @np when none; its insertion point in @ret_at. */
@@ -275,11 +267,16 @@ static size_t first_fit(const occupancy_t *o, const partition_t *parts, size_t n
         size_t full_from = ((size_t) sp.from + w - 1) / w, full_to = (size_t) sp.to / w;   /* [full_from, full_to) */
 
         for (size_t word = 0; word * 64 < np; word++) {
-                uint64_t full = 0, edge = 0;
-                for (size_t k = full_from; k < full_to; k++)
-                        full |= o->bits[k * o->words + word];
-                edge = o->bits[first * o->words + word] | o->bits[last * o->words + word];
+                const uint64_t *row = o->bits + word * o->buckets;
                 uint64_t valid = np - word * 64 >= 64 ? ~UINT64_C(0) : (UINT64_C(1) << (np - word * 64)) - 1;
+                uint64_t full = 0, edge = row[first] | row[last];
+                /* Eight buckets at a time, until every partition of the word is known busy. */
+                size_t k = full_from;
+                for (; k + 8 <= full_to && (full & valid) != valid; k += 8)
+                        full |= row[k] | row[k + 1] | row[k + 2] | row[k + 3] |
+                                row[k + 4] | row[k + 5] | row[k + 6] | row[k + 7];
+                for (; k < full_to && (full & valid) != valid; k++)
+                        full |= row[k];
                 uint64_t idle = ~(full | edge) & valid, check = edge & ~full & valid;
                 /* Partitions before the first idle one that may still fit, in order. */
                 uint64_t before = idle ? (idle & -idle) - 1 : valid;

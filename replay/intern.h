@@ -36,6 +36,9 @@ const npf_frame_t *npf_intern_frame_get(const npf_intern_t *in, uint32_t id);
 /* The frames of stack @id; their number in the return value (0 for an unknown id). */
 size_t npf_intern_stack_get(const npf_intern_t *in, uint32_t id, const uint32_t **ret_frames);
 
+/* The number of stacks: every stack id is below it. */
+size_t npf_intern_stacks(const npf_intern_t *in);
+
 /* Bytes held, for benches. */
 size_t npf_intern_bytes(const npf_intern_t *in);
 

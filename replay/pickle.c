@@ -75,7 +75,7 @@ static const uint8_t *take(vm_t *vm, uint64_t n)
         return p;
 }
 
-static uint64_t le(const uint8_t *p, unsigned n)
+static inline uint64_t le(const uint8_t *p, unsigned n)
 {
         uint64_t v = 0;
 
@@ -97,20 +97,27 @@ static const uint8_t *take_line(vm_t *vm, size_t *ret_len)
         return p;
 }
 
-static int push(vm_t *vm, npf_value_t v)
+static int __attribute__((noinline)) push_grow(vm_t *vm, npf_value_t v)
 {
-        if (vm->sp == vm->stack_cap) {
-                size_t cap = vm->stack_cap ? vm->stack_cap * 2 : 256;
-                if (cap > NPF_PICKLE_STACK_MAX)
-                        cap = NPF_PICKLE_STACK_MAX;
-                if (vm->sp == cap)
-                        return fail(vm, -E2BIG, "more than %u values on the stack", NPF_PICKLE_STACK_MAX);
-                npf_value_t *s = realloc(vm->stack, cap * sizeof(*s));
-                if (!s)
-                        return -ENOMEM;
-                vm->stack = s;
-                vm->stack_cap = cap;
-        }
+        size_t cap = vm->stack_cap * 2;
+
+        if (cap > NPF_PICKLE_STACK_MAX)
+                cap = NPF_PICKLE_STACK_MAX;
+        if (vm->sp == cap)
+                return fail(vm, -E2BIG, "more than %u values on the stack", NPF_PICKLE_STACK_MAX);
+        npf_value_t *s = realloc(vm->stack, cap * sizeof(*s));
+        if (!s)
+                return -ENOMEM;
+        vm->stack = s;
+        vm->stack_cap = cap;
+        vm->stack[vm->sp++] = v;
+        return 0;
+}
+
+static inline int push(vm_t *vm, npf_value_t v)
+{
+        if (vm->sp == vm->stack_cap)
+                return push_grow(vm, v);
         vm->stack[vm->sp++] = v;
         return 0;
 }
@@ -369,7 +376,7 @@ static int memo_put(vm_t *vm, uint64_t idx)
         return 0;
 }
 
-static int memo_get(vm_t *vm, uint64_t idx)
+static inline int memo_get(vm_t *vm, uint64_t idx)
 {
         npf_value_t v;
 
@@ -469,10 +476,13 @@ static int step(vm_t *vm)
                         return truncated(vm);
                 return push(vm, (npf_value_t) { .kind = NPF_V_INT, .as.i = (int32_t) (uint32_t) le(a, 4) });
         case 'K': /* BININT1 */
-        case 'M': /* BININT2 */
-                if (!(a = take(vm, op == 'K' ? 1 : 2)))
+                if (!(a = take(vm, 1)))
                         return truncated(vm);
-                return push(vm, (npf_value_t) { .kind = NPF_V_INT, .as.i = (int64_t) le(a, op == 'K' ? 1 : 2) });
+                return push(vm, (npf_value_t) { .kind = NPF_V_INT, .as.i = a[0] });
+        case 'M': /* BININT2 */
+                if (!(a = take(vm, 2)))
+                        return truncated(vm);
+                return push(vm, (npf_value_t) { .kind = NPF_V_INT, .as.i = (int64_t) le(a, 2) });
         case 0x8a: /* LONG1 */
         case 0x8b: { /* LONG4 */
                 if (!(a = take(vm, op == 0x8a ? 1 : 4)))
@@ -572,15 +582,21 @@ static int step(vm_t *vm)
                         return r;
                 return build(vm, vm->sp - (size_t) (op - 0x84), NPF_V_TUPLE);
         case 'h': /* BINGET */
+                if (!(a = take(vm, 1)))
+                        return truncated(vm);
+                return memo_get(vm, a[0]);
         case 'j': /* LONG_BINGET */
-                if (!(a = take(vm, op == 'h' ? 1 : 4)))
+                if (!(a = take(vm, 4)))
                         return truncated(vm);
-                return memo_get(vm, le(a, op == 'h' ? 1 : 4));
+                return memo_get(vm, le(a, 4));
         case 'q': /* BINPUT */
-        case 'r': /* LONG_BINPUT */
-                if (!(a = take(vm, op == 'q' ? 1 : 4)))
+                if (!(a = take(vm, 1)))
                         return truncated(vm);
-                return memo_put(vm, le(a, op == 'q' ? 1 : 4));
+                return memo_put(vm, a[0]);
+        case 'r': /* LONG_BINPUT */
+                if (!(a = take(vm, 4)))
+                        return truncated(vm);
+                return memo_put(vm, le(a, 4));
         case 0x94: /* MEMOIZE */
                 return memo_put(vm, npf_vtree_memo_len(vm->tree));
         case 'g': /* GET */

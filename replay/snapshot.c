@@ -33,10 +33,50 @@ typedef struct loader {
         size_t n_blocks, cap_blocks;
         uint32_t *frames;               /* scratch for a stack's frame ids */
         size_t cap_frames;
-        const char *last_action;        /* the action strings are memoized: remember the last */
-        uint32_t last_action_len;
-        npf_action_t last_action_kind;
+        struct seen_action {            /* the action strings are memoized: remember where */
+                const char *s;
+                uint32_t len;
+                npf_action_t kind;
+        } seen_actions[16];
+        size_t n_seen_actions;
+        struct seen_key {               /* so are the keys: where each was last seen */
+                const char *s;
+                uint32_t len;
+                uint8_t key;
+        } seen_keys[64];
 } loader_t;
+
+/* The keys the reduce callback looks at. */
+enum key {
+        K_OTHER,
+        K_ACTION, K_ADDR, K_SIZE, K_STREAM, K_DEVICE_FREE, K_TIME_US, K_FRAMES, K_COMPILE_CONTEXT,
+        K_USER_METADATA, K_FILENAME, K_LINE, K_STATE,
+        K__COUNT
+};
+
+static const char *const key_names[K__COUNT] = {
+        [K_ACTION] = "action", [K_ADDR] = "addr", [K_SIZE] = "size", [K_STREAM] = "stream",
+        [K_DEVICE_FREE] = "device_free", [K_TIME_US] = "time_us", [K_FRAMES] = "frames",
+        [K_COMPILE_CONTEXT] = "compile_context", [K_USER_METADATA] = "user_metadata",
+        [K_FILENAME] = "filename", [K_LINE] = "line", [K_STATE] = "state",
+};
+
+/* Which key @k is. A pickle names each key by the same bytes every time (the memo hands out
+ * the first copy), so a string seen at the same address is not compared again. */
+static enum key key_of(loader_t *l, npf_value_t k)
+{
+        if (k.kind != NPF_V_STR)
+                return K_OTHER;
+        struct seen_key *c = &l->seen_keys[((uintptr_t) k.as.s * UINT64_C(0x9e3779b97f4a7c15)) >> 58];
+        if (c->s == k.as.s && c->len == k.len)
+                return (enum key) c->key;
+        enum key key = K_OTHER;
+        for (int i = K_OTHER + 1; i < K__COUNT; i++)
+                if (npf_value_streq(k, key_names[i]))
+                        key = (enum key) i;
+        *c = (struct seen_key) { k.as.s, k.len, (uint8_t) key };
+        return key;
+}
 
 static const char *const action_names[NPF_ACT__COUNT] = {
         [NPF_ACT_ALLOC] = "alloc",
@@ -80,15 +120,15 @@ static bool is_record(npf_value_t v, enum record_kind k)
 
 static npf_action_t action_of(loader_t *l, npf_value_t v)
 {
-        if (v.as.s == l->last_action && v.len == l->last_action_len)
-                return l->last_action_kind;
+        for (size_t i = 0; i < l->n_seen_actions; i++)
+                if (l->seen_actions[i].s == v.as.s && l->seen_actions[i].len == v.len)
+                        return l->seen_actions[i].kind;
         npf_action_t a = NPF_ACT_UNKNOWN;
         for (int i = 0; i < NPF_ACT_UNKNOWN; i++)
                 if (npf_value_streq(v, action_names[i]))
                         a = (npf_action_t) i;
-        l->last_action = v.as.s;
-        l->last_action_len = v.len;
-        l->last_action_kind = a;
+        if (l->n_seen_actions < sizeof(l->seen_actions) / sizeof(l->seen_actions[0]))
+                l->seen_actions[l->n_seen_actions++] = (struct seen_action) { v.as.s, v.len, a };
         return a;
 }
 
@@ -172,44 +212,38 @@ static int reduce_event(loader_t *l, npf_value_t d, npf_value_t *ret, char *err)
                 l->cap_events = cap;
         }
         for (size_t i = 0; r == 0 && npf_value_pair(d, i, &k, &v); i++) {
-                if (k.kind != NPF_V_STR || k.len < 4)
-                        continue;
-                switch (k.as.s[0]) {
-                case 'a':
-                        if (npf_value_streq(k, "action")) {
-                                if (v.kind != NPF_V_STR)
-                                        return say(err, -EINVAL, "trace entry %zu: action is a %s, not a str", idx,
-                                                   npf_value_kind_name(v));
-                                e.action = (uint8_t) action_of(l, v);
-                        } else if (npf_value_streq(k, "addr")) {
-                                r = get_u64(v, "addr", "trace entry", idx, &e.addr, err);
-                        }
+                switch (key_of(l, k)) {
+                case K_ACTION:
+                        if (v.kind != NPF_V_STR)
+                                return say(err, -EINVAL, "trace entry %zu: action is a %s, not a str", idx,
+                                           npf_value_kind_name(v));
+                        e.action = (uint8_t) action_of(l, v);
                         break;
-                case 's':
-                        if (npf_value_streq(k, "size"))
-                                r = get_u64(v, "size", "trace entry", idx, &e.size, err);
-                        else if (npf_value_streq(k, "stream"))
-                                r = get_u64(v, "stream", "trace entry", idx, &e.stream, err);
+                case K_ADDR:
+                        r = get_u64(v, "addr", "trace entry", idx, &e.addr, err);
                         break;
-                case 'd':
-                        if (npf_value_streq(k, "device_free"))
-                                r = get_u64(v, "device_free", "trace entry", idx, &e.addr, err);
+                case K_SIZE:
+                        r = get_u64(v, "size", "trace entry", idx, &e.size, err);
                         break;
-                case 't':
-                        if (npf_value_streq(k, "time_us"))
-                                r = time_of(v, idx, &e.time_us, err);
+                case K_STREAM:
+                        r = get_u64(v, "stream", "trace entry", idx, &e.stream, err);
                         break;
-                case 'f':
-                        if (npf_value_streq(k, "frames"))
-                                r = stack_of(v, "trace entry", idx, &e.stack, err);
+                case K_DEVICE_FREE:
+                        r = get_u64(v, "device_free", "trace entry", idx, &e.addr, err);
                         break;
-                case 'c':
-                        if (npf_value_streq(k, "compile_context"))
-                                r = intern_str(l, v, "compile_context", "trace entry", idx, &e.context, err);
+                case K_TIME_US:
+                        r = time_of(v, idx, &e.time_us, err);
                         break;
-                case 'u':
-                        if (npf_value_streq(k, "user_metadata"))
-                                r = intern_str(l, v, "user_metadata", "trace entry", idx, &e.user, err);
+                case K_FRAMES:
+                        r = stack_of(v, "trace entry", idx, &e.stack, err);
+                        break;
+                case K_COMPILE_CONTEXT:
+                        r = intern_str(l, v, "compile_context", "trace entry", idx, &e.context, err);
+                        break;
+                case K_USER_METADATA:
+                        r = intern_str(l, v, "user_metadata", "trace entry", idx, &e.user, err);
+                        break;
+                default:
                         break;
                 }
         }
@@ -337,20 +371,23 @@ static int reduce(void *userdata, const npf_value_t *v, npf_value_t *ret, char *
         if (v->kind != NPF_V_DICT)
                 return 0;
         for (size_t i = 0; npf_value_pair(*v, i, &k, &x); i++) {
-                if (k.kind != NPF_V_STR)
-                        continue;
-                switch (k.len) {
-                case 4:
-                        seen |= memcmp(k.as.s, "line", 4) == 0 ? LINE : memcmp(k.as.s, "size", 4) == 0 ? SIZE : 0;
+                switch (key_of(l, k)) {
+                case K_LINE:
+                        seen |= LINE;
                         break;
-                case 5:
-                        seen |= memcmp(k.as.s, "state", 5) == 0 ? STATE : 0;
+                case K_SIZE:
+                        seen |= SIZE;
                         break;
-                case 6:
-                        seen |= memcmp(k.as.s, "action", 6) == 0 && x.kind == NPF_V_STR ? ACTION : 0;
+                case K_STATE:
+                        seen |= STATE;
                         break;
-                case 8:
-                        seen |= memcmp(k.as.s, "filename", 8) == 0 ? FILENAME : 0;
+                case K_ACTION:
+                        seen |= x.kind == NPF_V_STR ? ACTION : 0;
+                        break;
+                case K_FILENAME:
+                        seen |= FILENAME;
+                        break;
+                default:
                         break;
                 }
         }

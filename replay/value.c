@@ -12,31 +12,19 @@
 
 
 #define SLAB_CONTAINERS 4096u
-#define KIND_UNSET 0xffu        /* a memo slot never put */
+#define KIND_UNSET NPF__MEMO_UNSET
 #define ARENA_CHUNK (256u * 1024u)
 
-typedef struct slab {
-        struct slab *next;
+typedef struct npf_vtree_slab {
+        struct npf_vtree_slab *next;
         npf_container_t c[SLAB_CONTAINERS];
 } slab_t;
 
-typedef struct chunk {
-        struct chunk *next;
+typedef struct npf_vtree_chunk {
+        struct npf_vtree_chunk *next;
         size_t used, size;
         char data[];
 } chunk_t;
-
-struct npf_vtree {
-        npf_vtree_reduce_cb reduce;
-        void *userdata;
-        slab_t *slabs;
-        size_t slab_used;               /* containers handed out of the newest slab */
-        npf_container_t *free_list;
-        chunk_t *chunks;                /* copied strings */
-        npf_value_t *memo;
-        uint64_t memo_len, memo_cap;
-        size_t bytes;                   /* items arrays, slabs, chunks, memo */
-};
 
 npf_vtree_t *npf_vtree_new(npf_vtree_reduce_cb reduce, void *userdata)
 {
@@ -48,6 +36,58 @@ npf_vtree_t *npf_vtree_new(npf_vtree_reduce_cb reduce, void *userdata)
         t->userdata = userdata;
         t->slab_used = SLAB_CONTAINERS;
         return t;
+}
+
+/* The recycling class of an items array of @cap values, -1 when it is not recycled. */
+static int item_class(size_t cap)
+{
+        for (int k = 0; k < NPF__ITEM_CLASSES; k++)
+                if (cap == (size_t) 4 << k)
+                        return k;
+        return -1;
+}
+
+/* A recycled array's first value links to the next one of its class. */
+static npf_value_t *next_items(const npf_value_t *items)
+{
+        return (npf_value_t *) (uintptr_t) items[0].as.u;
+}
+
+/* Millions of small dictionaries and lists live for an instant each: their arrays are
+ * kept for the next container instead of going back to malloc. */
+static void items_release(npf_vtree_t *t, npf_value_t *items, size_t cap)
+{
+        int k = item_class(cap);
+
+        if (!items)
+                return;
+        if (k < 0) {
+                free(items);
+                return;
+        }
+        items[0] = (npf_value_t) { .as.u = (uintptr_t) t->free_items[k] };
+        t->free_items[k] = items;
+}
+
+/* @items (of @cap values, NULL when none) with room for @want. */
+static npf_value_t *items_resize(npf_vtree_t *t, npf_value_t *items, size_t cap, size_t want, size_t used)
+{
+        int k = item_class(want);
+        npf_value_t *p;
+
+        if (k < 0 || !t->free_items[k]) {
+                if (k < 0 && item_class(cap) < 0)
+                        return realloc(items, want * sizeof(*p));
+                if (!(p = malloc(want * sizeof(*p))))
+                        return NULL;
+        } else {
+                p = t->free_items[k];
+                t->free_items[k] = next_items(p);
+        }
+        if (used)
+                memcpy(p, items, used * sizeof(*p));
+        items_release(t, items, cap);
+        return p;
 }
 
 static void free_items(npf_container_t *c)
@@ -70,6 +110,11 @@ npf_vtree_t *npf_vtree_free(npf_vtree_t *t)
                         free_items(&s->c[i]);
                 free(s);
         }
+        for (int k = 0; k < NPF__ITEM_CLASSES; k++)
+                for (npf_value_t *p = t->free_items[k], *next; p; p = next) {
+                        next = next_items(p);
+                        free(p);
+                }
         for (chunk_t *c = t->chunks, *next; c; c = next) {
                 next = c->next;
                 free(c);
@@ -135,10 +180,12 @@ static int complete(npf_vtree_t *t, npf_value_t *v, char *err, size_t err_size)
         if (r <= 0)
                 return r;
         t->bytes -= (size_t) c->u.list.cap * sizeof(npf_value_t);
-        free(c->u.list.items);
-        if (!c->shared && (!c->memo || t->memo[c->memo - 1].as.c == c)) {
-                if (c->memo)
-                        t->memo[c->memo - 1] = repl;
+        items_release(t, c->u.list.items, c->u.list.cap);
+        bool memo_holds_c = c->memo && is_container(t->memo[c->memo - 1]) && t->memo[c->memo - 1].as.c == c;
+        /* The memo hands out the replacement from now on, without a detour through @c. */
+        if (memo_holds_c)
+                t->memo[c->memo - 1] = repl;
+        if (!c->shared && (!c->memo || memo_holds_c)) {
                 c->kind = NPF_V_NONE;
                 c->u.next_free = t->free_list;
                 t->free_list = c;
@@ -170,7 +217,7 @@ int npf_vtree_append(npf_vtree_t *t, npf_value_t cv, npf_value_t *items, size_t 
                         cap *= 2;
                 if (cap > UINT32_MAX)
                         cap = UINT32_MAX;
-                npf_value_t *p = realloc(c->u.list.items, cap * sizeof(*p));
+                npf_value_t *p = items_resize(t, c->u.list.items, c->u.list.cap, cap, c->u.list.n);
                 if (!p)
                         return -ENOMEM;
                 t->bytes += (cap - c->u.list.cap) * sizeof(*p);
@@ -207,8 +254,6 @@ int npf_vtree_memo_put(npf_vtree_t *t, uint64_t idx, npf_value_t v)
                 npf_value_t *p = realloc(t->memo, cap * sizeof(*p));
                 if (!p)
                         return -ENOMEM;
-                for (uint64_t i = t->memo_cap; i < cap; i++)
-                        p[i] = (npf_value_t) { .kind = KIND_UNSET };
                 t->bytes += (cap - t->memo_cap) * sizeof(*p);
                 t->memo = p;
                 t->memo_cap = cap;
@@ -219,20 +264,12 @@ int npf_vtree_memo_put(npf_vtree_t *t, uint64_t idx, npf_value_t v)
                         v.as.c->shared = 1;
                 v.as.c->memo = (uint32_t) idx + 1;
         }
+        /* Slots are marked unset only up to the highest put: the room beyond stays untouched. */
+        for (uint64_t i = t->memo_len; i < idx; i++)
+                t->memo[i] = (npf_value_t) { .kind = KIND_UNSET };
         t->memo[idx] = v;
         if (idx >= t->memo_len)
                 t->memo_len = idx + 1;
-        return 0;
-}
-
-int npf_vtree_memo_get(npf_vtree_t *t, uint64_t idx, npf_value_t *ret)
-{
-        if (idx >= t->memo_len || t->memo[idx].kind == KIND_UNSET) {
-                *ret = (npf_value_t) { .kind = NPF_V_NONE };
-                return -ENOENT;
-        }
-        npf_vtree_share(t->memo[idx]);
-        *ret = npf_value_resolve(t->memo[idx]);
         return 0;
 }
 

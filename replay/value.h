@@ -18,6 +18,7 @@
 #ifndef NPUPROF_REPLAY_VALUE_H
 #define NPUPROF_REPLAY_VALUE_H
 
+#include <errno.h>
 #include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -99,10 +100,8 @@ int npf_vtree_finish(npf_vtree_t *t, npf_value_t *v, char *err, size_t err_size)
  * container there does not keep it alive past its reduction; getting one marks it shared,
  * and a shared container keeps its (small) header after it has been reduced.
  * Return: 0, or -ENOMEM, or -E2BIG (@idx beyond 2^32 - 2).
- * npf_vtree_memo_get() returns -ENOENT for a slot never put, with the kind NPF_V_NONE.
  */
 int npf_vtree_memo_put(npf_vtree_t *t, uint64_t idx, npf_value_t v);
-int npf_vtree_memo_get(npf_vtree_t *t, uint64_t idx, npf_value_t *ret);
 /* The number of memo slots in use, the next MEMOIZE index. */
 uint64_t npf_vtree_memo_len(const npf_vtree_t *t);
 /* Marks the container @v (if it is one) as referenced twice: it is never freed early. */
@@ -136,6 +135,22 @@ struct npf_container {
         uint8_t reduced;
         uint8_t shared;         /* referenced from more than one place */
         uint32_t memo;          /* memo slot + 1, 0 when not in the memo */
+};
+
+#define NPF__MEMO_UNSET 0xffu   /* the kind of a memo slot never put */
+#define NPF__ITEM_CLASSES 5     /* items arrays of 4, 8, 16, 32 and 64 values are recycled */
+
+struct npf_vtree {
+        npf_vtree_reduce_cb reduce;
+        void *userdata;
+        struct npf_vtree_slab *slabs;
+        size_t slab_used;               /* containers handed out of the newest slab */
+        npf_container_t *free_list;
+        npf_value_t *free_items[NPF__ITEM_CLASSES];     /* each links to the next through its first value */
+        struct npf_vtree_chunk *chunks; /* copied strings */
+        npf_value_t *memo;
+        uint64_t memo_len, memo_cap;
+        size_t bytes;                   /* items arrays, slabs, chunks, memo */
 };
 
 static inline bool npf__value_is_container(npf_value_t v)
@@ -178,6 +193,21 @@ static inline bool npf_value_pair(npf_value_t v, size_t i, npf_value_t *ret_key,
         *ret_key = npf_value_resolve(v.as.c->u.list.items[2 * i]);
         *ret_value = npf_value_resolve(v.as.c->u.list.items[2 * i + 1]);
         return true;
+}
+
+/* The memo slot @idx: what npf_vtree_memo_put() left there (or what that was reduced to),
+ * now marked shared. Return: 0, or -ENOENT for a slot never put, with the kind NPF_V_NONE. */
+static inline int npf_vtree_memo_get(npf_vtree_t *t, uint64_t idx, npf_value_t *ret)
+{
+        if (idx >= t->memo_len || t->memo[idx].kind == NPF__MEMO_UNSET) {
+                *ret = (npf_value_t) { .kind = NPF_V_NONE };
+                return -ENOENT;
+        }
+        npf_value_t v = t->memo[idx];
+        if (npf__value_is_container(v))
+                v.as.c->shared = 1;
+        *ret = npf_value_resolve(v);
+        return 0;
 }
 
 /* The value of the string key @key in dict @v. Return: false if @v is no dict or lacks it. */
