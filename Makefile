@@ -61,14 +61,14 @@ LDFLAGS  += $(SAN_FLAGS)
 
 # --- modules ----------------------------------------------------------------------------
 SHM_OBJS  := $(BUILD)/shm/shm.o $(BUILD)/shm/slot.o $(BUILD)/shm/proc.o $(BUILD)/shm/clock.o
-CONF_OBJS := $(BUILD)/conf/conf.o $(BUILD)/conf/jsonpos.o $(BUILD)/conf/outroot.o
+CONF_OBJS := $(BUILD)/conf/conf.o $(BUILD)/conf/jsonpos.o $(BUILD)/conf/outroot.o $(BUILD)/conf/legacy.o
 
 VIEW_OBJS := $(BUILD)/shm/view.o
 RANK_OBJS := $(BUILD)/rank/rank.o $(BUILD)/rank/backend-host.o $(BUILD)/rank/backend-acl.o
 RANK_LIBS := $(shell pkg-config --libs jansson 2>/dev/null) -ldl -pthread
 DAEMON_OBJS := $(BUILD)/daemon/npuprofd.o $(BUILD)/daemon/daemon.o $(BUILD)/daemon/watch.o \
                $(BUILD)/daemon/server.o $(BUILD)/daemon/sweep.o $(BUILD)/daemon/notify.o $(BUILD)/daemon/log.o \
-               $(BUILD)/daemon/analyze.o
+               $(BUILD)/daemon/analyze.o $(BUILD)/daemon/legacy.o
 
 NPUPROFD_OBJS   := $(DAEMON_OBJS) $(VIEW_OBJS) $(CONF_OBJS) $(SHM_OBJS)
 NPUPROFCTL_OBJS := $(BUILD)/client/npuprofctl.o $(BUILD)/client/validate.o $(BUILD)/client/ipc.o \

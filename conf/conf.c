@@ -1373,6 +1373,13 @@ static json_t *mask_names(uint32_t mask, const name_value_t *t)
         return a;
 }
 
+json_t *npf_conf_mask_json(const char *key, uint32_t mask)
+{
+        return mask_names(mask, strcmp(key, "activities") == 0    ? activity_names
+                                : strcmp(key, "export_type") == 0 ? export_names
+                                                                   : host_sys_names);
+}
+
 static json_t *step_or_null(int64_t step)
 {
         return step < 0 ? json_null() : json_integer(step);

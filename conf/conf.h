@@ -69,6 +69,9 @@ json_t *npf_conf_to_json(const npf_shm_config_t *config);
 /* The report as JSON: valid, dialect, errors and warnings (each message, line, column, key). */
 json_t *npf_conf_report_to_json(const npf_conf_report_t *report);
 
+/* The names of the bits of @mask, for the key @key: "activities", "export_type" or "host_sys". */
+json_t *npf_conf_mask_json(const char *key, uint32_t mask);
+
 const char *npf_conf_dialect_name(uint32_t dialect);
 const char *npf_conf_level_name(int32_t level);
 const char *npf_conf_aic_name(int32_t aic_metrics);

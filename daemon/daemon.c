@@ -32,6 +32,7 @@ typedef struct daemon {
         npf_watch_t *watch;
         npf_server_t *server;
         npf_analyze_t *analyze;         /* NULL once stopping */
+        npf_legacy_t *legacy;           /* NULL without --legacy, and once stopping */
         char *state_dir;                /* $STATE_DIRECTORY's first, from systemd; may be NULL */
         npf_notify_t notify;
         npf_sweep_t sweep;
@@ -220,6 +221,8 @@ static void on_config(npf_watch_t *w, const npf_watch_result_t *res, void *data)
                                         " (%s dialect): %s", gen, npf_conf_dialect_name(res->config->args.dialect), what);
                         }
                 }
+                if (d->legacy)
+                        npf_legacy_publish(d->legacy, res->config);
                 if (old_state != NPF_FILE_VALID && old_state != NPF_FILE_UNKNOWN)
                         npf_log(LOG_NOTICE, (int64_t) generation_in_force(d), NPF_LOG_NONE,
                                 "%s is valid again", d->opt.config_path);
@@ -235,6 +238,8 @@ static void on_config(npf_watch_t *w, const npf_watch_result_t *res, void *data)
                 d->logged[0] = '\0';
         } else {
                 const npf_conf_diag_t *e = res->report->n_errors ? &res->report->errors[0] : NULL;
+                if (d->legacy)
+                        npf_legacy_publish(d->legacy, NULL);
                 st->file_state = res->rc == -ENOENT ? NPF_FILE_MISSING : NPF_FILE_INVALID;
                 st->line = e ? e->line : 0;
                 st->column = e ? e->column : 0;
@@ -454,7 +459,8 @@ static json_t *status_json(daemon_t *d)
 
         json_object_set_new(config, "path", json_string(d->opt.config_path));
         json_object_set_new(windows, "recent", history_json(d, 32));
-        return json_pack("{s:{s:I, s:s, s:I, s:I, s:b, s:b, s:I, s:s, s:I}, s:{s:s, s:b}, s:o, s:o, s:o, s:o, s:I}",
+        return json_pack("{s:{s:I, s:s, s:I, s:I, s:b, s:b, s:I, s:s, s:I}, s:{s:s, s:b}, s:o, s:o, s:o, s:o, s:I, "
+                         "s:o}",
                          "daemon",
                          "pid", (json_int_t) getpid(),
                          "version", NPUPROF_VERSION,
@@ -470,7 +476,8 @@ static json_t *status_json(daemon_t *d)
                          "ranks", npf_view_ranks(npf_shm_ranks(d->shm), npf_clock_ns(CLOCK_MONOTONIC), d->opt.stall_ms),
                          "windows", windows,
                          "analysis", analysis_summary(d),
-                         "reloads", (json_int_t) d->reloads);
+                         "reloads", (json_int_t) d->reloads,
+                         "legacy", d->legacy ? npf_legacy_status_json(d->legacy) : json_null());
 }
 
 static void metric(char **buf, size_t *len, size_t *used, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
@@ -649,6 +656,8 @@ static void stop(daemon_t *d, const char *why)
         npf_watch_close(d->watch);
         npf_analyze_close(d->analyze);
         d->analyze = NULL;
+        npf_legacy_close(d->legacy);
+        d->legacy = NULL;
         uv_timer_stop(&d->sweep_timer);
         uv_close((uv_handle_t *) &d->sweep_timer, on_closed);
         npf_notify_close(&d->notify, on_closed);
@@ -736,6 +745,10 @@ int npf_daemon_run(const npf_daemon_options_t *opt)
                 npf_log(LOG_ERR, NPF_LOG_NONE, NPF_LOG_NONE, "control socket: %s", err);
                 goto out;
         }
+        if (opt->legacy.kinds && (r = npf_legacy_new(d->loop, &opt->legacy, &d->legacy)) < 0) {
+                npf_log(LOG_ERR, NPF_LOG_NONE, NPF_LOG_NONE, "cannot start the legacy publishers: %s", strerror(-r));
+                goto out;
+        }
         r = npf_watch_start(d->loop, opt->config_path, opt->poll_ms, opt->inotify, opt->output_root, on_config, d,
                             &d->watch);
         if (r < 0) {
@@ -780,6 +793,8 @@ out:
                         npf_watch_close(d->watch);
                 npf_analyze_close(d->analyze);
                 d->analyze = NULL;
+                npf_legacy_close(d->legacy);
+                d->legacy = NULL;
                 if (d->notify.watchdog.type == UV_TIMER)
                         npf_notify_close(&d->notify, on_closed);
                 uv_run(d->loop, UV_RUN_DEFAULT);

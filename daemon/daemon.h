@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "daemon/analyze.h"
+#include "daemon/legacy.h"
 
 #define NPF_POLL_MS_DEFAULT 1000u
 #define NPF_POLL_MS_MIN 50u
@@ -28,6 +29,7 @@ typedef struct npf_daemon_options {
         int log_target;                 /* NPF_LOG_* */
         uint64_t stall_ms;
         npf_analyze_options_t analyze;  /* of finished windows */
+        npf_legacy_options_t legacy;    /* publishers for unmodified jobs; kinds 0: none */
 } npf_daemon_options_t;
 
 /*

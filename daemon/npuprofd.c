@@ -2,6 +2,7 @@
 /* npuprofd: the per-node daemon. Options here; the daemon itself is daemon/daemon.c. */
 #include "daemon/analyze.h"
 #include "daemon/daemon.h"
+#include "daemon/legacy.h"
 #include "daemon/log.h"
 #include "conf/outroot.h"
 #include "npuprof/protocol.h"
@@ -10,6 +11,7 @@
 
 #include <errno.h>
 #include <getopt.h>
+#include <grp.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -50,12 +52,21 @@ static void usage(FILE *f)
                 "  --analyze-memory BYTES its address-space limit, with K, M, G or T (default 4G);\n"
                 "                         0: none (an analyzer built with AddressSanitizer needs that)\n"
                 "  --analyze-nice N       lower its priority by N, 0 to 19 (default %d)\n"
+                "\n"
+                "Unmodified torch_npu and MindSpore jobs are driven by publishing into their own shared\n"
+                "memory, DynamicProfileNpuShm<hour> and DynamicProfileShm<hour> (all off by default):\n"
+                "  --legacy LIST          torch_npu, mindspore-json and/or mindspore-packed (release 2.5),\n"
+                "                         comma-separated; the two MindSpore layouts exclude each other\n"
+                "  --legacy-group GROUP   the objects' group, mode 0660 (default: mode 0666)\n"
+                "  --legacy-refresh S     refresh their change time every S seconds (default %u)\n"
+                "  --legacy-clock-offset S  add S seconds to the clock that names the hours (tests)\n"
                 "  --help, --version\n"
                 "\n"
                 "Signals: SIGHUP reloads the file; SIGTERM and SIGINT stop. See npuprofd(8).\n",
                 NPF_ENV_SHM, NPF_SHM_NAME_DEFAULT, NPF_ENV_SOCKET, NPF_PROTO_SOCKET_DEFAULT, NPF_POLL_MS_DEFAULT,
                 NPF_POLL_MS_MIN, NPF_OUTPUT_ROOT_DEFAULT, NPF_STALL_MS_DEFAULT, NPF_ANALYZER_PATH,
-                NPF_ANALYZE_JOBS_DEFAULT, NPF_ANALYZE_JOBS_MAX, NPF_ANALYZE_TIMEOUT_S_DEFAULT, NPF_ANALYZE_NICE_DEFAULT);
+                NPF_ANALYZE_JOBS_DEFAULT, NPF_ANALYZE_JOBS_MAX, NPF_ANALYZE_TIMEOUT_S_DEFAULT, NPF_ANALYZE_NICE_DEFAULT,
+                NPF_LEGACY_REFRESH_S_DEFAULT);
 }
 
 /* Parse a positive number of milliseconds. Return: 0, or -EINVAL with a message printed. */
@@ -105,7 +116,8 @@ static int parse_memory(const char *s, uint64_t *ret)
 int main(int argc, char **argv)
 {
         enum { OPT_CONFIG = 256, OPT_SHM, OPT_SOCKET, OPT_GROUP, OPT_POLL, OPT_NO_INOTIFY, OPT_ROOT, OPT_STALL,
-               OPT_LOG, OPT_ANALYZER, OPT_JOBS, OPT_TIMEOUT, OPT_MEMORY, OPT_NICE, OPT_HELP, OPT_VERSION };
+               OPT_LOG, OPT_ANALYZER, OPT_JOBS, OPT_TIMEOUT, OPT_MEMORY, OPT_NICE, OPT_LEGACY, OPT_LEGACY_GROUP,
+               OPT_LEGACY_REFRESH, OPT_LEGACY_CLOCK, OPT_HELP, OPT_VERSION };
         static const struct option opts[] = {
                 { "config", required_argument, NULL, OPT_CONFIG },
                 { "shm-name", required_argument, NULL, OPT_SHM },
@@ -121,6 +133,10 @@ int main(int argc, char **argv)
                 { "analyze-timeout", required_argument, NULL, OPT_TIMEOUT },
                 { "analyze-memory", required_argument, NULL, OPT_MEMORY },
                 { "analyze-nice", required_argument, NULL, OPT_NICE },
+                { "legacy", required_argument, NULL, OPT_LEGACY },
+                { "legacy-group", required_argument, NULL, OPT_LEGACY_GROUP },
+                { "legacy-refresh", required_argument, NULL, OPT_LEGACY_REFRESH },
+                { "legacy-clock-offset", required_argument, NULL, OPT_LEGACY_CLOCK },
                 { "help", no_argument, NULL, OPT_HELP },
                 { "version", no_argument, NULL, OPT_VERSION },
                 { 0 },
@@ -140,6 +156,11 @@ int main(int argc, char **argv)
                         .timeout_s = NPF_ANALYZE_TIMEOUT_S_DEFAULT,
                         .memory_bytes = NPF_ANALYZE_MEMORY_DEFAULT,
                         .nice = NPF_ANALYZE_NICE_DEFAULT,
+                },
+                .legacy = {
+                        .group = (gid_t) -1,
+                        .refresh_s = NPF_LEGACY_REFRESH_S_DEFAULT,
+                        .shm_dir = "/dev/shm",
                 },
         };
         char err[NPF_SHM_ERR_MAX];
@@ -201,6 +222,31 @@ int main(int argc, char **argv)
                         if (parse_int("--analyze-nice", optarg, 0, 19, &n) < 0)
                                 return 2;
                         o.analyze.nice = (int) n;
+                        break;
+                case OPT_LEGACY:
+                        if (npf_legacy_parse_kinds(optarg, &o.legacy.kinds, err, sizeof(err)) < 0) {
+                                fprintf(stderr, "npuprofd: --legacy: %s\n", err);
+                                return 2;
+                        }
+                        break;
+                case OPT_LEGACY_GROUP: {
+                        struct group *g = getgrnam(optarg);
+                        if (!g) {
+                                fprintf(stderr, "npuprofd: --legacy-group: no group '%s'\n", optarg);
+                                return 2;
+                        }
+                        o.legacy.group = g->gr_gid;
+                        break;
+                }
+                case OPT_LEGACY_REFRESH:
+                        if (parse_int("--legacy-refresh", optarg, 1, 50, &n) < 0)
+                                return 2;
+                        o.legacy.refresh_s = (unsigned) n;
+                        break;
+                case OPT_LEGACY_CLOCK:
+                        if (parse_int("--legacy-clock-offset", optarg, -(1LL << 32), 1LL << 32, &n) < 0)
+                                return 2;
+                        o.legacy.clock_offset_s = n;
                         break;
                 case OPT_HELP:
                         usage(stdout);

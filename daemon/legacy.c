@@ -1,0 +1,585 @@
+/* SPDX-License-Identifier: MIT */
+/* Legacy publishers: torch_npu's and MindSpore's hourly shared-memory objects. */
+#include "daemon/legacy.h"
+#include "conf/legacy.h"
+#include "daemon/log.h"
+#include "shm/clock.h"
+
+#include <ctype.h>
+#include <dirent.h>
+#include <endian.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define TICK_MS 500u
+#define SCAN_MS 2000u           /* /dev/shm and /proc/PID/maps */
+#define NAME_MAX_ 64u
+#define HOUR_DIGITS 10u         /* %Y%m%d%H */
+
+typedef struct object {
+        char name[NAME_MAX_];
+        time_t hour;            /* the start of its hour, seconds since the epoch */
+        int fd;                 /* -1 when it cannot be opened: @error says why */
+        uint8_t *map;
+        int error;
+        bool owned;             /* ours (created by a daemon of our uid): refreshed and removed by us */
+        bool in_use;            /* owned and open elsewhere at the last look */
+        uint32_t stamp;         /* torch_npu: the header last written */
+        uint64_t body_gen;      /* the body it holds, 0 for none */
+        uint64_t written_ns;    /* CLOCK_MONOTONIC of the last body write */
+        uint64_t refreshed_ns;  /* and of the last ctime refresh */
+} object_t;
+
+typedef struct attached {
+        pid_t pid;
+        char command[32];
+        char object[NAME_MAX_];
+} attached_t;
+
+typedef struct publisher {
+        unsigned kind;
+        const char *name, *prefix;
+        object_t obj[NPF_LEGACY_OBJECTS_MAX];
+        size_t n_obj;
+        uint8_t *body;          /* the newest body, @body_len bytes (JSON, or the packed struct) */
+        size_t body_len;
+        uint64_t body_gen;      /* 0: nothing to publish yet */
+        char note[NPF_LEGACY_NOTE_MAX];
+        attached_t procs[NPF_LEGACY_PROCESSES_MAX];
+        size_t n_procs;
+        uint64_t writes;
+} publisher_t;
+
+struct npf_legacy {
+        npf_legacy_options_t opt;
+        char shm_dir[256];
+        uv_timer_t timer;
+        publisher_t pub[3];
+        size_t n_pub;
+        uint64_t scanned_ns;
+        unsigned unreadable;    /* processes whose maps could not be read at the last scan */
+        uint64_t publications;
+};
+
+static const struct kind {
+        unsigned bit;
+        const char *name, *prefix;
+} kinds[] = {
+        { NPF_LEGACY_TORCH_NPU, "torch_npu", "DynamicProfileNpuShm" },
+        { NPF_LEGACY_MINDSPORE_JSON, "mindspore-json", "DynamicProfileShm" },
+        { NPF_LEGACY_MINDSPORE_PACKED, "mindspore-packed", "DynamicProfileShm" },
+};
+
+int npf_legacy_parse_kinds(const char *s, unsigned *ret, char *err, size_t err_len)
+{
+        unsigned mask = 0;
+
+        while (*s) {
+                size_t n = strcspn(s, ",");
+                size_t k;
+                for (k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++)
+                        if (strlen(kinds[k].name) == n && strncmp(s, kinds[k].name, n) == 0)
+                                break;
+                if (k == sizeof(kinds) / sizeof(kinds[0])) {
+                        snprintf(err, err_len, "'%.*s' is not a legacy publisher: torch_npu, mindspore-json or "
+                                 "mindspore-packed", (int) (n < 40 ? n : 40), s);
+                        return -EINVAL;
+                }
+                mask |= kinds[k].bit;
+                s += n + (s[n] == ',');
+        }
+        if ((mask & NPF_LEGACY_MINDSPORE_JSON) && (mask & NPF_LEGACY_MINDSPORE_PACKED)) {
+                snprintf(err, err_len, "mindspore-json and mindspore-packed write the same object: choose one");
+                return -EINVAL;
+        }
+        *ret = mask;
+        return 0;
+}
+
+/* --- the hours ------------------------------------------------------------------------- */
+
+static time_t wall_now(const npf_legacy_t *l)
+{
+        return time(NULL) + (time_t) l->opt.clock_offset_s;
+}
+
+/* The start of the local hour holding @t. */
+static time_t hour_of(time_t t)
+{
+        struct tm tm;
+
+        localtime_r(&t, &tm);
+        tm.tm_min = tm.tm_sec = 0;
+        tm.tm_isdst = -1;
+        return mktime(&tm);
+}
+
+static void object_name(const publisher_t *p, time_t hour, char *buf, size_t len)
+{
+        struct tm tm;
+        char digits[16];
+
+        localtime_r(&hour, &tm);
+        strftime(digits, sizeof(digits), "%Y%m%d%H", &tm);
+        snprintf(buf, len, "%s%s", p->prefix, digits);
+}
+
+/* The hour named by @name (the publisher's prefix, then ten digits), or -1. */
+static time_t hour_of_name(const publisher_t *p, const char *name)
+{
+        size_t n = strlen(p->prefix);
+        struct tm tm = { .tm_isdst = -1 };
+
+        if (strncmp(name, p->prefix, n) != 0 || strlen(name + n) != HOUR_DIGITS)
+                return -1;
+        for (size_t i = 0; i < HOUR_DIGITS; i++)
+                if (!isdigit((unsigned char) name[n + i]))
+                        return -1;
+        if (sscanf(name + n, "%4d%2d%2d%2d", &tm.tm_year, &tm.tm_mon, &tm.tm_mday, &tm.tm_hour) != 4)
+                return -1;
+        tm.tm_year -= 1900;
+        tm.tm_mon -= 1;
+        return mktime(&tm);
+}
+
+/* --- objects ------------------------------------------------------------------------------ */
+
+static object_t *find(publisher_t *p, const char *name)
+{
+        for (size_t i = 0; i < p->n_obj; i++)
+                if (strcmp(p->obj[i].name, name) == 0)
+                        return &p->obj[i];
+        return NULL;
+}
+
+static mode_t object_mode(const npf_legacy_t *l)
+{
+        return l->opt.group == (gid_t) -1 ? 0666 : 0660;
+}
+
+/* Open (creating it when @create) the object @name. A failure is kept in the object. */
+static object_t *track(npf_legacy_t *l, publisher_t *p, const char *name, time_t hour, bool create)
+{
+        object_t *o = find(p, name);
+        char path[NAME_MAX_ + 1];
+        struct stat st;
+        bool created = false;
+        int fd;
+
+        if (o && o->fd >= 0)
+                return o;
+        if (!o) {
+                if (p->n_obj == NPF_LEGACY_OBJECTS_MAX)
+                        return NULL;
+                o = &p->obj[p->n_obj++];
+                *o = (object_t) { .hour = hour, .fd = -1 };
+                snprintf(o->name, sizeof(o->name), "%s", name);
+        }
+        snprintf(path, sizeof(path), "/%s", name);
+        fd = shm_open(path, O_RDWR | O_CLOEXEC, 0);
+        if (fd < 0 && errno == ENOENT && create) {
+                fd = shm_open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+                created = fd >= 0;
+        }
+        if (fd < 0) {
+                o->error = errno;
+                return o;
+        }
+        if (created) {
+                /* The mode and group are set here, not left to the umask. */
+                if ((l->opt.group != (gid_t) -1 && fchown(fd, (uid_t) -1, l->opt.group) < 0) ||
+                    fchmod(fd, object_mode(l)) < 0 || ftruncate(fd, NPF_LEGACY_SIZE) < 0) {
+                        o->error = errno;
+                        shm_unlink(path);
+                        close(fd);
+                        return o;
+                }
+                npf_log(LOG_INFO, NPF_LOG_NONE, NPF_LOG_NONE, "%s: created %s", p->name, name);
+        }
+        if (fstat(fd, &st) < 0 || st.st_size < (off_t) NPF_LEGACY_SIZE) {
+                o->error = fstat(fd, &st) < 0 ? errno : EMSGSIZE;
+                close(fd);
+                return o;
+        }
+        void *map = mmap(NULL, NPF_LEGACY_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        if (map == MAP_FAILED) {
+                o->error = errno;
+                close(fd);
+                return o;
+        }
+        o->fd = fd;
+        o->map = map;
+        o->error = 0;
+        o->owned = st.st_uid == geteuid();
+        o->refreshed_ns = npf_clock_ns(CLOCK_MONOTONIC);
+        if (p->kind == NPF_LEGACY_TORCH_NPU) {
+                uint32_t h;
+                memcpy(&h, map, sizeof(h));
+                o->stamp = le32toh(h);
+        }
+        if (!created)
+                npf_log(LOG_INFO, NPF_LOG_NONE, NPF_LOG_NONE, "%s: adopted %s", p->name, name);
+        return o;
+}
+
+static void untrack(publisher_t *p, object_t *o, bool unlink)
+{
+        char path[NAME_MAX_ + 1];
+
+        if (unlink) {
+                snprintf(path, sizeof(path), "/%s", o->name);
+                shm_unlink(path);
+        }
+        if (o->map)
+                munmap(o->map, NPF_LEGACY_SIZE);
+        if (o->fd >= 0)
+                close(o->fd);
+        *o = p->obj[--p->n_obj];
+}
+
+/*
+ * Whether another process has the object @o open or mapped: a write lease is only granted
+ * on a file no one else has open, and a mapping keeps its file open. Our own open file
+ * does not count. Unknown (not ours, no leases here) is taken as in use.
+ */
+static bool open_elsewhere(object_t *o)
+{
+        if (fcntl(o->fd, F_SETLEASE, F_WRLCK) < 0)
+                return true;
+        fcntl(o->fd, F_SETLEASE, F_UNLCK);
+        return false;
+}
+
+/* --- writing ---------------------------------------------------------------------------- */
+
+static void write_body(publisher_t *p, object_t *o, uint64_t now_ns)
+{
+        uint8_t *m = o->map;
+
+        switch (p->kind) {
+        case NPF_LEGACY_TORCH_NPU: {
+                /* Later than any reader's start: they all attach within the object's hour. */
+                uint32_t stamp = o->stamp + 1;
+                uint64_t hour_end = (uint64_t) o->hour + 3600;
+                if (stamp < hour_end && hour_end <= UINT32_MAX)
+                        stamp = (uint32_t) hour_end;
+                memcpy(m + 4, p->body, p->body_len);
+                memset(m + 4 + p->body_len, ' ', NPF_LEGACY_SIZE - 4 - p->body_len);
+                __atomic_store_n((uint32_t *) (void *) m, htole32(stamp), __ATOMIC_RELEASE);
+                o->stamp = stamp;
+                break;
+        }
+        case NPF_LEGACY_MINDSPORE_JSON:
+                /* While it is rewritten the object holds "": no configuration, never half of one. */
+                __atomic_store_n(&m[0], 0, __ATOMIC_RELAXED);
+                __atomic_thread_fence(__ATOMIC_RELEASE);
+                memcpy(m + 1, p->body + 1, p->body_len - 1);
+                m[p->body_len] = 0;
+                __atomic_store_n(&m[0], p->body[0], __ATOMIC_RELEASE);
+                break;
+        case NPF_LEGACY_MINDSPORE_PACKED: {
+                size_t valid = NPF_LEGACY_MS_PACKED_SIZE - 1;   /* is_valid, the last field */
+                __atomic_store_n(&m[valid], 0, __ATOMIC_RELAXED);
+                __atomic_thread_fence(__ATOMIC_RELEASE);
+                memcpy(m, p->body, valid);
+                __atomic_store_n(&m[valid], p->body[valid], __ATOMIC_RELEASE);
+                break;
+        }
+        }
+        o->body_gen = p->body_gen;
+        o->written_ns = now_ns;
+        p->writes++;
+}
+
+/* The body of @c (NULL: broken file) in @p's format. Return: false when it stays as it is. */
+static bool make_body(publisher_t *p, const npf_shm_config_t *c)
+{
+        uint8_t *body = NULL;
+        size_t len = 0;
+
+        if (p->kind == NPF_LEGACY_MINDSPORE_PACKED) {
+                if (!(body = malloc(NPF_LEGACY_MS_PACKED_SIZE)))
+                        return false;
+                npf_legacy_mindspore_packed(c, body, p->note);
+                len = NPF_LEGACY_MS_PACKED_SIZE;
+        } else {
+                if (!c && p->kind == NPF_LEGACY_MINDSPORE_JSON)
+                        return false;   /* no validity mark: the last good one stays */
+                json_t *j = p->kind == NPF_LEGACY_TORCH_NPU ? npf_legacy_torch_npu_json(c, p->note)
+                                                            : npf_legacy_mindspore_json(c, p->note);
+                char *s = j ? json_dumps(j, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+                json_decref(j);
+                if (!s)
+                        return false;
+                len = strlen(s);
+                if (len + 5 > NPF_LEGACY_SIZE) {
+                        free(s);
+                        snprintf(p->note, sizeof(p->note), "the configuration is over %u bytes in this format",
+                                 NPF_LEGACY_SIZE - 5);
+                        return false;
+                }
+                body = (uint8_t *) s;
+        }
+        if (p->body_gen && len == p->body_len && memcmp(body, p->body, len) == 0) {
+                free(body);
+                return false;
+        }
+        free(p->body);
+        p->body = body;
+        p->body_len = len;
+        p->body_gen++;
+        return true;
+}
+
+/* --- the scans -------------------------------------------------------------------------- */
+
+static publisher_t *publisher_of_name(npf_legacy_t *l, const char *name)
+{
+        for (size_t i = 0; i < l->n_pub; i++)
+                if (hour_of_name(&l->pub[i], name) != -1)
+                        return &l->pub[i];
+        return NULL;
+}
+
+/* Who maps the objects: /proc/PID/maps of every process that may be read. */
+static void scan_processes(npf_legacy_t *l)
+{
+        DIR *proc = opendir("/proc");
+        struct dirent *e;
+        char path[64], *line = NULL;
+        size_t cap = 0, dir_len = strlen(l->shm_dir);
+        pid_t self = getpid();
+
+        for (size_t i = 0; i < l->n_pub; i++)
+                l->pub[i].n_procs = 0;
+        l->unreadable = 0;
+        while (proc && (e = readdir(proc))) {
+                char *end;
+                long pid = strtol(e->d_name, &end, 10);
+                if (*end || pid <= 0 || pid == self)
+                        continue;
+                snprintf(path, sizeof(path), "/proc/%ld/maps", pid);
+                FILE *f = fopen(path, "re");
+                if (!f) {
+                        l->unreadable += errno == EACCES || errno == EPERM;
+                        continue;
+                }
+                ssize_t n;
+                while ((n = getline(&line, &cap, f)) > 0) {
+                        char *at = strstr(line, l->shm_dir);
+                        if (!at || at[dir_len] != '/')
+                                continue;
+                        char *name = at + dir_len + 1;
+                        name[strcspn(name, " \n")] = '\0';
+                        publisher_t *p = publisher_of_name(l, name);
+                        if (!p || p->n_procs == NPF_LEGACY_PROCESSES_MAX)
+                                continue;
+                        attached_t *a = p->n_procs ? &p->procs[p->n_procs - 1] : NULL;
+                        if (a && a->pid == (pid_t) pid && strcmp(a->object, name) == 0)
+                                continue;       /* the same object, mapped in pieces */
+                        a = &p->procs[p->n_procs++];
+                        *a = (attached_t) { .pid = (pid_t) pid };
+                        snprintf(a->object, sizeof(a->object), "%s", name);
+                        snprintf(path, sizeof(path), "/proc/%ld/comm", pid);
+                        FILE *c = fopen(path, "re");
+                        if (c && fgets(a->command, sizeof(a->command), c))
+                                a->command[strcspn(a->command, "\n")] = '\0';
+                        if (c)
+                                fclose(c);
+                }
+                fclose(f);
+        }
+        free(line);
+        if (proc)
+                closedir(proc);
+}
+
+static bool mapped_by_someone(const publisher_t *p, const char *name)
+{
+        for (size_t i = 0; i < p->n_procs; i++)
+                if (strcmp(p->procs[i].object, name) == 0)
+                        return true;
+        return false;
+}
+
+/* Objects of our names that we do not track yet: made by jobs, or by an earlier daemon. */
+static void scan_objects(npf_legacy_t *l, time_t hour)
+{
+        DIR *d = opendir(l->shm_dir);
+        struct dirent *e;
+
+        while (d && (e = readdir(d))) {
+                publisher_t *p = publisher_of_name(l, e->d_name);
+                if (!p || find(p, e->d_name))
+                        continue;
+                time_t h = hour_of_name(p, e->d_name);
+                struct stat st;
+                /* Past hours are ours to remove, or someone's to keep publishing to. */
+                if (h >= hour || mapped_by_someone(p, e->d_name) ||
+                    (fstatat(dirfd(d), e->d_name, &st, 0) == 0 && st.st_uid == geteuid()))
+                        track(l, p, e->d_name, h, false);
+        }
+        if (d)
+                closedir(d);
+}
+
+/* --- the tick ----------------------------------------------------------------------------- */
+
+/* One object's turn: write, refresh, or remove it. Return: false when it was let go of. */
+static bool tend(npf_legacy_t *l, publisher_t *p, object_t *o, time_t now, time_t hour, uint64_t now_ns, bool scan)
+{
+        if (o->fd < 0) {
+                if (scan && o->hour < hour) {
+                        untrack(p, o, false);
+                        return false;
+                }
+                if (scan)
+                        track(l, p, o->name, o->hour, false);   /* try again */
+                return true;
+        }
+        if (p->body_gen && o->body_gen != p->body_gen &&
+            (o->body_gen == 0 || now_ns - o->written_ns >= (uint64_t) NPF_LEGACY_SETTLE_MS * 1000000u))
+                write_body(p, o, now_ns);
+        if (o->owned && now_ns - o->refreshed_ns >= (uint64_t) l->opt.refresh_s * 1000000000u) {
+                /* A change of mode, to the same mode, sets the change time. */
+                fchmod(o->fd, object_mode(l));
+                o->refreshed_ns = now_ns;
+        }
+        if (!scan || o->hour + 3600 > now)
+                return true;
+        o->in_use = o->owned ? open_elsewhere(o) : true;
+        if (mapped_by_someone(p, o->name) || (o->owned && o->in_use))
+                return true;
+        npf_log(LOG_INFO, NPF_LOG_NONE, NPF_LOG_NONE, "%s: %s %s: its hour is over and nothing maps it", p->name,
+                o->owned ? "removed" : "let go of", o->name);
+        untrack(p, o, o->owned);
+        return false;
+}
+
+static void tick(npf_legacy_t *l)
+{
+        uint64_t now_ns = npf_clock_ns(CLOCK_MONOTONIC);
+        time_t now = wall_now(l), hour = hour_of(now), next = hour_of(hour + 3600 + 60);
+        bool scan = now_ns - l->scanned_ns >= (uint64_t) SCAN_MS * 1000000u;
+        char name[NAME_MAX_];
+
+        if (scan) {
+                scan_processes(l);
+                l->scanned_ns = now_ns;
+        }
+        for (size_t i = 0; i < l->n_pub; i++) {
+                publisher_t *p = &l->pub[i];
+                object_name(p, hour, name, sizeof(name));
+                track(l, p, name, hour, true);
+                object_name(p, next, name, sizeof(name));
+                track(l, p, name, next, true);
+                if (scan)
+                        scan_objects(l, hour);
+                for (size_t k = 0; k < p->n_obj;)
+                        k += tend(l, p, &p->obj[k], now, hour, now_ns, scan) ? 1 : 0;
+        }
+}
+
+static void on_tick(uv_timer_t *t)
+{
+        tick(t->data);
+}
+
+int npf_legacy_new(uv_loop_t *loop, const npf_legacy_options_t *o, npf_legacy_t **ret)
+{
+        npf_legacy_t *l = calloc(1, sizeof(*l));
+
+        if (!l)
+                return -ENOMEM;
+        l->opt = *o;
+        if (!l->opt.refresh_s)
+                l->opt.refresh_s = NPF_LEGACY_REFRESH_S_DEFAULT;
+        snprintf(l->shm_dir, sizeof(l->shm_dir), "%s", o->shm_dir ? o->shm_dir : "/dev/shm");
+        for (size_t k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++)
+                if (o->kinds & kinds[k].bit)
+                        l->pub[l->n_pub++] = (publisher_t) { .kind = kinds[k].bit, .name = kinds[k].name,
+                                                             .prefix = kinds[k].prefix };
+        /* A lease broken by an opener signals its holder; the lease is let go at once anyway. */
+        signal(SIGIO, SIG_IGN);
+        uv_timer_init(loop, &l->timer);
+        l->timer.data = l;
+        tick(l);
+        uv_timer_start(&l->timer, on_tick, TICK_MS, TICK_MS);
+        *ret = l;
+        return 0;
+}
+
+void npf_legacy_publish(npf_legacy_t *l, const npf_shm_config_t *c)
+{
+        bool changed = false;
+
+        for (size_t i = 0; i < l->n_pub; i++) {
+                if (!make_body(&l->pub[i], c))
+                        continue;
+                changed = true;
+                if (l->pub[i].note[0])
+                        npf_log(LOG_WARNING, NPF_LOG_NONE, NPF_LOG_NONE, "%s: %s", l->pub[i].name, l->pub[i].note);
+        }
+        if (changed) {
+                l->publications++;
+                tick(l);
+        }
+}
+
+json_t *npf_legacy_status_json(const npf_legacy_t *l)
+{
+        json_t *a = json_array();
+
+        for (size_t i = 0; a && i < l->n_pub; i++) {
+                const publisher_t *p = &l->pub[i];
+                json_t *objs = json_array(), *procs = json_array();
+                for (size_t k = 0; k < p->n_obj; k++) {
+                        const object_t *o = &p->obj[k];
+                        json_t *j = json_pack("{s:s, s:b, s:b, s:b}", "name", o->name, "owned", o->owned, "current",
+                                              o->body_gen == p->body_gen && p->body_gen, "open_elsewhere", o->in_use);
+                        if (o->fd < 0)
+                                json_object_set_new(j, "error", json_string(strerror(o->error)));
+                        if (p->kind == NPF_LEGACY_TORCH_NPU)
+                                json_object_set_new(j, "timestamp", json_integer(o->stamp));
+                        json_array_append_new(objs, j);
+                }
+                for (size_t k = 0; k < p->n_procs; k++)
+                        json_array_append_new(procs, json_pack("{s:i, s:s, s:s}", "pid", (int) p->procs[k].pid,
+                                                               "command", p->procs[k].command, "object",
+                                                               p->procs[k].object));
+                json_array_append_new(a, json_pack("{s:s, s:o, s:o, s:s?, s:I}", "publisher", p->name, "objects", objs,
+                                                   "processes", procs, "note", p->note[0] ? p->note : NULL,
+                                                   "writes", (json_int_t) p->writes));
+        }
+        return json_pack("{s:o, s:I}", "publishers", a, "maps_unreadable", (json_int_t) l->unreadable);
+}
+
+static void on_timer_closed(uv_handle_t *h)
+{
+        npf_legacy_t *l = h->data;
+
+        for (size_t i = 0; i < l->n_pub; i++) {
+                publisher_t *p = &l->pub[i];
+                while (p->n_obj)
+                        untrack(p, &p->obj[p->n_obj - 1], false);
+                free(p->body);
+        }
+        free(l);
+}
+
+void npf_legacy_close(npf_legacy_t *l)
+{
+        if (!l)
+                return;
+        uv_timer_stop(&l->timer);
+        uv_close((uv_handle_t *) &l->timer, on_timer_closed);
+}

@@ -1,0 +1,76 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Legacy publishers: the configuration in force, written into the shared memory that
+ * unmodified torch_npu (dynamic_profile) and MindSpore (DynamicProfilerMonitor) jobs poll,
+ * so that the node's daemon drives them instead of their own polling processes.
+ *
+ * Their objects are named after the local hour (DynamicProfileNpuShm2026112114). Every
+ * tick the publisher keeps the objects of this hour and the next one, adopts any object of
+ * its name that already exists, writes the newest configuration into every object it can
+ * open, refreshes the change time of the objects it owns (the frameworks drop a segment
+ * whose ctime is older than their start), lists the processes that map them from
+ * /proc/PID/maps, and removes an object of a past hour once nothing has it open.
+ *
+ * Readers cannot see a torn configuration: the body is written before the header that
+ * announces it (a release store), and a body is not rewritten within NPF_LEGACY_SETTLE_MS
+ * of the previous write, so a reader that has just accepted a header reads the body it
+ * announced. Configurations published faster are coalesced into the newest one.
+ */
+#ifndef NPUPROF_DAEMON_LEGACY_H
+#define NPUPROF_DAEMON_LEGACY_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <uv.h>
+
+#include "npuprof/shm.h"
+
+#define NPF_LEGACY_SIZE (1u << 20)              /* bytes of every object, as the frameworks make them */
+#define NPF_LEGACY_SETTLE_MS 1000u
+#define NPF_LEGACY_REFRESH_S_DEFAULT 30u        /* the older releases drop a segment 60 s old */
+#define NPF_LEGACY_OBJECTS_MAX 16u              /* per publisher: this hour, the next, and past ones */
+#define NPF_LEGACY_PROCESSES_MAX 256u           /* attached processes listed per publisher */
+
+enum {
+        NPF_LEGACY_TORCH_NPU        = 1u << 0,
+        NPF_LEGACY_MINDSPORE_JSON   = 1u << 1,
+        NPF_LEGACY_MINDSPORE_PACKED = 1u << 2,
+};
+
+typedef struct npf_legacy_options {
+        unsigned kinds;                 /* NPF_LEGACY_* */
+        gid_t group;                    /* of the objects created, mode 0660; (gid_t) -1: mode 0666 */
+        unsigned refresh_s;             /* ctime refresh period */
+        int64_t clock_offset_s;         /* added to the wall clock that names the hours: for tests */
+        const char *shm_dir;            /* where POSIX shared memory lives: "/dev/shm" */
+} npf_legacy_options_t;
+
+typedef struct npf_legacy npf_legacy_t;
+
+/*
+ * npf_legacy_parse_kinds() - "torch_npu,mindspore-json" into NPF_LEGACY_* bits. The two
+ * MindSpore layouts share one object name and cannot both be on.
+ * Return: 0, or -EINVAL with the reason in @err (@err_len bytes).
+ */
+int npf_legacy_parse_kinds(const char *s, unsigned *ret, char *err, size_t err_len);
+
+/* Start the publishers of @o->kinds on @loop. Return: 0, or a negative errno. */
+int npf_legacy_new(uv_loop_t *loop, const npf_legacy_options_t *o, npf_legacy_t **ret);
+
+/*
+ * npf_legacy_publish() - the configuration now in force, or NULL when the watched file is
+ * broken (torch_npu is told "is_valid": false, the packed layout is_valid 0; MindSpore's
+ * JSON layout, which has no such mark, keeps the last good one). Written at once where no
+ * body was written in the last NPF_LEGACY_SETTLE_MS, else when that time is up.
+ */
+void npf_legacy_publish(npf_legacy_t *l, const npf_shm_config_t *c);
+
+/* Each publisher, its objects and the processes that map them, for `npuprofctl status`. */
+json_t *npf_legacy_status_json(const npf_legacy_t *l);
+
+/* Stop; the objects stay for the jobs that map them and for the next daemon. Accepts NULL. */
+void npf_legacy_close(npf_legacy_t *l);
+
+#endif /* NPUPROF_DAEMON_LEGACY_H */
