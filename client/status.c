@@ -223,6 +223,38 @@ static void print_window_list(json_t *res)
         print_analyses(json_object_get(res, "analysis"));
 }
 
+/* The legacy publishers: each one's objects, and the unmodified jobs that map them. */
+static void print_legacy(json_t *legacy)
+{
+        json_t *pubs = json_object_get(legacy, "publishers"), *p, *x;
+        size_t i, k;
+
+        if (!json_is_array(pubs))
+                return;
+        json_array_foreach(pubs, i, p) {
+                json_t *objs = json_object_get(p, "objects"), *procs = json_object_get(p, "processes");
+                printf("legacy:  %s, %zu object%s, %zu process%s attached\n", str(p, "publisher", "?"),
+                       json_array_size(objs), json_array_size(objs) == 1 ? "" : "s", json_array_size(procs),
+                       json_array_size(procs) == 1 ? "" : "es");
+                if (json_is_string(json_object_get(p, "note")))
+                        printf("    note: %s\n", str(p, "note", ""));
+                json_array_foreach(objs, k, x) {
+                        if (json_is_string(json_object_get(x, "error")))
+                                printf("    %-32s cannot be opened: %s\n", str(x, "name", "?"), str(x, "error", ""));
+                        else
+                                printf("    %-32s %s%s\n", str(x, "name", "?"),
+                                       json_is_true(json_object_get(x, "current")) ? "current" : "not yet written",
+                                       json_is_true(json_object_get(x, "owned")) ? "" : ", made by a job");
+                }
+                json_array_foreach(procs, k, x)
+                        printf("    pid %-8lld %-16s %s\n", (long long) num(x, "pid"), str(x, "command", "?"),
+                               str(x, "object", "?"));
+        }
+        if (num(legacy, "maps_unreadable") > 0)
+                printf("    (%lld processes could not be looked into: their /proc/PID/maps is not readable)\n",
+                       (long long) num(legacy, "maps_unreadable"));
+}
+
 /* What the segment holds, read directly: for when the daemon does not answer. */
 static json_t *segment_view(const char *shm_name)
 {
@@ -289,6 +321,7 @@ int npf_cli_status(const char *socket_path, const char *shm_name, bool json)
                 print_ranks(json_object_get(res, "ranks"));
                 print_windows(json_object_get(res, "windows"));
                 print_analyses(json_object_get(res, "analysis"));
+                print_legacy(json_object_get(res, "legacy"));
         }
         json_decref(reply);
         return 0;

@@ -35,7 +35,8 @@ typedef struct object {
         bool in_use;            /* owned and open elsewhere at the last look */
         uint32_t stamp;         /* torch_npu: the header last written */
         uint64_t body_gen;      /* the body it holds, 0 for none */
-        uint64_t written_ns;    /* CLOCK_MONOTONIC of the last body write */
+        bool blank;             /* created here and never written: no reader can hold its header */
+        uint64_t withdrawn_ns;  /* CLOCK_MONOTONIC when its header was withdrawn for a rewrite, 0 */
         uint64_t refreshed_ns;  /* and of the last ctime refresh */
 } object_t;
 
@@ -220,6 +221,7 @@ static object_t *track(npf_legacy_t *l, publisher_t *p, const char *name, time_t
         o->map = map;
         o->error = 0;
         o->owned = st.st_uid == geteuid();
+        o->blank = created;
         o->refreshed_ns = npf_clock_ns(CLOCK_MONOTONIC);
         if (p->kind == NPF_LEGACY_TORCH_NPU) {
                 uint32_t h;
@@ -261,7 +263,27 @@ static bool open_elsewhere(object_t *o)
 
 /* --- writing ---------------------------------------------------------------------------- */
 
-static void write_body(publisher_t *p, object_t *o, uint64_t now_ns)
+/*
+ * Withdraw what the object announces, the first half of a rewrite: its header says
+ * "nothing" (a torch_npu timestamp of 0, older than every reader; an empty MindSpore
+ * string; is_valid false), so a reader that looks now waits for its next poll. A reader
+ * that accepted the old header a moment ago has NPF_LEGACY_SETTLE_MS to finish its read
+ * before the body under it changes.
+ */
+static void withdraw(publisher_t *p, object_t *o, uint64_t now_ns)
+{
+        uint8_t *m = o->map;
+
+        if (p->kind == NPF_LEGACY_TORCH_NPU)
+                __atomic_store_n((uint32_t *) (void *) m, 0, __ATOMIC_RELEASE);
+        else
+                __atomic_store_n(&m[p->kind == NPF_LEGACY_MINDSPORE_JSON ? 0 : NPF_LEGACY_MS_PACKED_SIZE - 1], 0,
+                                 __ATOMIC_RELEASE);
+        o->withdrawn_ns = now_ns;
+}
+
+/* The second half: the body, then (a release store) the header that announces it. */
+static void write_body(publisher_t *p, object_t *o)
 {
         uint8_t *m = o->map;
 
@@ -279,24 +301,18 @@ static void write_body(publisher_t *p, object_t *o, uint64_t now_ns)
                 break;
         }
         case NPF_LEGACY_MINDSPORE_JSON:
-                /* While it is rewritten the object holds "": no configuration, never half of one. */
-                __atomic_store_n(&m[0], 0, __ATOMIC_RELAXED);
-                __atomic_thread_fence(__ATOMIC_RELEASE);
                 memcpy(m + 1, p->body + 1, p->body_len - 1);
                 m[p->body_len] = 0;
                 __atomic_store_n(&m[0], p->body[0], __ATOMIC_RELEASE);
                 break;
-        case NPF_LEGACY_MINDSPORE_PACKED: {
-                size_t valid = NPF_LEGACY_MS_PACKED_SIZE - 1;   /* is_valid, the last field */
-                __atomic_store_n(&m[valid], 0, __ATOMIC_RELAXED);
-                __atomic_thread_fence(__ATOMIC_RELEASE);
-                memcpy(m, p->body, valid);
-                __atomic_store_n(&m[valid], p->body[valid], __ATOMIC_RELEASE);
+        case NPF_LEGACY_MINDSPORE_PACKED:
+                memcpy(m, p->body, NPF_LEGACY_MS_PACKED_SIZE - 1);
+                __atomic_store_n(&m[NPF_LEGACY_MS_PACKED_SIZE - 1], p->body[NPF_LEGACY_MS_PACKED_SIZE - 1],
+                                 __ATOMIC_RELEASE);
                 break;
         }
-        }
         o->body_gen = p->body_gen;
-        o->written_ns = now_ns;
+        o->withdrawn_ns = 0;
         p->writes++;
 }
 
@@ -446,9 +462,13 @@ static bool tend(npf_legacy_t *l, publisher_t *p, object_t *o, time_t now, time_
                         track(l, p, o->name, o->hour, false);   /* try again */
                 return true;
         }
-        if (p->body_gen && o->body_gen != p->body_gen &&
-            (o->body_gen == 0 || now_ns - o->written_ns >= (uint64_t) NPF_LEGACY_SETTLE_MS * 1000000u))
-                write_body(p, o, now_ns);
+        if (p->body_gen && o->body_gen != p->body_gen) {
+                if (o->blank || (o->withdrawn_ns && now_ns - o->withdrawn_ns >= (uint64_t) NPF_LEGACY_SETTLE_MS * 1000000u))
+                        write_body(p, o);
+                else if (!o->withdrawn_ns)
+                        withdraw(p, o, now_ns);
+                o->blank = false;
+        }
         if (o->owned && now_ns - o->refreshed_ns >= (uint64_t) l->opt.refresh_s * 1000000000u) {
                 /* A change of mode, to the same mode, sets the change time. */
                 fchmod(o->fd, object_mode(l));

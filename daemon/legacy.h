@@ -11,10 +11,11 @@
  * whose ctime is older than their start), lists the processes that map them from
  * /proc/PID/maps, and removes an object of a past hour once nothing has it open.
  *
- * Readers cannot see a torn configuration: the body is written before the header that
- * announces it (a release store), and a body is not rewritten within NPF_LEGACY_SETTLE_MS
- * of the previous write, so a reader that has just accepted a header reads the body it
- * announced. Configurations published faster are coalesced into the newest one.
+ * Readers cannot see a torn configuration. A rewrite first withdraws the header (the
+ * object then announces nothing), waits NPF_LEGACY_SETTLE_MS so that a reader that took
+ * the old header a moment before has read the body under it, writes the new body, and only
+ * then stores the header that announces it (a release store). Configurations published
+ * faster than that are coalesced into the newest one.
  */
 #ifndef NPUPROF_DAEMON_LEGACY_H
 #define NPUPROF_DAEMON_LEGACY_H
@@ -28,7 +29,7 @@
 #include "npuprof/shm.h"
 
 #define NPF_LEGACY_SIZE (1u << 20)              /* bytes of every object, as the frameworks make them */
-#define NPF_LEGACY_SETTLE_MS 1000u
+#define NPF_LEGACY_SETTLE_MS 500u
 #define NPF_LEGACY_REFRESH_S_DEFAULT 30u        /* the older releases drop a segment 60 s old */
 #define NPF_LEGACY_OBJECTS_MAX 16u              /* per publisher: this hour, the next, and past ones */
 #define NPF_LEGACY_PROCESSES_MAX 256u           /* attached processes listed per publisher */
