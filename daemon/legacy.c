@@ -206,8 +206,9 @@ static object_t *track(npf_legacy_t *l, publisher_t *p, const char *name, time_t
                 }
                 npf_log(LOG_INFO, NPF_LOG_NONE, NPF_LOG_NONE, "%s: created %s", p->name, name);
         }
-        if (fstat(fd, &st) < 0 || st.st_size < (off_t) NPF_LEGACY_SIZE) {
-                o->error = fstat(fd, &st) < 0 ? errno : EMSGSIZE;
+        int e = fstat(fd, &st) < 0 ? errno : st.st_size < (off_t) NPF_LEGACY_SIZE ? EMSGSIZE : 0;
+        if (e) {
+                o->error = e;
                 close(fd);
                 return o;
         }
@@ -488,12 +489,13 @@ static bool tend(npf_legacy_t *l, publisher_t *p, object_t *o, time_t now, time_
 static void tick(npf_legacy_t *l)
 {
         uint64_t now_ns = npf_clock_ns(CLOCK_MONOTONIC);
-        time_t now = wall_now(l), hour = hour_of(now), next = hour_of(hour + 3600 + 60);
+        time_t now = wall_now(l), hour = hour_of(now), next = hour_of(hour + 3600);
         bool scan = now_ns - l->scanned_ns >= (uint64_t) SCAN_MS * 1000000u;
         char name[NAME_MAX_];
 
         if (scan) {
                 scan_processes(l);
+                scan_objects(l, hour);
                 l->scanned_ns = now_ns;
         }
         for (size_t i = 0; i < l->n_pub; i++) {
@@ -502,8 +504,6 @@ static void tick(npf_legacy_t *l)
                 track(l, p, name, hour, true);
                 object_name(p, next, name, sizeof(name));
                 track(l, p, name, next, true);
-                if (scan)
-                        scan_objects(l, hour);
                 for (size_t k = 0; k < p->n_obj;)
                         k += tend(l, p, &p->obj[k], now, hour, now_ns, scan) ? 1 : 0;
         }

@@ -40,3 +40,22 @@ wait_for() {
                 sleep 0.02
         done
 }
+
+# npf_json_holds PRELUDE EXPR CMD...: CMD prints a JSON reply, PRELUDE (Python that reads it
+# from sys.argv[2], as `o` by convention) runs, and the Python expression EXPR holds.
+npf_json_holds() {
+        local prelude=$1 expr=$2 out
+        shift 2
+        out=$("$@" 2>/dev/null) || return 1
+        python3 -c "$prelude"'
+sys.exit(0 if eval(sys.argv[1]) else 1)' "$expr" "$out" 2>/dev/null
+}
+
+# npf_json_print PRELUDE EXPR CMD...: as npf_json_holds, printing the value of EXPR.
+npf_json_print() {
+        local prelude=$1 expr=$2 out
+        shift 2
+        out=$("$@" 2>/dev/null) || return 1
+        python3 -c "$prelude"'
+print(eval(sys.argv[1]))' "$expr" "$out" 2>/dev/null
+}

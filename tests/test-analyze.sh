@@ -58,19 +58,9 @@ def A(r):
 S = sorted((w["analysis"] or {}).get("state", "-") for w in W)
 '
 # jw EXPR: `windows --json` satisfies the Python expression EXPR.
-jw() {
-        local out
-        out=$(ctl windows --json 2>/dev/null) || return 1
-        python3 -c "$py_windows"'
-sys.exit(0 if eval(sys.argv[1]) else 1)' "$1" "$out" 2>/dev/null
-}
+jw() { npf_json_holds "$py_windows" "$1" ctl windows --json; }
 # wv EXPR: print the value of EXPR on `windows --json`.
-wv() {
-        local out
-        out=$(ctl windows --json 2>/dev/null) || return 1
-        python3 -c "$py_windows"'
-print(eval(sys.argv[1]))' "$1" "$out" 2>/dev/null
-}
+wv() { npf_json_print "$py_windows" "$1" ctl windows --json; }
 
 gone() {
         local s

@@ -47,26 +47,11 @@ def R(n):
     return next((x for x in (o.get("ranks") or []) if x.get("rank") == n), None)
 '
 # js EXPR: `status --json` satisfies the Python expression EXPR.
-js() {
-        local out
-        out=$(ctl status --json 2>/dev/null) || return 1
-        python3 -c "$py_prelude"'
-sys.exit(0 if eval(sys.argv[1]) else 1)' "$1" "$out" 2>/dev/null
-}
+js() { npf_json_holds "$py_prelude" "$1" ctl status --json; }
 # jsr EXPR: as js, on `ranks --json`.
-jsr() {
-        local out
-        out=$(ctl ranks --json 2>/dev/null) || return 1
-        python3 -c "$py_prelude"'
-sys.exit(0 if eval(sys.argv[1]) else 1)' "$1" "$out" 2>/dev/null
-}
+jsr() { npf_json_holds "$py_prelude" "$1" ctl ranks --json; }
 # jv EXPR: print the value of EXPR on `status --json`, as JSON.
-jv() {
-        local out
-        out=$(ctl status --json 2>/dev/null) || { echo unreachable; return 1; }
-        python3 -c "$py_prelude"'
-print(json.dumps(eval(sys.argv[1])))' "$1" "$out" 2>/dev/null
-}
+jv() { npf_json_print "$py_prelude" "json.dumps($1)" ctl status --json || { echo unreachable; return 1; }; }
 gen() { jv 'cfg["generation"]'; }
 
 # The file status's checked_ns (CLOCK_REALTIME of the daemon's last read of the file), read
@@ -617,21 +602,11 @@ keys = list(f)
 sys.exit(0 if eval(sys.argv[2]) else 1)' "$1" "$2" 2>/dev/null
 }
 # jw EXPR: as js, on `windows --json` (the list is `W`).
-jw() {
-        local out
-        out=$(ctl windows --json 2>/dev/null) || return 1
-        python3 -c "$py_prelude"'
-W = o.get("windows") or []
-sys.exit(0 if eval(sys.argv[1]) else 1)' "$1" "$out" 2>/dev/null
-}
+jw() { npf_json_holds "$py_prelude"'
+W = o.get("windows") or []' "$1" ctl windows --json; }
 # jc EXPR: as js, on `config` (the effective configuration is `c`).
-jc() {
-        local out
-        out=$(ctl config 2>/dev/null) || return 1
-        python3 -c "$py_prelude"'
-c = o.get("config") or {}
-sys.exit(0 if eval(sys.argv[1]) else 1)' "$1" "$out" 2>/dev/null
-}
+jc() { npf_json_holds "$py_prelude"'
+c = o.get("config") or {}' "$1" ctl config; }
 
 t_start_stop() {
         local g0 out status ino
