@@ -64,7 +64,7 @@ SHM_OBJS  := $(BUILD)/shm/shm.o $(BUILD)/shm/slot.o $(BUILD)/shm/proc.o $(BUILD)
 CONF_OBJS := $(BUILD)/conf/conf.o $(BUILD)/conf/jsonpos.o $(BUILD)/conf/outroot.o $(BUILD)/conf/legacy.o
 
 VIEW_OBJS := $(BUILD)/shm/view.o
-RANK_OBJS := $(BUILD)/rank/rank.o $(BUILD)/rank/backend-host.o $(BUILD)/rank/backend-acl.o
+RANK_OBJS := $(BUILD)/rank/rank.o $(BUILD)/rank/backend-host.o $(BUILD)/rank/backend-acl.o $(BUILD)/conf/outroot.o
 RANK_LIBS := $(shell pkg-config --libs jansson 2>/dev/null) -ldl -pthread
 DAEMON_OBJS := $(BUILD)/daemon/npuprofd.o $(BUILD)/daemon/daemon.o $(BUILD)/daemon/watch.o \
                $(BUILD)/daemon/server.o $(BUILD)/daemon/sweep.o $(BUILD)/daemon/notify.o $(BUILD)/daemon/log.o \
@@ -173,7 +173,7 @@ $(BUILD)/tests/test-backend-acl.o: CPPFLAGS += -DNPF_ACL_STUB_DEFAULT='"$(ACL_ST
 $(BUILD)/tests/test-backend-acl: $(BUILD)/tests/test-backend-acl.o $(BUILD)/rank/backend-acl.o | $(ACL_STUB) $(MSPROF_STUB)
 	$(CC) $(LDFLAGS) -o $@ $^ $(CMOCKA_LIBS) -ldl -pthread
 
-$(BUILD)/tests/test-rank: $(BUILD)/tests/test-rank.o $(RANK_OBJS) $(CONF_OBJS) $(SHM_OBJS) | $(ACL_STUB) $(MSPROF_STUB)
+$(BUILD)/tests/test-rank: $(BUILD)/tests/test-rank.o $(sort $(RANK_OBJS) $(CONF_OBJS)) $(SHM_OBJS) | $(ACL_STUB) $(MSPROF_STUB)
 	$(CC) $(LDFLAGS) -o $@ $^ $(CMOCKA_LIBS) $(RANK_LIBS)
 
 $(BUILD)/tests/test-outroot: $(BUILD)/tests/test-outroot.o $(BUILD)/conf/outroot.o
@@ -193,7 +193,7 @@ $(BUILD)/tests/test-value: $(BUILD)/tests/test-value.o $(BUILD)/replay/value.o
 
 # The real torch.profiler trace it reads is a seed of the fuzz corpus; its window uses the host backend.
 $(BUILD)/tests/test-trace.o: CPPFLAGS += -DNPF_TRACE_TESTDATA='"$(CURDIR)/tests/fuzz/corpus-trace"'
-$(BUILD)/tests/test-trace: $(BUILD)/tests/test-trace.o $(TRACE_OBJS) $(RANK_OBJS) $(CONF_OBJS) $(SHM_OBJS)
+$(BUILD)/tests/test-trace: $(BUILD)/tests/test-trace.o $(TRACE_OBJS) $(sort $(RANK_OBJS) $(CONF_OBJS)) $(SHM_OBJS)
 	$(CC) $(LDFLAGS) -o $@ $^ $(CMOCKA_LIBS) $(TRACE_LIBS) $(RANK_LIBS)
 
 $(TORTURE): $(BUILD)/tests/torture-seqlock.o $(SHM_OBJS)

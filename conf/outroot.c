@@ -2,9 +2,12 @@
 #include "conf/outroot.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 /*
  * Append the components of @path to the normal path in @buf (@used bytes so far, "" or
@@ -109,4 +112,113 @@ int npf_outroot_resolve(const char *root, const char *prof_dir, const char *key,
         }
         memcpy(ret, buf, used + 1);
         return 0;
+}
+
+/* mkdir -p of the absolute @path (shorter than 4096 bytes), each component 0755. */
+static void make_dirs(const char *path)
+{
+        char buf[4096];
+
+        if (mkdir(path, 0755) == 0 || errno != ENOENT)
+                return;
+        snprintf(buf, sizeof(buf), "%s", path);
+        for (char *p = buf + 1; *p; p++) {
+                if (*p != '/')
+                        continue;
+                *p = '\0';
+                (void) mkdir(buf, 0755);
+                *p = '/';
+        }
+        (void) mkdir(buf, 0755);
+}
+
+/* The directory @name in @fd is a symbolic link: say where it leads. */
+static int refuse_link(int fd, const char *name, const char *dir, size_t end, const char *key, char *err)
+{
+        char target[64];
+        ssize_t n = readlinkat(fd, name, target, sizeof(target) - 1);
+
+        target[n > 0 ? n : 0] = '\0';
+        snprintf(err, NPF_OUTROOT_ERR_MAX, "%s %.80s reaches through the symbolic link %.*s (-> %s%s): nothing below "
+                 "the output root may be a link", key, dir, (int) (end > 80 ? 80 : end), dir, target,
+                 n >= (ssize_t) sizeof(target) - 1 ? "..." : "");
+        return -ELOOP;
+}
+
+int npf_outroot_walk(const char *dir, size_t root_len, bool create, const char *key, char *err)
+{
+        char root[4096], name[256];
+        size_t len = strlen(dir);
+        int fd, r;
+
+        if (dir[0] != '/' || root_len == 0 || root_len > len || root_len >= sizeof(root) ||
+            (dir[root_len] != '\0' && dir[root_len] != '/' && root_len != 1)) {
+                snprintf(err, NPF_OUTROOT_ERR_MAX, "%s %.200s does not start with its output root", key, dir);
+                return -EINVAL;
+        }
+        memcpy(root, dir, root_len);
+        root[root_len] = '\0';
+        /* The root, and the way to it, are the operator's: links are followed, and a rank may create it. */
+        if (create)
+                make_dirs(root);
+        fd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0) {
+                r = -errno;
+                if (!create && (r == -ENOENT || r == -EACCES))
+                        return 0;
+                snprintf(err, NPF_OUTROOT_ERR_MAX, "the output root %.200s: %s", root, strerror(-r));
+                return r;
+        }
+        for (const char *s = dir + root_len; *s;) {
+                while (*s == '/')
+                        s++;
+                size_t n = strcspn(s, "/");
+                if (n == 0)
+                        break;
+                if (n >= sizeof(name)) {
+                        close(fd);
+                        snprintf(err, NPF_OUTROOT_ERR_MAX, "%s %.200s has a component longer than %zu bytes", key,
+                                 dir, sizeof(name) - 1);
+                        return -ENAMETOOLONG;
+                }
+                memcpy(name, s, n);
+                name[n] = '\0';
+                s += n;
+                if (strcmp(name, "..") == 0) {
+                        close(fd);
+                        snprintf(err, NPF_OUTROOT_ERR_MAX, "%s %.200s has a \"..\" component", key, dir);
+                        return -EINVAL;
+                }
+                if (create && mkdirat(fd, name, 0755) < 0 && errno != EEXIST) {
+                        r = -errno;
+                        close(fd);
+                        snprintf(err, NPF_OUTROOT_ERR_MAX, "cannot create %.*s: %s", (int) (s - dir > 200 ? 200 : s - dir),
+                                 dir, strerror(-r));
+                        return r;
+                }
+                int next = openat(fd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                if (next < 0) {
+                        struct stat st;
+                        r = -errno;
+                        if (fstatat(fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode))
+                                r = refuse_link(fd, name, dir, (size_t) (s - dir), key, err);
+                        else if (!create && (r == -ENOENT || r == -EACCES))
+                                r = 0;
+                        else if (r == -ENOTDIR)
+                                snprintf(err, NPF_OUTROOT_ERR_MAX, "%s %.200s: %.*s is not a directory", key, dir,
+                                         (int) (s - dir > 200 ? 200 : s - dir), dir);
+                        else
+                                snprintf(err, NPF_OUTROOT_ERR_MAX, "%s %.200s: cannot open %.*s: %s", key, dir,
+                                         (int) (s - dir > 200 ? 200 : s - dir), dir, strerror(-r));
+                        close(fd);
+                        return r;
+                }
+                close(fd);
+                fd = next;
+        }
+        if (!create) {
+                close(fd);
+                return 0;
+        }
+        return fd;
 }

@@ -6,12 +6,17 @@
  * write anywhere else, whatever the file asks for.
  *
  * The resolution is lexical: "." components and repeated or trailing slashes are
- * collapsed, and a ".." component is refused outright (it is never folded away). Symbolic
- * links are not followed: a link inside the root is the operator's to answer for.
+ * collapsed, and a ".." component is refused outright (it is never folded away). Then the
+ * file system is asked: nothing below the root may be a symbolic link, so that a link
+ * planted inside the root cannot lead a rank's output out of it. The daemon checks what
+ * exists when it publishes; each rank walks the same path again, one directory at a time
+ * without following links, when it creates its window directory. The root itself, and the
+ * path to it, are the operator's and resolved as usual.
  */
 #ifndef NPUPROF_CONF_OUTROOT_H
 #define NPUPROF_CONF_OUTROOT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #define NPF_OUTROOT_ERR_MAX 320u        /* bytes of the message buffers below */
@@ -41,5 +46,21 @@ int npf_outroot_normalize(const char *path, char *ret, size_t size);
  */
 int npf_outroot_resolve(const char *root, const char *prof_dir, const char *key, char *ret, size_t size,
                         char *err);
+
+/*
+ * npf_outroot_walk() - walk the directories of @dir below its first @root_len bytes (the
+ * output root) without following symbolic links, creating them (mode 0755) if @create.
+ * @dir is normal and absolute (npf_outroot_resolve()); @key names it in messages.
+ * Without @create the walk stops, content, at the first directory that does not exist or
+ * that this process may not look into: a rank will walk it again.
+ * Return: with @create, an O_PATH descriptor of @dir, which the caller closes; without, 0.
+ * Or -ELOOP (a symbolic link below the root), -ENOTDIR (something else than a directory),
+ * -EINVAL (a ".." component, or @root_len is not a component boundary of @dir), or another
+ * -errno, with a sentence in @err (NPF_OUTROOT_ERR_MAX bytes) such as "prof_dir /r/job/x
+ * reaches through the symbolic link /r/job (-> /etc): nothing below the output root may be
+ * a link".
+ * Context: any; reentrant.
+ */
+int npf_outroot_walk(const char *dir, size_t root_len, bool create, const char *key, char *err);
 
 #endif /* NPUPROF_CONF_OUTROOT_H */

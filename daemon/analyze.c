@@ -21,6 +21,8 @@ typedef struct record {
         uint64_t started_ns, ended_ns;  /* CLOCK_MONOTONIC; 0 when it never ran */
         char *dir;                      /* until it has run */
         char *outdir;                   /* likewise; NULL: dir/analysis */
+        uid_t uid;                      /* the analyzer's user, (uid_t) -1: the daemon's */
+        gid_t gid;
         char *report;                   /* done */
         char *reason;                   /* failed */
         run_t *run;                     /* running */
@@ -538,6 +540,12 @@ static void start(npf_analyze_t *a, record_t *rec)
                 .stdio_count = 3,
                 .stdio = stdio,
         };
+        /* As the window's owner: what it writes there is that user's, and can go nowhere else. */
+        if (rec->uid != (uid_t) -1) {
+                o.flags |= UV_PROCESS_SETUID | UV_PROCESS_SETGID;
+                o.uid = rec->uid;
+                o.gid = rec->gid;
+        }
         /* A failed spawn leaves the process handle initialised all the same: finish() closes it. */
         r = uv_spawn(a->loop, &run->proc, &o);
         if (r < 0) {
@@ -616,7 +624,8 @@ static int admit(npf_analyze_t *a, uint64_t window_id, record_t **ret)
         return 0;
 }
 
-int npf_analyze_window(npf_analyze_t *a, uint64_t window_id, const char *dir, const char *outdir)
+int npf_analyze_window(npf_analyze_t *a, uint64_t window_id, const char *dir, const char *outdir, uid_t uid,
+                       gid_t gid)
 {
         char *copy = strdup(dir), *out = outdir ? strdup(outdir) : NULL;
         record_t *r;
@@ -636,6 +645,8 @@ int npf_analyze_window(npf_analyze_t *a, uint64_t window_id, const char *dir, co
         r->state = NPF_ANALYSIS_QUEUED;
         r->dir = copy;
         r->outdir = out;
+        r->uid = uid;
+        r->gid = gid;
         if (a->q_len == a->opt.queue_max) {
                 record_t *oldest = a->queue[a->q_head];
                 char why[128];

@@ -20,6 +20,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 #include <uv.h>
 
 #define NPF_ANALYZE_JOBS_DEFAULT 1u
@@ -84,9 +85,11 @@ int npf_analyze_new(uv_loop_t *loop, const npf_analyze_options_t *opt, npf_analy
  * npf_analyze_window() - queue the window directory @dir (absolute; copied) of the window
  * @window_id for analysis, into @outdir (copied), or @dir/analysis when @outdir is NULL;
  * it starts at once when fewer than `jobs` run. A window already known is not queued again.
+ * The analyzer runs as @uid and @gid, or as the daemon when @uid is (uid_t) -1.
  * Return: 0; -ECANCELED when analysis is off or the queue is closing; -EEXIST; -ENOMEM.
  */
-int npf_analyze_window(npf_analyze_t *a, uint64_t window_id, const char *dir, const char *outdir);
+int npf_analyze_window(npf_analyze_t *a, uint64_t window_id, const char *dir, const char *outdir, uid_t uid,
+                       gid_t gid);
 
 /*
  * npf_analyze_refuse() - record that the window @window_id cannot be analysed, as a failed

@@ -303,34 +303,53 @@ static int make_parents(const char *path)
 }
 
 /*
- * Where the analysis of the window directory @dir (under the output root) goes: NULL for
- * @dir/analysis, where the daemon may write there; else, under systemd's StateDirectory=,
- * STATE/analysis/ followed by @dir's path below the output root, its parents made. A rank
- * writes its directory as its own user, usually 0755, and the daemon runs as another.
- * Return: NULL or a new string.
+ * Where the analysis of the window directory @dir (under the output root, owned by @owner)
+ * goes, and as whom it runs. Nothing is written into a window directory but as its owner:
+ * a daemon running as root runs the analyzer as that user (@ret_uid, @ret_gid), into
+ * @dir/analysis (NULL is returned). A daemon of another user writes under systemd's
+ * StateDirectory=, STATE/analysis/ followed by @dir's path below the output root, its
+ * parents made; as its own user ((uid_t) -1). A rank writes its directory as its own user,
+ * usually 0755.
+ * Return: 0 and the directory (NULL or a new string) in @ret_outdir, or -EPERM with no
+ * StateDirectory= to write into, or -ENOMEM.
  */
-static char *analysis_outdir(const daemon_t *d, const char *dir)
+static int analysis_outdir(const daemon_t *d, const char *dir, const struct stat *owner, char **ret_outdir,
+                           uid_t *ret_uid, gid_t *ret_gid)
 {
         const char *rel = dir + strlen(d->opt.output_root);
         char *out;
 
-        if (!d->state_dir || access(dir, W_OK | X_OK) == 0)
-                return NULL;
+        *ret_outdir = NULL;
+        *ret_uid = (uid_t) -1;
+        *ret_gid = (gid_t) -1;
+        if (owner->st_uid == geteuid())
+                return 0;
+        if (geteuid() == 0) {
+                *ret_uid = owner->st_uid;
+                *ret_gid = owner->st_gid;
+                return 0;
+        }
+        if (!d->state_dir)
+                return -EPERM;
         while (*rel == '/')
                 rel++;
         if (asprintf(&out, "%s/analysis/%s", d->state_dir, *rel ? rel : "root") < 0)
-                return NULL;
+                return -ENOMEM;
         if (make_parents(out) < 0) {
                 free(out);
-                return NULL;
+                return -ENOMEM;
         }
-        return out;
+        *ret_outdir = out;
+        return 0;
 }
 
 /* Hand a window that ended done to the analyzer, or say why it cannot be analysed. */
 static void analyze_window(daemon_t *d, const npf_window_record_t *rec)
 {
-        char confined[PATH_MAX], err[NPF_OUTROOT_ERR_MAX], *full;
+        char confined[PATH_MAX], err[NPF_OUTROOT_ERR_MAX], *full, *outdir;
+        struct stat st;
+        uid_t uid;
+        gid_t gid;
         int r;
 
         if (!d->analyze)
@@ -346,9 +365,16 @@ static void analyze_window(daemon_t *d, const npf_window_record_t *rec)
                                        err) < 0) {
                 /* A rank names its own directory: one outside the output root is never analysed. */
                 r = npf_analyze_refuse(d->analyze, rec->id, err);
+        } else if (lstat(confined, &st) < 0 || !S_ISDIR(st.st_mode)) {
+                snprintf(err, sizeof(err), "not analysed: %.200s is not a directory", confined);
+                r = npf_analyze_refuse(d->analyze, rec->id, err);
+        } else if (analysis_outdir(d, confined, &st, &outdir, &uid, &gid) < 0) {
+                snprintf(err, sizeof(err), "not analysed: the window directory is uid %u's, and the daemon (uid %u) "
+                         "writes into no other user's directory; give it a StateDirectory= to write into",
+                         (unsigned) st.st_uid, (unsigned) geteuid());
+                r = npf_analyze_refuse(d->analyze, rec->id, err);
         } else {
-                char *outdir = analysis_outdir(d, confined);
-                r = npf_analyze_window(d->analyze, rec->id, confined, outdir);
+                r = npf_analyze_window(d->analyze, rec->id, confined, outdir, uid, gid);
                 free(outdir);
         }
         if (r < 0 && r != -ECANCELED)

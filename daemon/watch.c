@@ -66,11 +66,13 @@ static void confine(npf_watch_t *w, const char *text, size_t len)
         const char *key = dialect < sizeof(keys) / sizeof(keys[0]) && keys[dialect] ? keys[dialect] : "prof_dir";
         char dir[NPF_SHM_PATH_MAX], err[NPF_OUTROOT_ERR_MAX];
 
-        if (npf_outroot_resolve(w->root, c->prof_dir, key, dir, sizeof(dir), err) == 0) {
+        if (npf_outroot_resolve(w->root, c->prof_dir, key, dir, sizeof(dir), err) == 0 &&
+            npf_outroot_walk(dir, strlen(w->root), false, key, err) == 0) {
                 size_t n = strlen(dir);
                 memset(c->prof_dir, 0, sizeof(c->prof_dir));
                 memcpy(c->prof_dir, dir, n + 1);
                 c->args.prof_dir_len = (uint32_t) n;
+                c->args.root_len = (uint32_t) strlen(w->root);
                 return;
         }
         npf_conf_diag_t *e = &w->report.errors[0];

@@ -12,6 +12,7 @@
  * window is closed.
  */
 #include "npuprof/rank.h"
+#include "conf/outroot.h"
 #include "npuprof/protocol.h"
 #include "rank/backend.h"
 #include "shm/clock.h"
@@ -130,31 +131,6 @@ static const npf_backend_ops_t *choose_backend(const npf_rank_t *h, uint32_t con
         return npf_backend_acl.probe(err) == 0 ? &npf_backend_acl : &npf_backend_host;
 }
 
-/* mkdir -p of an absolute or relative path, each component 0755; the leaf is tried first. */
-static int make_dirs(const char *path)
-{
-        char buf[NPF_SHM_PATH_MAX + 160];
-
-        if (mkdir(path, 0755) == 0 || errno == EEXIST)
-                return 0;
-        if (errno != ENOENT)
-                return -errno;
-        if (strlen(path) >= sizeof(buf))
-                return -ENAMETOOLONG;
-        strcpy(buf, path);
-        for (char *p = buf + 1; *p; p++) {
-                if (*p != '/')
-                        continue;
-                *p = '\0';
-                if (mkdir(buf, 0755) < 0 && errno != EEXIST)
-                        return -errno;
-                *p = '/';
-        }
-        if (mkdir(buf, 0755) < 0 && errno != EEXIST)
-                return -errno;
-        return 0;
-}
-
 /*
  * The manifest, written last and atomically: a temporary renamed over manifest.json.
  * Return: 0, or -errno with the reason in h->message.
@@ -222,7 +198,9 @@ static void fail_window(npf_rank_t *h, int64_t step, const char *why)
 
 static int open_window(npf_rank_t *h, int64_t step)
 {
-        char err[NPF_BACKEND_ERR_MAX] = "", msg[NPF_BACKEND_ERR_MAX + 64];
+        char err[NPF_BACKEND_ERR_MAX] = "", msg[NPF_OUTROOT_ERR_MAX];
+
+        _Static_assert(NPF_OUTROOT_ERR_MAX >= NPF_BACKEND_ERR_MAX + 64, "room for the backend's message");
         int r;
 
         h->backend = choose_backend(h, h->win.args.backend, err);
@@ -234,21 +212,30 @@ static int open_window(npf_rank_t *h, int64_t step)
                 fail_window(h, step, "no output directory was published");
                 return -EINVAL;
         }
+        /* Below the output root, no link is followed: a link planted there cannot lead the output out. */
+        size_t root_len = h->win.args.root_len ? h->win.args.root_len : h->win.args.prof_dir_len;
+        int dirfd = npf_outroot_walk(h->win.prof_dir, root_len, true, "the output directory", msg);
+        if (dirfd < 0) {
+                fail_window(h, step, msg);
+                return dirfd;
+        }
+        char leaf[160];
         if (h->stop == NPF_STEP_NONE)
-                snprintf(h->dir, sizeof(h->dir), "%s/rank%" PRId64 "_start%" PRId64 "_for%" PRIu64 "ms", h->win.prof_dir,
-                         h->rank, h->start, h->win.args.duration_ms);
+                snprintf(leaf, sizeof(leaf), "rank%" PRId64 "_start%" PRId64 "_for%" PRIu64 "ms", h->rank, h->start,
+                         h->win.args.duration_ms);
         else
-                snprintf(h->dir, sizeof(h->dir), "%s/rank%" PRId64 "_start%" PRId64 "_stop%" PRId64, h->win.prof_dir,
-                         h->rank, h->start, h->stop);
+                snprintf(leaf, sizeof(leaf), "rank%" PRId64 "_start%" PRId64 "_stop%" PRId64, h->rank, h->start, h->stop);
         /* The window directory is this window's alone: an earlier run's gets a numbered sibling. */
-        r = make_dirs(h->win.prof_dir);
-        size_t base = strlen(h->dir);
+        size_t base = strlen(leaf);
+        r = 0;
         for (int n = 1; r == 0; n++) {
-                if (mkdir(h->dir, 0755) == 0)
+                if (mkdirat(dirfd, leaf, 0755) == 0)
                         break;
                 r = errno == EEXIST && n < 100 ? 0 : -errno;
-                snprintf(h->dir + base, sizeof(h->dir) - base, ".%d", n);
+                snprintf(leaf + base, sizeof(leaf) - base, ".%d", n);
         }
+        close(dirfd);
+        snprintf(h->dir, sizeof(h->dir), "%s/%s", h->win.prof_dir, leaf);
         if (r < 0) {
                 snprintf(msg, sizeof(msg), "cannot create %.200s: %s", h->dir, strerror(-r));
                 fail_window(h, step, msg);

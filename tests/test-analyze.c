@@ -324,7 +324,7 @@ static int queue(world_t *w, uint64_t id, const char *name)
 
         snprintf(path, sizeof(path), "%s/%s", w->dir, name);
         assert_true(mkdir(path, 0755) == 0 || errno == EEXIST);
-        return npf_analyze_window(w->a, id, path, NULL);
+        return npf_analyze_window(w->a, id, path, NULL, (uid_t) -1, (gid_t) -1);
 }
 
 /* Window @id's analysis as JSON must have @state; and @words in its reason, when not NULL. */
@@ -451,7 +451,7 @@ static void test_command_line(void **state)
         snprintf(path, sizeof(path), "%s/args", w.dir);
         assert_int_equal(mkdir(path, 0755), 0);
         snprintf(want, sizeof(want), "%s/elsewhere", w.dir);
-        assert_int_equal(npf_analyze_window(w.a, 1, path, want), 0);
+        assert_int_equal(npf_analyze_window(w.a, 1, path, want, (uid_t) -1, (gid_t) -1), 0);
         world_run(&w);
         expect_state(&w, 1, "done", NULL);
         snprintf(path, sizeof(path), "%s/elsewhere/report.json", w.dir);

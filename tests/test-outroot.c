@@ -4,6 +4,7 @@
 #include "npuprof/shm.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -11,6 +12,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -188,6 +191,114 @@ static void test_normalize(void **state)
         assert_int_equal(npf_outroot_normalize("/abcd", small, sizeof(small)), -ENAMETOOLONG);
 }
 
+/* --- the walk below the root: no symbolic link followed ------------------------------ */
+
+/* A private tree: ROOT/a (a directory), ROOT/file, ROOT/link -> OUTSIDE, ROOT/inner -> a. */
+typedef struct tree {
+        char base[64], root[128], outside[128];
+} tree_t;
+
+static int tree_setup(void **state)
+{
+        static tree_t t;
+        char p[256];
+
+        snprintf(t.base, sizeof(t.base), "/tmp/npftest-outroot.XXXXXX");
+        assert_non_null(mkdtemp(t.base));
+        snprintf(t.root, sizeof(t.root), "%s/root", t.base);
+        snprintf(t.outside, sizeof(t.outside), "%s/outside", t.base);
+        assert_int_equal(mkdir(t.root, 0755), 0);
+        assert_int_equal(mkdir(t.outside, 0755), 0);
+        snprintf(p, sizeof(p), "%s/a", t.root);
+        assert_int_equal(mkdir(p, 0755), 0);
+        snprintf(p, sizeof(p), "%s/file", t.root);
+        int fd = open(p, O_WRONLY | O_CREAT, 0644);
+        assert_true(fd >= 0);
+        close(fd);
+        snprintf(p, sizeof(p), "%s/link", t.root);
+        assert_int_equal(symlink(t.outside, p), 0);
+        snprintf(p, sizeof(p), "%s/inner", t.root);
+        assert_int_equal(symlink("a", p), 0);
+        *state = &t;
+        return 0;
+}
+
+static int tree_teardown(void **state)
+{
+        tree_t *t = *state;
+        char cmd[128];
+
+        snprintf(cmd, sizeof(cmd), "rm -rf %s", t->base);
+        return system(cmd) == 0 ? 0 : -1;
+}
+
+/* Walk ROOT/@rel (no create): expect @rc and, when refused, @words in the message. */
+static void expect_walk(const tree_t *t, const char *rel, int rc, const char *words)
+{
+        char dir[256], err[NPF_OUTROOT_ERR_MAX] = "";
+
+        snprintf(dir, sizeof(dir), "%s/%s", t->root, rel);
+        int r = npf_outroot_walk(dir, strlen(t->root), false, "prof_dir", err);
+        if (r != rc)
+                fail_msg("walk %s: got %d (%s), expected %d", rel, r, err, rc);
+        if (words && !strstr(err, words))
+                fail_msg("walk %s: message \"%s\" lacks \"%s\"", rel, err, words);
+}
+
+static void test_walk_checks(void **state)
+{
+        tree_t *t = *state;
+
+        expect_walk(t, "a", 0, NULL);
+        expect_walk(t, "a/not/yet", 0, NULL);           /* a rank will create them */
+        expect_walk(t, "link", -ELOOP, "reaches through the symbolic link");
+        expect_walk(t, "link/job", -ELOOP, "/root/link (-> ");
+        expect_walk(t, "a/../../outside", -EINVAL, "\"..\"");  /* never climbs */
+        expect_walk(t, "inner/x", -ELOOP, "symbolic link"); /* even one that stays inside */
+        expect_walk(t, "file/x", -ENOTDIR, "is not a directory");
+}
+
+static void test_walk_creates_without_leaving(void **state)
+{
+        tree_t *t = *state;
+        char dir[256], err[NPF_OUTROOT_ERR_MAX] = "", p[256];
+        struct stat st;
+
+        snprintf(dir, sizeof(dir), "%s/a/b/c", t->root);
+        int fd = npf_outroot_walk(dir, strlen(t->root), true, "prof_dir", err);
+        assert_true(fd >= 0);
+        assert_int_equal(fstat(fd, &st), 0);
+        assert_true(S_ISDIR(st.st_mode));
+        close(fd);
+        assert_int_equal(stat(dir, &st), 0);
+
+        /* Through the link: refused, and nothing made on the other side. */
+        snprintf(dir, sizeof(dir), "%s/link/job", t->root);
+        assert_int_equal(npf_outroot_walk(dir, strlen(t->root), true, "prof_dir", err), -ELOOP);
+        snprintf(p, sizeof(p), "%s/job", t->outside);
+        assert_int_equal(stat(p, &st), -1);
+        assert_int_equal(errno, ENOENT);
+}
+
+static void test_walk_root_is_the_operators(void **state)
+{
+        tree_t *t = *state;
+        char dir[256], err[NPF_OUTROOT_ERR_MAX] = "";
+
+        /* A root that is itself a link is followed; only what lies below it is checked. */
+        snprintf(dir, sizeof(dir), "%s/link/x", t->root);
+        assert_int_equal(npf_outroot_walk(dir, strlen(t->root) + strlen("/link"), false, "prof_dir", err), 0);
+        /* A missing root is no refusal before publication; a rank creates it. */
+        snprintf(dir, sizeof(dir), "%s/none/x", t->base);
+        assert_int_equal(npf_outroot_walk(dir, strlen(t->base) + strlen("/none"), false, "prof_dir", err), 0);
+        int fd = npf_outroot_walk(dir, strlen(t->base) + strlen("/none"), true, "prof_dir", err);
+        assert_true(fd >= 0);
+        close(fd);
+        /* A root length that cuts a component is a caller's error. */
+        snprintf(dir, sizeof(dir), "%s/a", t->root);
+        assert_int_equal(npf_outroot_walk(dir, strlen(t->root) - 1, false, "prof_dir", err), -EINVAL);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -204,6 +315,9 @@ int main(void)
                 cmocka_unit_test(test_too_long),
                 cmocka_unit_test(test_key_named),
                 cmocka_unit_test(test_normalize),
+                cmocka_unit_test_setup_teardown(test_walk_checks, tree_setup, tree_teardown),
+                cmocka_unit_test_setup_teardown(test_walk_creates_without_leaving, tree_setup, tree_teardown),
+                cmocka_unit_test_setup_teardown(test_walk_root_is_the_operators, tree_setup, tree_teardown),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);

@@ -147,7 +147,9 @@ typedef struct npf_shm_args {
         uint32_t rank_count;            /* ranks set in rank_bitmap */
         uint32_t prof_dir_len;          /* bytes before the NUL of prof_dir */
         uint32_t extra_len;             /* bytes before the NUL of extra */
-        uint8_t  reserved[56];
+        uint32_t root_len;              /* prof_dir's first bytes that are the output root;
+                                           nothing below them may be a symbolic link. 0: unknown */
+        uint8_t  reserved[52];
 } npf_shm_args_t;
 
 /* The published configuration: the arguments, then the variable-length parts. */
