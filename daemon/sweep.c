@@ -71,7 +71,11 @@ void npf_sweep_run(npf_sweep_t *s, npf_shm_ranks_t *table, uint64_t now_ns, npf_
                                 ended.st = v.ended[n % NPF_SLOT_ENDED];
                                 if (!is_outcome(ended.st.state))
                                         continue;
-                                if (ended.pid == 0 || ended.pid == NPF_SLOT_RECLAIMING)
+                                /* The slot may have passed to another rank since: the record names its own. */
+                                if (ended.st.pid != 0) {
+                                        ended.rank = ended.st.rank;
+                                        ended.pid = ended.st.pid;
+                                } else if (ended.pid == 0 || ended.pid == NPF_SLOT_RECLAIMING)
                                         ended.pid = s->seen[i].tag == v.tag ? s->seen[i].pid : 0;
                                 record(s, &ended, ended.st.state, cb, data);
                         }

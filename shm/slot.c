@@ -238,6 +238,8 @@ void npf_slot_set_state(npf_shm_slot_t *slot, const npf_shm_slot_state_t *st)
 
         copy.message[sizeof(copy.message) - 1] = '\0';
         copy.output[sizeof(copy.output) - 1] = '\0';
+        copy.rank = slot->rank;
+        copy.pid = NPF_SLOT_PID(atomic_load_explicit((_Atomic uint64_t *) &slot->claim, memory_order_relaxed));
         s = npf__seq_write_begin(&slot->seq);
         npf__seq_copy_in(&slot->st, &copy, sizeof(copy));
         /* A window that ended is also kept apart, for the daemon, until the next one ends. */

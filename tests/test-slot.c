@@ -214,6 +214,29 @@ static void test_claim_takes_over_stale_index(void **state)
         assert_int_equal(other->rank, 12);
 }
 
+/* An ended window keeps the rank and pid that ended it, after the slot passes to another rank. */
+static void test_ended_names_its_rank(void **state)
+{
+        fixture_t *f = *state;
+        npf_shm_slot_t *slot, *again;
+        npf_slot_view_t v;
+        npf_shm_slot_state_t st = { .generation = 1, .state = NPF_WINDOW_DONE, .window_start = 3, .window_stop = 4 };
+
+        assert_int_equal(npf_slot_claim(f->table, 1, 0, &slot, NULL), 0);
+        uint32_t idx = npf_slot_index(f->table, slot);
+        npf_slot_set_state(slot, &st);
+        npf_slot_release(f->table, slot);
+        assert_int_equal(npf_slot_claim(f->table, 3, 0, &again, NULL), 0);
+        assert_ptr_equal(again, slot);          /* the freed slot is the one reused */
+        assert_int_equal(npf_slot_read(f->table, idx, &v), 0);
+        assert_int_equal(v.rank, 3);
+        assert_int_equal(v.windows_ended, 1);
+        assert_int_equal(v.ended[0].state, NPF_WINDOW_DONE);
+        assert_int_equal(v.ended[0].rank, 1);
+        assert_int_equal(v.ended[0].pid, (uint32_t) getpid());
+        npf_slot_release(f->table, again);
+}
+
 static void test_rank_out_of_range(void **state)
 {
         fixture_t *f = *state;
@@ -482,6 +505,7 @@ int main(void)
                 cmocka_unit_test_setup_teardown(test_reclaim_dead_process, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_reclaim_reused_pid, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_claim_takes_over_stale_index, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_ended_names_its_rank, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_rank_out_of_range, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_table_full, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_claim_race_one_winner, setup, teardown),

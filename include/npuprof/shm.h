@@ -224,7 +224,8 @@ typedef struct npf_shm_slot_state {
         int64_t  window_stop;
         int64_t  state_step;            /* step at which state was entered */
         uint64_t state_ns;              /* CLOCK_REALTIME of that */
-        uint8_t  reserved[8];
+        uint32_t rank;                  /* the slot's rank and owner pid when this was written: */
+        uint32_t pid;                   /* kept with an ended window, as a slot is reused. 0: unknown */
         char     message[256];          /* why a window failed, NUL-terminated */
         char     output[128];           /* window directory, relative to prof_dir */
 } npf_shm_slot_state_t;
@@ -471,6 +472,8 @@ _Static_assert(offsetof(npf_shm_slot_state_t, window_start) == 16, "abi");
 _Static_assert(offsetof(npf_shm_slot_state_t, window_stop) == 24, "abi");
 _Static_assert(offsetof(npf_shm_slot_state_t, state_step) == 32, "abi");
 _Static_assert(offsetof(npf_shm_slot_state_t, state_ns) == 40, "abi");
+_Static_assert(offsetof(npf_shm_slot_state_t, rank) == 48, "abi");
+_Static_assert(offsetof(npf_shm_slot_state_t, pid) == 52, "abi");
 _Static_assert(offsetof(npf_shm_slot_state_t, message) == 56, "abi");
 _Static_assert(offsetof(npf_shm_slot_state_t, output) == 312, "abi");
 
