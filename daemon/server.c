@@ -505,7 +505,8 @@ int npf_server_start(uv_loop_t *loop, const char *path, const char *group, const
                         goto fail;
                 }
         }
-        r = uv_listen((uv_stream_t *) &s->listener, 128, on_connection);
+        /* A burst of connections waits in the kernel's queue rather than being refused. */
+        r = uv_listen((uv_stream_t *) &s->listener, SOMAXCONN, on_connection);
         if (r < 0) {
                 snprintf(err, 256, "cannot listen: %s", uv_strerror(r));
                 goto fail;
