@@ -104,6 +104,7 @@ BENCH      := $(BUILD)/bench/bench-shm
 BENCH_DAEMON := $(BUILD)/bench/bench-daemon
 BENCH_RANK := $(BUILD)/bench/bench-rank
 RANK_DRIVER := $(BUILD)/tests/rank-driver
+MANY_RANKS := $(BUILD)/tests/many-ranks
 FUZZ_CONF  := build/fuzz/fuzz-conf
 FUZZ_TRACE := build/fuzz/fuzz-trace
 FUZZ_PICKLE := build/fuzz/fuzz-pickle
@@ -212,9 +213,13 @@ $(BENCH_RANK): $(BUILD)/bench/bench-rank.o $(BUILD)/bench/stats.o $(BUILD)/libnp
 $(RANK_DRIVER): $(BUILD)/tests/rank-driver.o $(SHM_OBJS)
 	$(CC) $(LDFLAGS) -o $@ $^
 
+# 256 live ranks of libnpuprof on one node, for tests/hostile/test-scale.sh.
+$(MANY_RANKS): $(BUILD)/tests/hostile/many-ranks.o $(BUILD)/libnpuprof.a
+	$(CC) $(LDFLAGS) -o $@ $^ $(RANK_LIBS)
+
 # The units are tested under a real systemd with the plain build only: a sanitizer's
 # runtime is not what the hardened unit is meant to run.
-check: all $(UNIT_TESTS) $(TORTURE) $(RANK_DRIVER) fuzz-build
+check: all $(UNIT_TESTS) $(TORTURE) $(RANK_DRIVER) $(MANY_RANKS) fuzz-build
 	@NPF_SKIP_SYSTEMD=$(SANITIZER) tests/run-tests $(BUILD) build/fuzz $(FUZZ_CHECK_SECONDS)
 
 demo: all
