@@ -18,6 +18,7 @@
 
 #define WRITE_QUEUE_MAX (4u << 20)      /* a client that does not read its replies is dropped */
 #define WRITE_BACKLOG   (64u << 10)     /* past this much unread, its next requests wait */
+#define LINES_PER_TURN  8               /* a batch of requests is answered this many at a loop turn */
 
 typedef struct client client_t;
 
@@ -30,6 +31,8 @@ struct client {
         uv_timer_t idle;
         npf_server_t *server;
         client_t *next, *prev;          /* the server's list, the most recently active first */
+        client_t *ready_next, *ready_prev;      /* the server's ready list, while queued on it */
+        bool ready;                     /* holds requests to answer at the next turn */
         npf_peer_t peer;
         npf_linebuf_t in;
         npf_request_t *pending;         /* the request being answered */
@@ -51,6 +54,9 @@ struct npf_server {
         uint64_t idle_ms;
         uint64_t evicted;
         client_t *head, *tail;
+        uv_idle_t turn;                 /* runs while clients are ready */
+        client_t *ready_head, *ready_tail;
+        int open_handles;
         npf_server_request_cb cb;
         void *data;
         char rbuf[16384];
@@ -94,6 +100,40 @@ static void list_push_front(npf_server_t *s, client_t *c)
         s->head = c;
 }
 
+static void ready_remove(npf_server_t *s, client_t *c)
+{
+        if (!c->ready)
+                return;
+        if (c->ready_prev)
+                c->ready_prev->ready_next = c->ready_next;
+        else
+                s->ready_head = c->ready_next;
+        if (c->ready_next)
+                c->ready_next->ready_prev = c->ready_prev;
+        else
+                s->ready_tail = c->ready_prev;
+        c->ready_next = c->ready_prev = NULL;
+        c->ready = false;
+}
+
+static void on_turn(uv_idle_t *h);
+
+/* Queue @c to answer more of its requests at the next loop turn, after the other clients. */
+static void ready_push(npf_server_t *s, client_t *c)
+{
+        if (c->ready)
+                return;
+        c->ready = true;
+        c->ready_prev = s->ready_tail;
+        c->ready_next = NULL;
+        if (s->ready_tail)
+                s->ready_tail->ready_next = c;
+        else
+                s->ready_head = c;
+        s->ready_tail = c;
+        uv_idle_start(&s->turn, on_turn);
+}
+
 static void client_close(client_t *c)
 {
         npf_server_t *s = c->server;
@@ -101,6 +141,7 @@ static void client_close(client_t *c)
         if (c->closing)
                 return;
         c->closing = true;
+        ready_remove(s, c);
         if (c->pending)
                 c->pending->client = NULL;
         list_unlink(s, c);
@@ -291,18 +332,25 @@ static bool client_backlogged(client_t *c)
 
 /*
  * Answer the complete lines in the buffer, one at a time, while nothing is pending and the
- * client reads its replies. A reply given from inside the callback lands back here; the
- * flag keeps that from recursing.
+ * client reads its replies; after LINES_PER_TURN of them the rest waits for the next loop
+ * turn, so that a batch of requests does not hold up other clients. A reply given from
+ * inside the callback lands back here; the flag keeps that from recursing.
  */
 static void client_process(client_t *c)
 {
         char *line;
         size_t n;
+        int handled = 0;
 
-        if (c->processing)
+        if (c->processing || c->ready)
                 return;
         c->processing = true;
         while (!c->closing && !c->pending && !client_backlogged(c)) {
+                if (handled == LINES_PER_TURN) {
+                        if (c->in.start < c->in.len - c->in.tail)
+                                ready_push(c->server, c);
+                        break;
+                }
                 int r = npf_linebuf_next(&c->in, &line, &n);
                 if (r < 0)
                         client_close(c);
@@ -310,6 +358,7 @@ static void client_process(client_t *c)
                         break;
                 handle_line(c, line, n);
                 free(line);
+                handled++;
         }
         c->processing = false;
 }
@@ -317,8 +366,10 @@ static void client_process(client_t *c)
 /* After a reply or a drained write queue: answer what waits, then read on or finish. */
 static void client_resume(client_t *c)
 {
+        if (c->processing)
+                return;         /* a reply given while answering: the loop answering goes on */
         client_process(c);
-        if (c->closing || c->pending || client_backlogged(c))
+        if (c->closing || c->pending || c->ready || client_backlogged(c))
                 return;
         if (c->eof) {
                 if (c->in.start == c->in.len && uv_stream_get_write_queue_size((uv_stream_t *) &c->pipe) == 0)
@@ -326,6 +377,23 @@ static void client_resume(client_t *c)
                 return;
         }
         client_set_reading(c, true);
+}
+
+/* A loop turn: each client that was ready answers its next requests, in the order queued. */
+static void on_turn(uv_idle_t *h)
+{
+        npf_server_t *s = h->data;
+        client_t *last = s->ready_tail;
+
+        while (s->ready_head) {
+                client_t *c = s->ready_head;
+                ready_remove(s, c);
+                client_resume(c);
+                if (c == last)
+                        break;
+        }
+        if (!s->ready_head)
+                uv_idle_stop(&s->turn);
 }
 
 static void on_idle(uv_timer_t *t)
@@ -370,8 +438,8 @@ static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
                 return;
         }
         client_process(c);
-        /* Deferred or backlogged: read nothing more for now; the socket buffer holds the rest. */
-        if (c->pending || client_backlogged(c))
+        /* Deferred, queued or backlogged: read nothing more for now; the socket buffer holds the rest. */
+        if (!c->closing && (c->pending || c->ready || client_backlogged(c)))
                 client_set_reading(c, false);
 }
 
@@ -452,7 +520,9 @@ int npf_server_start(uv_loop_t *loop, const char *path, const char *group, const
         s->cb = cb;
         s->data = data;
         uv_pipe_init(loop, &s->listener, 0);
-        s->listener.data = s;
+        uv_idle_init(loop, &s->turn);
+        s->listener.data = s->turn.data = s;
+        s->open_handles = 2;
 
         n = sd_listen_fds(1);
         if (n > 0) {
@@ -522,6 +592,8 @@ static void on_listener_closed(uv_handle_t *h)
 {
         npf_server_t *s = h->data;
 
+        if (--s->open_handles > 0)
+                return;
         free(s->path);
         free(s);
 }
@@ -535,6 +607,7 @@ void npf_server_close(npf_server_t *s)
                 client_close(s->head);
         if (s->path)
                 unlink(s->path);
+        uv_close((uv_handle_t *) &s->turn, on_listener_closed);
         uv_close((uv_handle_t *) &s->listener, on_listener_closed);
 }
 
