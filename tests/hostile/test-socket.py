@@ -210,6 +210,10 @@ def test_garbage():
     abuse_one("garbage bytes", bytes(range(256)) * 4 + b"\n", True, "not a JSON object")
     abuse_one("invalid UTF-8", b'{"version": 1, "command": "\xff\xfe\xc3("}\n', True, "not a JSON object")
     abuse_one("invalid UTF-8 outside a string", b"\xc3\x28\xa0\xa1 nope\n", True, "not a JSON object")
+    # jansson quotes the bytes near a bad escape, here half of a two-byte character: the error
+    # must still be sent (as valid UTF-8), not swallowed with the connection (found by fuzz-proto).
+    abuse_one("a bad escape before a multibyte character", b'{"version": 1, "command": "\\\xde\x8a"}\n', True,
+              "not a JSON object")
     abuse_one("a line that is not JSON", b"status please\n", True, "not a JSON object")
     for text in (b"[1, 2]", b'"status"', b"42", b"null"):
         abuse_one("JSON that is not an object (%s)" % text.decode(), text + b"\n", True, "not a JSON object")
