@@ -66,7 +66,7 @@ CONF_OBJS := $(BUILD)/conf/conf.o $(BUILD)/conf/jsonpos.o $(BUILD)/conf/outroot.
 VIEW_OBJS := $(BUILD)/shm/view.o
 RANK_OBJS := $(BUILD)/rank/rank.o $(BUILD)/rank/backend-host.o $(BUILD)/rank/backend-acl.o $(BUILD)/conf/outroot.o
 RANK_LIBS := $(shell pkg-config --libs jansson 2>/dev/null) -ldl -pthread
-DAEMON_OBJS := $(BUILD)/daemon/npuprofd.o $(BUILD)/daemon/daemon.o $(BUILD)/daemon/watch.o \
+DAEMON_OBJS := $(BUILD)/daemon/npuprofd.o $(BUILD)/daemon/daemon.o $(BUILD)/daemon/watch.o $(BUILD)/daemon/request.o \
                $(BUILD)/daemon/server.o $(BUILD)/daemon/sweep.o $(BUILD)/daemon/notify.o $(BUILD)/daemon/log.o \
                $(BUILD)/daemon/analyze.o $(BUILD)/daemon/legacy.o
 
@@ -104,10 +104,12 @@ BENCH      := $(BUILD)/bench/bench-shm
 BENCH_DAEMON := $(BUILD)/bench/bench-daemon
 BENCH_RANK := $(BUILD)/bench/bench-rank
 RANK_DRIVER := $(BUILD)/tests/rank-driver
+MANY_RANKS := $(BUILD)/tests/many-ranks
 FUZZ_CONF  := build/fuzz/fuzz-conf
 FUZZ_TRACE := build/fuzz/fuzz-trace
 FUZZ_PICKLE := build/fuzz/fuzz-pickle
 FUZZ_SNAPSHOT := build/fuzz/fuzz-snapshot
+FUZZ_PROTO := build/fuzz/fuzz-proto
 
 .PHONY: all check demo bench fuzz fuzz-check install clean help
 all: $(PROGRAMS)
@@ -211,9 +213,13 @@ $(BENCH_RANK): $(BUILD)/bench/bench-rank.o $(BUILD)/bench/stats.o $(BUILD)/libnp
 $(RANK_DRIVER): $(BUILD)/tests/rank-driver.o $(SHM_OBJS)
 	$(CC) $(LDFLAGS) -o $@ $^
 
+# 256 live ranks of libnpuprof on one node, for tests/hostile/test-scale.sh.
+$(MANY_RANKS): $(BUILD)/tests/hostile/many-ranks.o $(BUILD)/libnpuprof.a
+	$(CC) $(LDFLAGS) -o $@ $^ $(RANK_LIBS)
+
 # The units are tested under a real systemd with the plain build only: a sanitizer's
 # runtime is not what the hardened unit is meant to run.
-check: all $(UNIT_TESTS) $(TORTURE) $(RANK_DRIVER) fuzz-build
+check: all $(UNIT_TESTS) $(TORTURE) $(RANK_DRIVER) $(MANY_RANKS) fuzz-build
 	@NPF_SKIP_SYSTEMD=$(SANITIZER) tests/run-tests $(BUILD) build/fuzz $(FUZZ_CHECK_SECONDS)
 
 demo: all
@@ -244,7 +250,7 @@ FUZZ_FLAGS := -std=c11 -g -O1 -D_GNU_SOURCE -I. -Iinclude $(PKG_CFLAGS) \
 FUZZ_SRCS  := tests/fuzz/fuzz-conf.c conf/conf.c conf/jsonpos.c shm/shm.c shm/proc.c shm/clock.c
 
 .PHONY: fuzz-build
-fuzz-build: $(FUZZ_CONF) $(FUZZ_TRACE) $(FUZZ_PICKLE) $(FUZZ_SNAPSHOT)
+fuzz-build: $(FUZZ_CONF) $(FUZZ_TRACE) $(FUZZ_PICKLE) $(FUZZ_SNAPSHOT) $(FUZZ_PROTO)
 $(FUZZ_CONF): $(FUZZ_SRCS) conf/conf.h conf/jsonpos.h include/npuprof/shm.h
 	@mkdir -p $(dir $@)
 	$(CLANG) $(FUZZ_FLAGS) -o $@ $(FUZZ_SRCS) $(JANSSON_LIBS)
@@ -264,7 +270,13 @@ $(FUZZ_SNAPSHOT): $(FUZZ_SNAPSHOT_SRCS) replay/snapshot.h replay/pickle.h replay
 	@mkdir -p $(dir $@)
 	$(CLANG) $(FUZZ_FLAGS) -o $@ $(FUZZ_SNAPSHOT_SRCS) $(JANSSON_LIBS)
 
-fuzz: $(FUZZ_CONF) $(FUZZ_TRACE) $(FUZZ_PICKLE) $(FUZZ_SNAPSHOT)
+# The control socket's request path, as daemon/server.c runs it on every connection.
+FUZZ_PROTO_SRCS := tests/fuzz/fuzz-proto.c daemon/request.c
+$(FUZZ_PROTO): $(FUZZ_PROTO_SRCS) daemon/request.h include/npuprof/protocol.h
+	@mkdir -p $(dir $@)
+	$(CLANG) $(FUZZ_FLAGS) -o $@ $(FUZZ_PROTO_SRCS) $(JANSSON_LIBS)
+
+fuzz: $(FUZZ_CONF) $(FUZZ_TRACE) $(FUZZ_PICKLE) $(FUZZ_SNAPSHOT) $(FUZZ_PROTO)
 	@mkdir -p build/fuzz/corpus-new
 	$(FUZZ_CONF) -max_total_time=$(FUZZ_SECONDS) -max_len=4096 -dict=tests/fuzz/conf.dict \
 		build/fuzz/corpus-new tests/fuzz/corpus-conf
@@ -277,6 +289,9 @@ fuzz: $(FUZZ_CONF) $(FUZZ_TRACE) $(FUZZ_PICKLE) $(FUZZ_SNAPSHOT)
 	@mkdir -p build/fuzz/corpus-snapshot-new
 	$(FUZZ_SNAPSHOT) -max_total_time=$(FUZZ_SECONDS) -max_len=262144 -dict=tests/fuzz/pickle.dict \
 		build/fuzz/corpus-snapshot-new tests/fuzz/corpus-snapshot
+	@mkdir -p build/fuzz/corpus-proto-new
+	$(FUZZ_PROTO) -max_total_time=$(FUZZ_SECONDS) -max_len=200000 -dict=tests/fuzz/proto.dict \
+		build/fuzz/corpus-proto-new tests/fuzz/corpus-proto
 
 # --- install ----------------------------------------------------------------------------
 # The unit's ExecStart follows SBINDIR; an operator's /etc/npuprof files are never overwritten.

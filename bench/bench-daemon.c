@@ -4,7 +4,9 @@
  * the new generation being visible in the segment, p50 and p99 over SAVES saves, with
  * inotify and with --no-inotify at a 100 ms poll; next to it, in the same run, the latency
  * of a bare inotify watch on the same directory (the floor any watcher has). Then the
- * daemon's resident memory and its wake-ups per second when idle.
+ * daemon's resident memory and its wake-ups per second when idle. Last, the control
+ * socket: the status round trip (a new connection each, as npuprofctl makes) with no other
+ * client and with 1,000 idle clients held open, p50 and p99, and their ratio.
  *
  * Usage: bench-daemon PATH-TO-NPUPROFD [SAVES]
  */
@@ -20,6 +22,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/inotify.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -215,6 +220,89 @@ static void stop_daemon(pid_t pid)
         waitpid(pid, NULL, 0);
 }
 
+/* A connection to @sock, or -1. */
+static int dial(const char *sock)
+{
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+        snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", sock);
+        if (fd >= 0 && connect(fd, (struct sockaddr *) &sa, sizeof(sa)) < 0) {
+                close(fd);
+                return -1;
+        }
+        return fd;
+}
+
+/* @n status round trips on new connections into @lat. Return: -1 on a wrong answer. */
+static int measure_status(const char *sock, int n, uint64_t *lat)
+{
+        static const char req[] = "{\"version\": 1, \"command\": \"status\"}\n";
+        char buf[65536];
+
+        for (int i = 0; i < n; i++) {
+                uint64_t t0 = npf_bench_now_ns();
+                int fd = dial(sock);
+                size_t got = 0;
+                if (fd < 0 || write(fd, req, sizeof(req) - 1) != (ssize_t) sizeof(req) - 1)
+                        return -1;
+                while (got < sizeof(buf) && !memchr(buf, '\n', got)) {
+                        ssize_t r = read(fd, buf + got, sizeof(buf) - got);
+                        if (r <= 0)
+                                break;
+                        got += (size_t) r;
+                }
+                close(fd);
+                lat[i] = npf_bench_now_ns() - t0;
+                if (got < 20 || !memmem(buf, got, "\"ok\":true", 9))
+                        return -1;
+        }
+        return 0;
+}
+
+/* Status p50/p99 with no other client, then with @idle idle clients; prints their ratio. */
+static int bench_idle_clients(const char *npuprofd, const char *dir, const char *shm, int n, int idle)
+{
+        char sock[512];
+        uint64_t *none = calloc((size_t) n, 8), *loaded = calloc((size_t) n, 8);
+        int *fds = calloc((size_t) idle, sizeof(int)), opened = 0, rc = -1;
+        struct rlimit rl;
+
+        /* The idle clients need descriptors here too. */
+        if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+                rl.rlim_cur = rl.rlim_max;
+                setrlimit(RLIMIT_NOFILE, &rl);
+        }
+        snprintf(sock, sizeof(sock), "%s/npuprofd.sock", dir);
+        pid_t d = start_daemon(npuprofd, dir, shm, true, "1000");
+        npf_shm_t *s = attach(shm);
+        if (!s || measure_status(sock, n, none) < 0)
+                goto out;
+        for (; opened < idle; opened++)
+                if ((fds[opened] = dial(sock)) < 0)
+                        goto out;
+        nap_us(200000);
+        if (measure_status(sock, n, loaded) < 0)
+                goto out;
+        double p99_none = pct(none, n, 0.99), p99_idle = pct(loaded, n, 0.99);
+        printf("  status, no other client           p50 %6.2f ms  p99 %6.2f ms   (%d round trips, a connection each)\n",
+               pct(none, n, 0.5), p99_none, n);
+        printf("  status, %d idle clients         p50 %6.2f ms  p99 %6.2f ms   p99 ratio %.2f x the baseline above\n",
+               idle, pct(loaded, n, 0.5), p99_idle, p99_idle / p99_none);
+        rc = 0;
+out:
+        for (int i = 0; i < opened; i++)
+                close(fds[i]);
+        npf_shm_close(s);
+        stop_daemon(d);
+        npf_shm_unlink(shm);
+        free(none);
+        free(loaded);
+        free(fds);
+        return rc;
+}
+
+
 int main(int argc, char **argv)
 {
         const char *npuprofd = argc > 1 ? argv[1] : "build/npuprofd";
@@ -272,12 +360,20 @@ int main(int argc, char **argv)
                 goto out;
         printf("  save -> visible, --no-inotify     p50 %6.2f ms  p99 %6.2f ms   goal p99 <= 105 ms (poll 100 ms + 5)\n",
                pct(poll_lat, saves, 0.5), pct(poll_lat, saves, 0.99));
+        npf_shm_close(s);
+        s = NULL;
+        stop_daemon(d);
+        d = 0;
+        npf_shm_unlink(shm);
+        if (bench_idle_clients(npuprofd, dir, shm, 2000, 1000) < 0)
+                goto out;
         rc = 0;
 out:
         if (rc)
                 fprintf(stderr, "bench: the daemon did not publish; is %s built?\n", npuprofd);
         npf_shm_close(s);
-        stop_daemon(d);
+        if (d > 0)
+                stop_daemon(d);
         npf_shm_unlink(shm);
         char cmd[600];
         snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);

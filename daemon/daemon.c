@@ -48,7 +48,7 @@ typedef struct daemon {
         npf_request_t *reload_waiters[RELOAD_WAITERS_MAX];
         unsigned n_reload_waiters;
         /* Requests that came before the file was first read (socket activation): answered after. */
-        struct early { npf_request_t *req; char command[16]; npf_peer_t peer; } early[RELOAD_WAITERS_MAX];
+        struct early { npf_request_t *req; npf_command_t command; npf_peer_t peer; } early[RELOAD_WAITERS_MAX];
         unsigned n_early;
         bool stopping;
         /* The prof_dir of the last generations published, so that a window's output can be named. */
@@ -194,7 +194,7 @@ static void finish_reload(daemon_t *d)
         }
 }
 
-static void on_request(npf_request_t *req, const char *command, json_t *request, const npf_peer_t *peer,
+static void on_request(npf_request_t *req, npf_command_t command, json_t *request, const npf_peer_t *peer,
                        void *data);
 
 static void on_config(npf_watch_t *w, const npf_watch_result_t *res, void *data)
@@ -485,8 +485,8 @@ static json_t *status_json(daemon_t *d)
 
         json_object_set_new(config, "path", json_string(d->opt.config_path));
         json_object_set_new(windows, "recent", history_json(d, 32));
-        return json_pack("{s:{s:I, s:s, s:I, s:I, s:b, s:b, s:I, s:s, s:I}, s:{s:s, s:b}, s:o, s:o, s:o, s:o, s:I, "
-                         "s:o}",
+        return json_pack("{s:{s:I, s:s, s:I, s:I, s:b, s:b, s:I, s:s, s:I, s:{s:I, s:I, s:I, s:I}}, s:{s:s, s:b}, "
+                         "s:o, s:o, s:o, s:o, s:I, s:o}",
                          "daemon",
                          "pid", (json_int_t) getpid(),
                          "version", NPUPROF_VERSION,
@@ -497,6 +497,11 @@ static json_t *status_json(daemon_t *d)
                          "poll_interval_ms", (json_int_t) d->opt.poll_ms,
                          "output_root", d->opt.output_root,
                          "stall_timeout_ms", (json_int_t) d->opt.stall_ms,
+                         "clients",
+                         "open", (json_int_t) npf_server_clients(d->server),
+                         "max", (json_int_t) npf_server_clients_max(d->server),
+                         "evicted", (json_int_t) npf_server_evicted(d->server),
+                         "idle_timeout_ms", (json_int_t) d->opt.idle_ms,
                          "shm", "name", d->opt.shm_name, "adopted", npf_shm_adopted(d->shm),
                          "config", config,
                          "ranks", npf_view_ranks(npf_shm_ranks(d->shm), npf_clock_ns(CLOCK_MONOTONIC), d->opt.stall_ms),
@@ -598,7 +603,7 @@ static json_t *metrics_json(daemon_t *d)
         return r;
 }
 
-static void on_request(npf_request_t *req, const char *command, json_t *request, const npf_peer_t *peer, void *data)
+static void on_request(npf_request_t *req, npf_command_t command, json_t *request, const npf_peer_t *peer, void *data)
 {
         daemon_t *d = data;
 
@@ -607,22 +612,30 @@ static void on_request(npf_request_t *req, const char *command, json_t *request,
                 npf_server_reply_error(req, "the daemon is stopping");
                 return;
         }
-        if (!d->ready && strlen(command) < sizeof(d->early[0].command) && d->n_early < RELOAD_WAITERS_MAX) {
+        if (npf_command_privileged(command) && peer->uid != 0 && peer->uid != getuid()) {
+                npf_server_reply_error(req, "%s is for root and the daemon's own user (uid %u); you are uid %u",
+                                       npf_command_name(command), (unsigned) getuid(), (unsigned) peer->uid);
+                return;
+        }
+        if (!d->ready && d->n_early < RELOAD_WAITERS_MAX) {
                 struct early *e = &d->early[d->n_early++];
                 e->req = req;
                 e->peer = *peer;
-                snprintf(e->command, sizeof(e->command), "%s", command);
+                e->command = command;
                 return;
         }
-        if (strcmp(command, "status") == 0) {
+        switch (command) {
+        case NPF_COMMAND_STATUS:
                 sweep(d);
                 npf_server_reply(req, status_json(d));
-        } else if (strcmp(command, "ranks") == 0) {
+                break;
+        case NPF_COMMAND_RANKS:
                 sweep(d);
                 npf_server_reply(req, json_pack("{s:o}", "ranks", npf_view_ranks(npf_shm_ranks(d->shm),
                                                                                  npf_clock_ns(CLOCK_MONOTONIC),
                                                                                  d->opt.stall_ms)));
-        } else if (strcmp(command, "config") == 0) {
+                break;
+        case NPF_COMMAND_CONFIG: {
                 npf_shm_config_t *c = malloc(sizeof(*c));
                 if (c && npf_shm_read_config(npf_shm_ctl(d->shm), c) >= 0 && c->args.generation)
                         npf_server_reply(req, json_pack("{s:I, s:o}", "generation", (json_int_t) c->args.generation,
@@ -630,20 +643,19 @@ static void on_request(npf_request_t *req, const char *command, json_t *request,
                 else
                         npf_server_reply(req, json_pack("{s:I, s:n}", "generation", (json_int_t) 0, "config"));
                 free(c);
-        } else if (strcmp(command, "windows") == 0) {
+                break;
+        }
+        case NPF_COMMAND_WINDOWS:
                 sweep(d);
                 npf_server_reply(req, json_pack("{s:o, s:o, s:o}", "windows", history_json(d, NPF_SWEEP_HISTORY),
                                                 "outcomes", npf_sweep_outcomes_json(&d->sweep),
                                                 "analysis", analysis_summary(d)));
-        } else if (strcmp(command, "metrics") == 0) {
+                break;
+        case NPF_COMMAND_METRICS:
                 sweep(d);
                 npf_server_reply(req, metrics_json(d));
-        } else if (strcmp(command, "reload") == 0) {
-                if (peer->uid != 0 && peer->uid != getuid()) {
-                        npf_server_reply_error(req, "reload is for root and the daemon's own user (uid %u); you are uid %u",
-                                               (unsigned) getuid(), (unsigned) peer->uid);
-                        return;
-                }
+                break;
+        case NPF_COMMAND_RELOAD: {
                 if (d->n_reload_waiters >= RELOAD_WAITERS_MAX) {
                         npf_server_reply_error(req, "too many reloads waiting; try again");
                         return;
@@ -652,9 +664,11 @@ static void on_request(npf_request_t *req, const char *command, json_t *request,
                 char why[64];
                 snprintf(why, sizeof(why), "asked by uid %u, pid %d", (unsigned) peer->uid, (int) peer->pid);
                 start_reload(d, why);
-        } else {
-                npf_server_reply_error(req, "unknown command '%.64s': known are status, ranks, windows, config, reload, metrics",
-                                       command);
+                break;
+        }
+        default:
+                npf_server_reply_error(req, "command %d is not served", (int) command);
+                break;
         }
 }
 
@@ -766,7 +780,8 @@ int npf_daemon_run(const npf_daemon_options_t *opt)
                 npf_log(LOG_ERR, NPF_LOG_NONE, NPF_LOG_NONE, "cannot start the watchdog timer: %s", uv_strerror(r));
                 goto out;
         }
-        r = npf_server_start(d->loop, opt->socket_path, opt->socket_group, on_request, d, &d->server, err);
+        npf_server_limits_t limits = { .clients_max = opt->clients_max, .idle_ms = opt->idle_ms };
+        r = npf_server_start(d->loop, opt->socket_path, opt->socket_group, &limits, on_request, d, &d->server, err);
         if (r < 0) {
                 npf_log(LOG_ERR, NPF_LOG_NONE, NPF_LOG_NONE, "control socket: %s", err);
                 goto out;

@@ -28,6 +28,8 @@ typedef struct npf_daemon_options {
         bool inotify;
         int log_target;                 /* NPF_LOG_* */
         uint64_t stall_ms;
+        unsigned clients_max;           /* control-socket connections at once */
+        uint64_t idle_ms;               /* a connection without a request this long is closed */
         npf_analyze_options_t analyze;  /* of finished windows */
         npf_legacy_options_t legacy;    /* publishers for unmodified jobs; kinds 0: none */
 } npf_daemon_options_t;

@@ -16,7 +16,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/un.h>
+
+#define FD_RESERVE 64   /* descriptors kept for all but the clients: segment, watches, analyzers */
 
 static void usage(FILE *f)
 {
@@ -39,6 +42,9 @@ static void usage(FILE *f)
                 "                         refused. A file whose directory falls outside is invalid.\n"
                 "  --stall-timeout MS     a collecting rank without a heartbeat this long is stalled\n"
                 "                         (default %u)\n"
+                "  --max-clients N        control-socket connections at once (default %u, at most the\n"
+                "                         open-file limit less %u); one more closes the longest idle\n"
+                "  --idle-timeout MS      close a connection that completes no request for MS (default %u)\n"
                 "  --log stderr|journal   where logs go (default: the journal when stderr is the journal)\n"
                 "\n"
                 "Every window that ends done is analysed by npuprof-replay in a child process, into\n"
@@ -64,7 +70,8 @@ static void usage(FILE *f)
                 "\n"
                 "Signals: SIGHUP reloads the file; SIGTERM and SIGINT stop. See npuprofd(8).\n",
                 NPF_ENV_SHM, NPF_SHM_NAME_DEFAULT, NPF_ENV_SOCKET, NPF_PROTO_SOCKET_DEFAULT, NPF_POLL_MS_DEFAULT,
-                NPF_POLL_MS_MIN, NPF_OUTPUT_ROOT_DEFAULT, NPF_STALL_MS_DEFAULT, NPF_ANALYZER_PATH,
+                NPF_POLL_MS_MIN, NPF_OUTPUT_ROOT_DEFAULT, NPF_STALL_MS_DEFAULT, NPF_PROTO_CLIENTS_MAX, FD_RESERVE,
+                NPF_PROTO_IDLE_MS, NPF_ANALYZER_PATH,
                 NPF_ANALYZE_JOBS_DEFAULT, NPF_ANALYZE_JOBS_MAX, NPF_ANALYZE_TIMEOUT_S_DEFAULT, NPF_ANALYZE_NICE_DEFAULT,
                 NPF_LEGACY_REFRESH_S_DEFAULT);
 }
@@ -113,10 +120,31 @@ static int parse_memory(const char *s, uint64_t *ret)
         return 0;
 }
 
+/*
+ * Raise the soft limit on open files to the hard one, so that many clients can connect.
+ * Return: the clients that fit in it, at most @wanted.
+ */
+static unsigned fit_clients(unsigned wanted)
+{
+        struct rlimit rl;
+
+        if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
+                return wanted;
+        if (rl.rlim_cur < rl.rlim_max) {
+                rlim_t cur = rl.rlim_cur;
+                rl.rlim_cur = rl.rlim_max;
+                if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
+                        rl.rlim_cur = cur;
+        }
+        if (rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur >= (rlim_t) wanted + FD_RESERVE)
+                return wanted;
+        return rl.rlim_cur > 2 * FD_RESERVE ? (unsigned) (rl.rlim_cur - FD_RESERVE) : FD_RESERVE;
+}
+
 int main(int argc, char **argv)
 {
         enum { OPT_CONFIG = 256, OPT_SHM, OPT_SOCKET, OPT_GROUP, OPT_POLL, OPT_NO_INOTIFY, OPT_ROOT, OPT_STALL,
-               OPT_LOG, OPT_ANALYZER, OPT_JOBS, OPT_TIMEOUT, OPT_MEMORY, OPT_NICE, OPT_LEGACY, OPT_LEGACY_GROUP,
+               OPT_MAX_CLIENTS, OPT_IDLE, OPT_LOG, OPT_ANALYZER, OPT_JOBS, OPT_TIMEOUT, OPT_MEMORY, OPT_NICE, OPT_LEGACY, OPT_LEGACY_GROUP,
                OPT_LEGACY_REFRESH, OPT_LEGACY_CLOCK, OPT_HELP, OPT_VERSION };
         static const struct option opts[] = {
                 { "config", required_argument, NULL, OPT_CONFIG },
@@ -127,6 +155,8 @@ int main(int argc, char **argv)
                 { "no-inotify", no_argument, NULL, OPT_NO_INOTIFY },
                 { "output-root", required_argument, NULL, OPT_ROOT },
                 { "stall-timeout", required_argument, NULL, OPT_STALL },
+                { "max-clients", required_argument, NULL, OPT_MAX_CLIENTS },
+                { "idle-timeout", required_argument, NULL, OPT_IDLE },
                 { "log", required_argument, NULL, OPT_LOG },
                 { "analyzer", required_argument, NULL, OPT_ANALYZER },
                 { "analyze-jobs", required_argument, NULL, OPT_JOBS },
@@ -150,6 +180,8 @@ int main(int argc, char **argv)
                 .inotify = true,
                 .log_target = NPF_LOG_AUTO,
                 .stall_ms = NPF_STALL_MS_DEFAULT,
+                .clients_max = NPF_PROTO_CLIENTS_MAX,
+                .idle_ms = NPF_PROTO_IDLE_MS,
                 .analyze = {
                         .analyzer = NPF_ANALYZER_PATH,
                         .jobs = NPF_ANALYZE_JOBS_DEFAULT,
@@ -186,6 +218,16 @@ int main(int argc, char **argv)
                         if (parse_ms("--stall-timeout", optarg, 1, &ms) < 0)
                                 return 2;
                         o.stall_ms = ms;
+                        break;
+                case OPT_MAX_CLIENTS:
+                        if (parse_int("--max-clients", optarg, 1, 1 << 20, &n) < 0)
+                                return 2;
+                        o.clients_max = (unsigned) n;
+                        break;
+                case OPT_IDLE:
+                        if (parse_ms("--idle-timeout", optarg, 1, &ms) < 0)
+                                return 2;
+                        o.idle_ms = ms;
                         break;
                 case OPT_LOG:
                         if (strcmp(optarg, "stderr") == 0)
@@ -294,5 +336,6 @@ int main(int argc, char **argv)
         signal(SIGPIPE, SIG_IGN);
         /* Reading the file needs one thread at a time; libuv's default of four is memory for nothing. */
         setenv("UV_THREADPOOL_SIZE", "2", 0);
+        o.clients_max = fit_clients(o.clients_max);
         return npf_daemon_run(&o);
 }

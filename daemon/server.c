@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 #include "daemon/server.h"
+#include "daemon/request.h"
 #include "npuprof/protocol.h"
 
 #include <errno.h>
 #include <grp.h>
+#include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +17,8 @@
 #include <unistd.h>
 
 #define WRITE_QUEUE_MAX (4u << 20)      /* a client that does not read its replies is dropped */
+#define WRITE_BACKLOG   (64u << 10)     /* past this much unread, its next requests wait */
+#define LINES_PER_TURN  8               /* a batch of requests is answered this many at a loop turn */
 
 typedef struct client client_t;
 
@@ -26,12 +30,14 @@ struct client {
         uv_pipe_t pipe;
         uv_timer_t idle;
         npf_server_t *server;
-        client_t *next, *prev;
+        client_t *next, *prev;          /* the server's list, the most recently active first */
+        client_t *ready_next, *ready_prev;      /* the server's ready list, while queued on it */
+        bool ready;                     /* holds requests to answer at the next turn */
         npf_peer_t peer;
-        char *buf;
-        size_t len;
+        npf_linebuf_t in;
         npf_request_t *pending;         /* the request being answered */
         bool eof;                       /* the client sent all it will: answer, then close */
+        bool reading;
         bool processing;
         bool closing;
         int open_handles;
@@ -44,7 +50,13 @@ struct npf_server {
         bool activated;
         bool closing;
         unsigned clients;
-        client_t *head;
+        unsigned clients_max;
+        uint64_t idle_ms;
+        uint64_t evicted;
+        client_t *head, *tail;
+        uv_idle_t turn;                 /* runs while clients are ready */
+        client_t *ready_head, *ready_tail;
+        int open_handles;
         npf_server_request_cb cb;
         void *data;
         char rbuf[16384];
@@ -52,8 +64,7 @@ struct npf_server {
 
 static void client_close(client_t *c);
 static void client_process(client_t *c);
-static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf);
-static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf);
+static void client_resume(client_t *c);
 
 static void on_client_handle_closed(uv_handle_t *h)
 {
@@ -61,8 +72,66 @@ static void on_client_handle_closed(uv_handle_t *h)
 
         if (--c->open_handles > 0)
                 return;
-        free(c->buf);
+        npf_linebuf_clear(&c->in);
         free(c);
+}
+
+static void list_unlink(npf_server_t *s, client_t *c)
+{
+        if (c->prev)
+                c->prev->next = c->next;
+        else
+                s->head = c->next;
+        if (c->next)
+                c->next->prev = c->prev;
+        else
+                s->tail = c->prev;
+        c->next = c->prev = NULL;
+}
+
+static void list_push_front(npf_server_t *s, client_t *c)
+{
+        c->prev = NULL;
+        c->next = s->head;
+        if (s->head)
+                s->head->prev = c;
+        else
+                s->tail = c;
+        s->head = c;
+}
+
+static void ready_remove(npf_server_t *s, client_t *c)
+{
+        if (!c->ready)
+                return;
+        if (c->ready_prev)
+                c->ready_prev->ready_next = c->ready_next;
+        else
+                s->ready_head = c->ready_next;
+        if (c->ready_next)
+                c->ready_next->ready_prev = c->ready_prev;
+        else
+                s->ready_tail = c->ready_prev;
+        c->ready_next = c->ready_prev = NULL;
+        c->ready = false;
+}
+
+static void on_turn(uv_idle_t *h);
+
+/* Queue @c to answer more of its requests at the next loop turn, after the other clients. */
+static void ready_push(npf_server_t *s, client_t *c)
+{
+        if (c->ready)
+                return;
+        c->ready = true;
+        c->ready_prev = s->ready_tail;
+        c->ready_next = NULL;
+        if (s->ready_tail)
+                s->ready_tail->ready_next = c;
+        else
+                s->ready_head = c;
+        s->ready_tail = c;
+        uv_idle_start(&s->turn, on_turn);
 }
 
 static void client_close(client_t *c)
@@ -72,14 +141,10 @@ static void client_close(client_t *c)
         if (c->closing)
                 return;
         c->closing = true;
+        ready_remove(s, c);
         if (c->pending)
                 c->pending->client = NULL;
-        if (c->prev)
-                c->prev->next = c->next;
-        else
-                s->head = c->next;
-        if (c->next)
-                c->next->prev = c->prev;
+        list_unlink(s, c);
         s->clients--;
         uv_timer_stop(&c->idle);
         uv_close((uv_handle_t *) &c->idle, on_client_handle_closed);
@@ -96,17 +161,28 @@ typedef struct write_req {
 static void on_written(uv_write_t *req, int status)
 {
         write_req_t *w = (write_req_t *) req;
+        client_t *c = w->client;
 
-        if ((status < 0 || w->close_after) && !w->client->closing)
-                client_close(w->client);
+        if ((status < 0 || w->close_after) && !c->closing)
+                client_close(c);
+        else if (!c->closing && !c->reading)
+                client_resume(c);
         free(w);
+}
+
+static json_t *error_reply(const char *fmt, va_list ap)
+{
+        char msg[512];
+
+        vsnprintf(msg, sizeof(msg), fmt, ap);
+        return json_pack("{s:i, s:b, s:s}", "version", NPF_PROTO_VERSION, "ok", 0, "error", msg);
 }
 
 /* Send one reply line; close the connection after it when @close_after. */
 static void client_send(client_t *c, json_t *reply, bool close_after)
 {
         /* 15 digits: a number such as an analysis's 0.037 s is written so, not 0.036999999999999998. */
-        char *text = json_dumps(reply, JSON_COMPACT | JSON_REAL_PRECISION(15));
+        char *text = reply ? json_dumps(reply, JSON_COMPACT | JSON_REAL_PRECISION(15)) : NULL;
         size_t n = text ? strlen(text) : 0;
         write_req_t *w = text ? malloc(sizeof(*w) + n + 1) : NULL;
 
@@ -133,14 +209,6 @@ static void client_send(client_t *c, json_t *reply, bool close_after)
                 client_close(c);
 }
 
-static json_t *error_reply(const char *fmt, va_list ap)
-{
-        char msg[512];
-
-        vsnprintf(msg, sizeof(msg), fmt, ap);
-        return json_pack("{s:i, s:b, s:s}", "version", NPF_PROTO_VERSION, "ok", 0, "error", msg);
-}
-
 static void client_error(client_t *c, bool close_after, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static void client_error(client_t *c, bool close_after, const char *fmt, ...)
 {
@@ -149,6 +217,30 @@ static void client_error(client_t *c, bool close_after, const char *fmt, ...)
         va_start(ap, fmt);
         client_send(c, error_reply(fmt, ap), close_after);
         va_end(ap);
+}
+
+/*
+ * Close @c at once, telling it why if its socket takes the line now: a client that does
+ * not read must not keep its descriptor through a queued write.
+ */
+static void client_drop(client_t *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void client_drop(client_t *c, const char *fmt, ...)
+{
+        va_list ap;
+
+        va_start(ap, fmt);
+        json_t *reply = error_reply(fmt, ap);
+        va_end(ap);
+        char *text = reply ? json_dumps(reply, JSON_COMPACT) : NULL;
+        json_decref(reply);
+        if (text && uv_stream_get_write_queue_size((uv_stream_t *) &c->pipe) == 0) {
+                size_t n = strlen(text);
+                text[n] = '\n';         /* over the NUL: the line is sent by its length */
+                uv_buf_t buf = uv_buf_init(text, (unsigned) n + 1);
+                (void) uv_try_write((uv_stream_t *) &c->pipe, &buf, 1);
+        }
+        free(text);
+        client_close(c);
 }
 
 static void finish_request(npf_request_t *req, json_t *reply)
@@ -162,12 +254,8 @@ static void finish_request(npf_request_t *req, json_t *reply)
         }
         c->pending = NULL;
         /* A client that half-closed after its last request still gets the answer. */
-        client_send(c, reply, c->eof && !memchr(c->buf, '\n', c->len));
-        /* Requests that arrived meanwhile are answered now, in order; then read on. */
-        if (!c->closing)
-                client_process(c);
-        if (!c->closing && !c->pending && !c->eof)
-                uv_read_start((uv_stream_t *) &c->pipe, on_alloc, on_read);
+        client_send(c, reply, c->eof && c->in.start == c->in.len);
+        client_resume(c);
 }
 
 void npf_server_reply(npf_request_t *req, json_t *result)
@@ -189,78 +277,30 @@ void npf_server_reply_error(npf_request_t *req, const char *fmt, ...)
 /* Handle one request line; errors that end the conversation close the connection. */
 static void handle_line(client_t *c, const char *line, size_t len)
 {
-        json_error_t jerr;
-        json_t *req = json_loadb(line, len, JSON_REJECT_DUPLICATES, &jerr);
-        json_t *version, *command;
+        npf_server_t *s = c->server;
+        char err[256];
+        json_t *req;
+        npf_command_t command;
+        int r = npf_request_parse(line, len, &req, &command, err, sizeof(err));
 
-        if (!req || !json_is_object(req)) {
-                client_error(c, true, "the request is not a JSON object%s%s", req ? "" : ": ", req ? "" : jerr.text);
-                json_decref(req);
+        /* A complete request is activity: the idle clock restarts, and it is the last to be evicted. */
+        uv_timer_again(&c->idle);
+        list_unlink(s, c);
+        list_push_front(s, c);
+        if (r < 0) {
+                client_error(c, r == -EPROTO, "%s", err);
                 return;
         }
-        version = json_object_get(req, "version");
-        if (!json_is_integer(version) || json_integer_value(version) != NPF_PROTO_VERSION) {
-                if (version && !json_is_integer(version))
-                        client_error(c, true, "the protocol version must be an integer: this daemon speaks version %d",
-                                     NPF_PROTO_VERSION);
-                else if (json_is_integer(version))
-                        client_error(c, true, "protocol version %" JSON_INTEGER_FORMAT
-                                     " is not supported: this daemon speaks version %d",
-                                     json_integer_value(version), NPF_PROTO_VERSION);
-                else
-                        client_error(c, true, "the request has no protocol version: this daemon speaks version %d",
-                                     NPF_PROTO_VERSION);
-                json_decref(req);
-                return;
-        }
-        command = json_object_get(req, "command");
-        if (!json_is_string(command)) {
-                client_error(c, false, "the request has no command");
-                json_decref(req);
-                return;
-        }
-        npf_request_t *r = calloc(1, sizeof(*r));
-        if (!r) {
+        npf_request_t *rq = calloc(1, sizeof(*rq));
+        if (!rq) {
                 client_error(c, true, "out of memory");
                 json_decref(req);
                 return;
         }
-        r->client = c;
-        c->pending = r;
-        c->server->cb(r, json_string_value(command), req, &c->peer, c->server->data);
+        rq->client = c;
+        c->pending = rq;
+        s->cb(rq, command, req, &c->peer, s->data);
         json_decref(req);
-        /* Deferred: read nothing more until it is answered; the socket buffer holds the rest. */
-        if (c->pending && !c->closing)
-                uv_read_stop((uv_stream_t *) &c->pipe);
-}
-
-/*
- * Answer the complete lines in the buffer, one at a time, while nothing is pending. A reply
- * given from inside the callback lands back here; the flag keeps that from recursing.
- */
-static void client_process(client_t *c)
-{
-        if (c->processing)
-                return;
-        c->processing = true;
-        while (!c->closing && !c->pending) {
-                char *nl = memchr(c->buf, '\n', c->len);
-                if (!nl)
-                        break;
-                size_t n = (size_t) (nl - c->buf);
-                char *line = malloc(n + 1);
-                if (!line) {
-                        client_close(c);
-                        break;
-                }
-                memcpy(line, c->buf, n);
-                memmove(c->buf, nl + 1, c->len - n - 1);
-                c->len -= n + 1;
-                if (n > 0)
-                        handle_line(c, line, n);
-                free(line);
-        }
-        c->processing = false;
 }
 
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
@@ -271,18 +311,114 @@ static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
         *buf = uv_buf_init(c->server->rbuf, sizeof(c->server->rbuf));
 }
 
+static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf);
+
+/* Stop or start reading: only while nothing is pending and the replies are being read. */
+static void client_set_reading(client_t *c, bool on)
+{
+        if (c->closing || c->reading == on)
+                return;
+        c->reading = on;
+        if (on)
+                uv_read_start((uv_stream_t *) &c->pipe, on_alloc, on_read);
+        else
+                uv_read_stop((uv_stream_t *) &c->pipe);
+}
+
+static bool client_backlogged(client_t *c)
+{
+        return uv_stream_get_write_queue_size((uv_stream_t *) &c->pipe) > WRITE_BACKLOG;
+}
+
+/*
+ * Answer the complete lines in the buffer, one at a time, while nothing is pending and the
+ * client reads its replies; after LINES_PER_TURN of them the rest waits for the next loop
+ * turn, so that a batch of requests does not hold up other clients. A reply given from
+ * inside the callback lands back here; the flag keeps that from recursing.
+ */
+static void client_process(client_t *c)
+{
+        char *line;
+        size_t n;
+        int handled = 0;
+
+        if (c->processing || c->ready)
+                return;
+        c->processing = true;
+        while (!c->closing && !c->pending && !client_backlogged(c)) {
+                if (handled == LINES_PER_TURN) {
+                        if (c->in.start < c->in.len - c->in.tail)
+                                ready_push(c->server, c);
+                        break;
+                }
+                int r = npf_linebuf_next(&c->in, &line, &n);
+                if (r < 0)
+                        client_close(c);
+                if (r <= 0)
+                        break;
+                handle_line(c, line, n);
+                free(line);
+                handled++;
+        }
+        c->processing = false;
+}
+
+/* After a reply or a drained write queue: answer what waits, then read on or finish. */
+static void client_resume(client_t *c)
+{
+        if (c->processing)
+                return;         /* a reply given while answering: the loop answering goes on */
+        client_process(c);
+        if (c->closing || c->pending || c->ready || client_backlogged(c))
+                return;
+        if (c->eof) {
+                if (c->in.start == c->in.len && uv_stream_get_write_queue_size((uv_stream_t *) &c->pipe) == 0)
+                        client_close(c);
+                return;
+        }
+        client_set_reading(c, true);
+}
+
+/* A loop turn: each client that was ready answers its next requests, in the order queued. */
+static void on_turn(uv_idle_t *h)
+{
+        npf_server_t *s = h->data;
+        client_t *last = s->ready_tail;
+
+        while (s->ready_head) {
+                client_t *c = s->ready_head;
+                ready_remove(s, c);
+                client_resume(c);
+                if (c == last)
+                        break;
+        }
+        if (!s->ready_head)
+                uv_idle_stop(&s->turn);
+}
+
 static void on_idle(uv_timer_t *t)
 {
-        client_close(t->data);
+        client_t *c = t->data;
+
+        if (c->pending)
+                return;         /* the daemon is still answering: not the client's silence */
+        client_drop(c, npf_linebuf_partial(&c->in) ? "closed: the request line was not finished within %" PRIu64 " ms"
+                                                   : "closed: no request for %" PRIu64 " ms", c->server->idle_ms);
 }
 
 static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
 {
         client_t *c = stream->data;
 
-        if (nread == UV_EOF && c->pending) {
-                c->eof = true;          /* the reply is still to come */
-                uv_read_stop(stream);
+        if (nread == UV_EOF) {
+                c->eof = true;
+                client_set_reading(c, false);
+                if (npf_linebuf_partial(&c->in)) {
+                        client_error(c, true, "the connection was shut down in the middle of a request line "
+                                     "(a request ends with a newline)");
+                        return;
+                }
+                client_resume(c);
                 return;
         }
         if (nread < 0) {
@@ -291,16 +427,20 @@ static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
         }
         if (nread == 0)
                 return;
-        uv_timer_again(&c->idle);
-        /* Lines are answered as they come, so a full buffer is one line that is too long. */
-        if (c->len + (size_t) nread > NPF_PROTO_REQUEST_MAX + 1) {
+        int r = npf_linebuf_append(&c->in, buf->base, (size_t) nread);
+        if (r == -EMSGSIZE) {
+                client_set_reading(c, false);
                 client_error(c, true, "a request line may be at most %d bytes", NPF_PROTO_REQUEST_MAX);
-                uv_read_stop(stream);
                 return;
         }
-        memcpy(c->buf + c->len, buf->base, (size_t) nread);
-        c->len += (size_t) nread;
+        if (r < 0) {
+                client_close(c);
+                return;
+        }
         client_process(c);
+        /* Deferred, queued or backlogged: read nothing more for now; the socket buffer holds the rest. */
+        if (!c->closing && (c->pending || c->ready || client_backlogged(c)))
+                client_set_reading(c, false);
 }
 
 static void on_connection(uv_stream_t *listener, int status)
@@ -311,19 +451,14 @@ static void on_connection(uv_stream_t *listener, int status)
         if (status < 0 || s->closing)
                 return;
         c = calloc(1, sizeof(*c));
-        if (!c || !(c->buf = malloc(NPF_PROTO_REQUEST_MAX + 1))) {
-                free(c);
+        if (!c)
                 return;
-        }
         c->server = s;
         uv_pipe_init(s->loop, &c->pipe, 0);
         uv_timer_init(s->loop, &c->idle);
         c->pipe.data = c->idle.data = c;
         c->open_handles = 2;
-        c->next = s->head;
-        if (s->head)
-                s->head->prev = c;
-        s->head = c;
+        list_push_front(s, c);
         s->clients++;
         if (uv_accept(listener, (uv_stream_t *) &c->pipe) < 0) {
                 client_close(c);
@@ -337,12 +472,14 @@ static void on_connection(uv_stream_t *listener, int status)
                 c->peer = (npf_peer_t) { .pid = cred.pid, .uid = cred.uid, .gid = cred.gid };
         else
                 c->peer = (npf_peer_t) { .pid = 0, .uid = (uid_t) -1, .gid = (gid_t) -1 };
-        if (s->clients > NPF_PROTO_CLIENTS_MAX) {
-                client_error(c, true, "too many clients (at most %d at once)", NPF_PROTO_CLIENTS_MAX);
-                return;
+        /* Full: the connection that has gone longest without a request makes room. */
+        if (s->clients > s->clients_max && s->tail != c) {
+                s->evicted++;
+                client_drop(s->tail, "closed to admit a new connection: %u are open, the most at once, and this "
+                            "one had been idle longest", s->clients_max);
         }
-        uv_timer_start(&c->idle, on_idle, NPF_PROTO_IDLE_MS, NPF_PROTO_IDLE_MS);
-        uv_read_start((uv_stream_t *) &c->pipe, on_alloc, on_read);
+        uv_timer_start(&c->idle, on_idle, s->idle_ms, s->idle_ms);
+        client_set_reading(c, true);
 }
 
 /* Remove @path if it is a socket nobody answers on. Return: 0, or -EADDRINUSE / -ENOTSOCK. */
@@ -369,8 +506,8 @@ static int clear_stale_socket(const char *path)
         return unlink(path) < 0 && errno != ENOENT ? -errno : 0;
 }
 
-int npf_server_start(uv_loop_t *loop, const char *path, const char *group, npf_server_request_cb cb, void *data,
-                     npf_server_t **ret_server, char *err)
+int npf_server_start(uv_loop_t *loop, const char *path, const char *group, const npf_server_limits_t *limits,
+                     npf_server_request_cb cb, void *data, npf_server_t **ret_server, char *err)
 {
         npf_server_t *s = calloc(1, sizeof(*s));
         int r, n;
@@ -378,10 +515,14 @@ int npf_server_start(uv_loop_t *loop, const char *path, const char *group, npf_s
         if (!s)
                 return -ENOMEM;
         s->loop = loop;
+        s->clients_max = limits->clients_max ? limits->clients_max : 1;
+        s->idle_ms = limits->idle_ms ? limits->idle_ms : NPF_PROTO_IDLE_MS;
         s->cb = cb;
         s->data = data;
         uv_pipe_init(loop, &s->listener, 0);
-        s->listener.data = s;
+        uv_idle_init(loop, &s->turn);
+        s->listener.data = s->turn.data = s;
+        s->open_handles = 2;
 
         n = sd_listen_fds(1);
         if (n > 0) {
@@ -434,7 +575,8 @@ int npf_server_start(uv_loop_t *loop, const char *path, const char *group, npf_s
                         goto fail;
                 }
         }
-        r = uv_listen((uv_stream_t *) &s->listener, 128, on_connection);
+        /* A burst of connections waits in the kernel's queue rather than being refused. */
+        r = uv_listen((uv_stream_t *) &s->listener, SOMAXCONN, on_connection);
         if (r < 0) {
                 snprintf(err, 256, "cannot listen: %s", uv_strerror(r));
                 goto fail;
@@ -450,6 +592,8 @@ static void on_listener_closed(uv_handle_t *h)
 {
         npf_server_t *s = h->data;
 
+        if (--s->open_handles > 0)
+                return;
         free(s->path);
         free(s);
 }
@@ -463,6 +607,7 @@ void npf_server_close(npf_server_t *s)
                 client_close(s->head);
         if (s->path)
                 unlink(s->path);
+        uv_close((uv_handle_t *) &s->turn, on_listener_closed);
         uv_close((uv_handle_t *) &s->listener, on_listener_closed);
 }
 
@@ -474,4 +619,14 @@ bool npf_server_activated(const npf_server_t *s)
 unsigned npf_server_clients(const npf_server_t *s)
 {
         return s->clients;
+}
+
+unsigned npf_server_clients_max(const npf_server_t *s)
+{
+        return s->clients_max;
+}
+
+uint64_t npf_server_evicted(const npf_server_t *s)
+{
+        return s->evicted;
 }

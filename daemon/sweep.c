@@ -39,14 +39,17 @@ static void record(npf_sweep_t *s, const npf_slot_view_t *v, uint32_t outcome, n
 void npf_sweep_run(npf_sweep_t *s, npf_shm_ranks_t *table, uint64_t now_ns, npf_sweep_record_cb cb, void *data)
 {
         npf_slot_view_t v;
+        bool reclaim = !s->primed || now_ns - s->reclaim_ns >= NPF_SWEEP_RECLAIM_MS * 1000000ull;
 
+        if (reclaim)
+                s->reclaim_ns = now_ns;
         s->attached = 0;
         memset(s->by_state, 0, sizeof(s->by_state));
         for (uint32_t i = 0; i < NPF_SHM_SLOTS; i++) {
                 uint64_t claim = atomic_load_explicit((_Atomic uint64_t *) &table->slots[i].claim, memory_order_relaxed);
 
                 /* A rank that died with its window open lost it; its output stays on disk. */
-                if (NPF_SLOT_PID(claim) != 0 && npf_slot_reclaim(table, i, &v) == 1) {
+                if (reclaim && NPF_SLOT_PID(claim) != 0 && npf_slot_reclaim(table, i, &v) == 1) {
                         s->reclaimed++;
                         if (v.st.state == NPF_WINDOW_COLLECTING || v.st.state == NPF_WINDOW_FLUSHING)
                                 record(s, &v, NPF_WINDOW_LOST, cb, data);

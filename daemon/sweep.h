@@ -36,6 +36,7 @@ typedef struct npf_sweep {
         uint32_t by_state[NPF_WINDOW__COUNT + 1];       /* ranks per state, stalled last */
         uint64_t outcomes[NPF_WINDOW__COUNT];           /* windows ended, per outcome, ever */
         uint64_t reclaimed;
+        uint64_t reclaim_ns;                            /* when dead ranks were last looked for */
         uint64_t unrecorded;                            /* windows that ended faster than sweeps saw */
         uint64_t recorded;                              /* windows recorded, ever: the last id given */
         bool primed;                                    /* a first pass was made */
@@ -47,6 +48,12 @@ typedef struct npf_sweep {
 
 /* Log lines and counts go through this, so the sweep itself never prints. */
 typedef void (*npf_sweep_record_cb)(const npf_window_record_t *rec, void *data);
+
+/*
+ * Dead ranks are looked for (a read of /proc/PID/stat per rank) at most this often: a status
+ * asked a thousand times a second must not cost that per request.
+ */
+#define NPF_SWEEP_RECLAIM_MS 100
 
 /*
  * npf_sweep_run() - one pass over @table at CLOCK_MONOTONIC @now_ns.

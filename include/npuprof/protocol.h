@@ -13,11 +13,23 @@
  *
  * A request of another version gets an error reply naming both versions and the connection
  * is closed; so is one that is not JSON, not an object, or longer than
- * NPF_PROTO_REQUEST_MAX bytes. A connection idle for NPF_PROTO_IDLE_MS is closed.
+ * NPF_PROTO_REQUEST_MAX bytes, and a connection shut down for writing in the middle of a
+ * line. A request without a command or with an unknown one gets an error reply and the
+ * connection stays open.
+ *
+ * Abuse: a connection that completes no request for NPF_PROTO_IDLE_MS (npuprofd
+ * --idle-timeout) is closed, whether it is silent or trickles a line that never ends. At
+ * most NPF_PROTO_CLIENTS_MAX connections (--max-clients, and no more than the open-file
+ * limit allows) are open at once; one more closes the connection that has gone longest
+ * without a request, so idle or half-open clients never lock out a live one. A closed
+ * idle client may find an error line saying why before the end of the stream. A client
+ * that leaves more than 64 KiB of replies unread has its next requests wait (its idle
+ * time runs); more than 4 MiB unread and it is dropped.
  *
  * Commands and their results:
  *   status   {"daemon": {pid, version, uptime_s, uid, socket_activated, inotify,
- *             poll_interval_ms, output_root, stall_timeout_ms}, "shm": {name, adopted},
+ *             poll_interval_ms, output_root, stall_timeout_ms, clients: {open, max, evicted,
+ *             idle_timeout_ms}}, "shm": {name, adopted},
  *             "config": {path, generation, valid, state, error, error_count, window, dialect,
  *             ranks (the rank filter: "all" or like "0-7,16")},
  *             "ranks": [{rank, pid, step, state, heartbeat_age_ms, generation, window, ...}],
@@ -59,8 +71,8 @@
 #define NPF_PROTO_VERSION           1
 #define NPF_PROTO_SOCKET_DEFAULT    "/run/npuprof/npuprofd.sock"
 #define NPF_PROTO_REQUEST_MAX       (64 * 1024)     /* bytes of one request line */
-#define NPF_PROTO_CLIENTS_MAX       128             /* connections at once */
-#define NPF_PROTO_IDLE_MS           30000           /* a silent connection is closed */
+#define NPF_PROTO_CLIENTS_MAX       4096            /* connections at once, by default */
+#define NPF_PROTO_IDLE_MS           30000           /* no complete request: closed, by default */
 #define NPF_PROTO_WINDOWS_KEPT      256             /* windows the `windows` command can list */
 
 /* Environment variables that give every program of the project its defaults. */
