@@ -24,10 +24,10 @@ for b in "$npuprofd" "$npuprofctl" "$analyzer" "$trainloop" "$driver"; do
 done
 analyzer=$(cd "$(dirname "$analyzer")" && pwd)/npuprof-replay
 
-# An analyzer built with AddressSanitizer reserves terabytes of address space: it can run
+# An analyzer built with AddressSanitizer (or ThreadSanitizer) reserves terabytes of address space: it can run
 # under no address-space limit, so the tests that do not test that limit lift it.
 mem_opts=() mem_limit=4294967296
-if grep -qa __asan_init "$analyzer"; then
+if grep -qaE "__asan_init|__tsan_init" "$analyzer"; then
         mem_opts=(--analyze-memory 0) mem_limit=unlimited
 fi
 

@@ -25,9 +25,9 @@ check() { local name=$1; shift; if "$@"; then ok "$name"; else fail "$name"; fi;
 for f in npuprofd train-loop libnpuprof-heap.so; do
         [ -e "$build/$f" ] || { echo "test-heap: $build/$f is not built"; exit 1; }
 done
-# ASan replaces malloc itself; the tracker cannot be preloaded over it.
-if ldd "$build/train-loop" 2>/dev/null | grep -q libasan; then
-        echo "test-heap: an ASan build replaces malloc as the heap tracker does; run it with the plain build"
+# ASan and TSan replace malloc themselves; the tracker cannot be preloaded over them.
+if ldd "$build/train-loop" 2>/dev/null | grep -qE 'libasan|libtsan'; then
+        echo "test-heap: a sanitizer build replaces malloc as the heap tracker does; run it with the plain build"
         exit 77
 fi
 mkdir -p "$dir/out"

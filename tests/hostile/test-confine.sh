@@ -12,7 +12,7 @@ for b in "$npuprofd" "$npuprofctl" "$trainloop" "$build/npuprof-replay"; do
 done
 analyzer=$(cd "$build" && pwd)/npuprof-replay
 mem_opts=()
-grep -qa __asan_init "$analyzer" && mem_opts=(--analyze-memory 0)
+grep -qaE "__asan_init|__tsan_init" "$analyzer" && mem_opts=(--analyze-memory 0)
 
 . "$(dirname "$0")/../lib.sh"
 npf_harness c
