@@ -7,6 +7,7 @@
 #include <libgen.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #define READS_TO_AGREE_MAX 8
@@ -89,10 +90,11 @@ static void read_work(uv_work_t *req)
         npf_watch_t *w = req->data;
         char *prev = NULL, *text = NULL;
         size_t prev_len = 0, len = 0;
+        uint32_t mode = 0;
         int r = 0;
 
         for (int i = 0; i < READS_TO_AGREE_MAX; i++) {
-                r = npf_conf_read(w->path, &text, &len, &w->report);
+                r = npf_conf_read(w->path, &text, &len, &mode, &w->report);
                 if (r < 0)
                         break;
                 if (prev && prev_len == len && memcmp(prev, text, len) == 0)
@@ -120,6 +122,9 @@ static void read_work(uv_work_t *req)
         w->rc = npf_conf_parse(text, len, &w->config, &w->report);
         if (w->rc == 0 && w->root)
                 confine(w, text, len);
+        /* What the daemon says of the file is shown to every local user: never a private file's bytes. */
+        if (!(mode & S_IROTH))
+                npf_conf_withhold(&w->report, w->path, mode);
         free(text);
 }
 
