@@ -3,6 +3,7 @@
 #include "conf/outroot.h"
 #include "daemon/analyze.h"
 #include "daemon/log.h"
+#include "daemon/manifest.h"
 #include "daemon/notify.h"
 #include "daemon/server.h"
 #include "daemon/sweep.h"
@@ -327,25 +328,39 @@ static char *analysis_outdir(const daemon_t *d, const char *dir)
         return out;
 }
 
+/*
+ * The directory of the window @rec, confined to the output root: a rank names its own
+ * directory, and one outside the root is never touched. Return: 0 and the directory in
+ * @confined (PATH_MAX bytes), or -errno with the reason in @err (NPF_OUTROOT_ERR_MAX bytes).
+ */
+static int confined_window_dir(const daemon_t *d, const npf_window_record_t *rec, char *confined, char *err)
+{
+        char *full = window_dir(d, rec->generation, rec->output, sizeof(rec->output));
+        int r;
+
+        if (!full) {
+                snprintf(err, NPF_OUTROOT_ERR_MAX, strnlen(rec->output, sizeof(rec->output)) == 0
+                                                           ? "the rank named no window directory"
+                                                           : "the window's directory is relative to a prof_dir "
+                                                             "no longer known");
+                return -ENOENT;
+        }
+        r = npf_outroot_resolve(d->opt.output_root, full, "the window directory", confined, PATH_MAX, err);
+        free(full);
+        return r;
+}
+
 /* Hand a window that ended done to the analyzer, or say why it cannot be analysed. */
 static void analyze_window(daemon_t *d, const npf_window_record_t *rec)
 {
-        char confined[PATH_MAX], err[NPF_OUTROOT_ERR_MAX], *full;
+        char confined[PATH_MAX], err[NPF_OUTROOT_ERR_MAX], why[NPF_OUTROOT_ERR_MAX + 16];
         int r;
 
         if (!d->analyze)
                 return;
-        full = window_dir(d, rec->generation, rec->output, sizeof(rec->output));
-        if (!full) {
-                snprintf(err, sizeof(err), strnlen(rec->output, sizeof(rec->output)) == 0
-                                                   ? "not analysed: the rank named no window directory"
-                                                   : "not analysed: the window's directory is relative to a prof_dir "
-                                                     "no longer known");
-                r = npf_analyze_refuse(d->analyze, rec->id, err);
-        } else if (npf_outroot_resolve(d->opt.output_root, full, "the window directory", confined, sizeof(confined),
-                                       err) < 0) {
-                /* A rank names its own directory: one outside the output root is never analysed. */
-                r = npf_analyze_refuse(d->analyze, rec->id, err);
+        if (confined_window_dir(d, rec, confined, err) < 0) {
+                snprintf(why, sizeof(why), "not analysed: %s", err);
+                r = npf_analyze_refuse(d->analyze, rec->id, why);
         } else {
                 char *outdir = analysis_outdir(d, confined);
                 r = npf_analyze_window(d->analyze, rec->id, confined, outdir);
@@ -355,7 +370,27 @@ static void analyze_window(daemon_t *d, const npf_window_record_t *rec)
                 npf_log(LOG_WARNING, (int64_t) rec->generation, (int64_t) rec->rank,
                         "rank %u: window %" PRId64 "..%" PRId64 ": cannot queue its analysis: %s", rec->rank,
                         rec->start_step, rec->stop_step, strerror(-r));
-        free(full);
+}
+
+/* A lost window's directory gets the manifest its rank never wrote, marked incomplete. */
+static void mark_incomplete(const daemon_t *d, const npf_window_record_t *rec)
+{
+        char confined[PATH_MAX], err[NPF_OUTROOT_ERR_MAX], reason[160];
+        int r;
+
+        if (confined_window_dir(d, rec, confined, err) < 0) {
+                npf_log(LOG_WARNING, (int64_t) rec->generation, (int64_t) rec->rank,
+                        "rank %u: window %" PRId64 "..%" PRId64 ": no manifest written: %s", rec->rank,
+                        rec->start_step, rec->stop_step, err);
+                return;
+        }
+        snprintf(reason, sizeof(reason), "lost: the rank (pid %u) died while collecting, at step %" PRId64
+                 "; the data is partial", rec->pid, rec->last_step);
+        r = npf_manifest_write_lost(confined, rec, reason);
+        if (r < 0 && r != -EEXIST)
+                npf_log(LOG_WARNING, (int64_t) rec->generation, (int64_t) rec->rank,
+                        "rank %u: cannot write the manifest of the lost window in %s: %s", rec->rank, confined,
+                        strerror(-r));
 }
 
 static void on_window_recorded(const npf_window_record_t *rec, void *data)
@@ -369,6 +404,8 @@ static void on_window_recorded(const npf_window_record_t *rec, void *data)
                 rec->message[0] ? ": " : "", rec->message);
         if (rec->outcome == NPF_WINDOW_DONE)
                 analyze_window(d, rec);
+        else if (rec->outcome == NPF_WINDOW_LOST)
+                mark_incomplete(d, rec);
 }
 
 static void on_analysis(const npf_analysis_event_t *ev, void *data)
@@ -473,7 +510,7 @@ static json_t *status_json(daemon_t *d)
                          "stall_timeout_ms", (json_int_t) d->opt.stall_ms,
                          "shm", "name", d->opt.shm_name, "adopted", npf_shm_adopted(d->shm),
                          "config", config,
-                         "ranks", npf_view_ranks(npf_shm_ranks(d->shm), npf_clock_ns(CLOCK_MONOTONIC), d->opt.stall_ms),
+                         "ranks", npf_view_ranks(npf_shm_ranks(d->shm), npf_clock_ns(CLOCK_MONOTONIC), d->opt.stall_ms, d->sweep.stalled),
                          "windows", windows,
                          "analysis", analysis_summary(d),
                          "reloads", (json_int_t) d->reloads,
@@ -595,7 +632,7 @@ static void on_request(npf_request_t *req, const char *command, json_t *request,
                 sweep(d);
                 npf_server_reply(req, json_pack("{s:o}", "ranks", npf_view_ranks(npf_shm_ranks(d->shm),
                                                                                  npf_clock_ns(CLOCK_MONOTONIC),
-                                                                                 d->opt.stall_ms)));
+                                                                                 d->opt.stall_ms, d->sweep.stalled)));
         } else if (strcmp(command, "config") == 0) {
                 npf_shm_config_t *c = malloc(sizeof(*c));
                 if (c && npf_shm_read_config(npf_shm_ctl(d->shm), c) >= 0 && c->args.generation)
@@ -700,6 +737,7 @@ int npf_daemon_run(const npf_daemon_options_t *opt)
                 return 1;
         d->opt = *opt;
         d->sweep.stall_ms = opt->stall_ms;
+        d->sweep.gap_max_ms = 2 * (uint64_t) opt->poll_ms;
         d->loop = uv_default_loop();
         d->started_ns = npf_clock_ns(CLOCK_MONOTONIC);
         npf_log_init(opt->log_target, opt->config_path);
