@@ -22,6 +22,9 @@ struct npf_watch {
         uv_work_t work;
         bool inotify;
         bool closing;
+        /* The directory inotify watches, and the one the last read found (0: none): a directory
+         * removed and made again is a new inode, which the old watch never sees. */
+        uint64_t watched_dev, watched_ino;
         int open_handles;
         npf_watch_cb cb;
         void *data;
@@ -34,6 +37,7 @@ struct npf_watch {
         uint64_t reads;
 
         /* Filled by the work function, consumed on the loop. */
+        uint64_t dir_dev, dir_ino;
         int rc;
         uint64_t hash;
         npf_shm_config_t config;
@@ -91,7 +95,14 @@ static void read_work(uv_work_t *req)
         char *prev = NULL, *text = NULL;
         size_t prev_len = 0, len = 0;
         uint32_t mode = 0;
+        struct stat dir_st;
         int r = 0;
+
+        w->dir_dev = w->dir_ino = 0;
+        if (stat(w->dir, &dir_st) == 0) {
+                w->dir_dev = dir_st.st_dev;
+                w->dir_ino = dir_st.st_ino;
+        }
 
         for (int i = 0; i < READS_TO_AGREE_MAX; i++) {
                 r = npf_conf_read(w->path, &text, &len, &mode, &w->report);
@@ -130,6 +141,7 @@ static void read_work(uv_work_t *req)
 
 static void start_read(npf_watch_t *w, bool deliver_any);
 static void on_settled(uv_timer_t *t);
+static void on_event(uv_fs_event_t *h, const char *filename, int events, int status);
 
 static void maybe_free(npf_watch_t *w)
 {
@@ -140,6 +152,20 @@ static void maybe_free(npf_watch_t *w)
         free(w->base);
         free(w->root);
         free(w);
+}
+
+/* Watch the directory that is there now, if it is not the one watched (found by the last read). */
+static void rewatch_dir(npf_watch_t *w)
+{
+        if (!w->inotify || !w->dir_ino || (w->dir_ino == w->watched_ino && w->dir_dev == w->watched_dev))
+                return;
+        if (w->watched_ino) {
+                uv_fs_event_stop(&w->event);
+                if (uv_fs_event_start(&w->event, on_event, w->dir, 0) < 0)
+                        return;         /* gone again: the poll brings the next try */
+        }
+        w->watched_dev = w->dir_dev;
+        w->watched_ino = w->dir_ino;
 }
 
 static void read_done(uv_work_t *req, int status)
@@ -153,6 +179,7 @@ static void read_done(uv_work_t *req, int status)
                 maybe_free(w);
                 return;
         }
+        rewatch_dir(w);
         if (w->again) {
                 /* The file moved on while we read it: this reading is already old. A reading that
                  * was to be delivered whatever it found (the first, a reload) still is. */

@@ -91,6 +91,18 @@ def cpu_seconds(pid):
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def inotify_inodes(pid):
+    """The inodes that the inotify instances of @pid watch (from /proc/PID/fdinfo)."""
+    found = set()
+    for path in glob.glob("/proc/%d/fdinfo/*" % pid):
+        try:
+            with open(path) as f:
+                found.update(int(m, 16) for m in re.findall(r"^inotify wd:\d+ ino:([0-9a-f]+)", f.read(), re.M))
+        except OSError:
+            pass
+    return found
+
+
 def alive(p):
     return p.poll() is None
 
@@ -600,6 +612,9 @@ def test_config_churn():
             time.sleep(0.3)
             os.makedirs(w.confdir)
         broken("dir removed and re-created", remove_dir, expect=r"No such file|missing|cannot open")
+        ino = os.stat(w.confdir).st_ino
+        check("config dir removed and re-created: inotify watches the new directory (inode %x)" % ino,
+              wait_for(lambda: ino in inotify_inodes(w.daemon.pid)), inotify_inodes(w.daemon.pid))
 
         def as_dir():
             os.unlink(w.conf)
