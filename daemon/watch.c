@@ -19,6 +19,7 @@ struct npf_watch {
         uv_fs_poll_t poll;
         uv_fs_event_t event;
         uv_timer_t settle;
+        uv_timer_t reread;              /* a file that changed while it was read is read again after it */
         uv_work_t work;
         bool inotify;
         bool closing;
@@ -141,6 +142,7 @@ static void read_work(uv_work_t *req)
 
 static void start_read(npf_watch_t *w, bool deliver_any);
 static void on_settled(uv_timer_t *t);
+static void on_reread(uv_timer_t *t);
 static void on_event(uv_fs_event_t *h, const char *filename, int events, int status);
 
 static void maybe_free(npf_watch_t *w)
@@ -182,10 +184,12 @@ static void read_done(uv_work_t *req, int status)
         rewatch_dir(w);
         if (w->again) {
                 /* The file moved on while we read it: this reading is already old. A reading that
-                 * was to be delivered whatever it found (the first, a reload) still is. */
-                bool any = w->again_deliver_any || deliver_any;
+                 * was to be delivered whatever it found (the first, a reload) still is. It is read
+                 * again a moment later, so that a file rewritten without pause is not read
+                 * without pause: events until then join that reading. */
+                w->again_deliver_any = w->again_deliver_any || deliver_any;
                 w->again = false;
-                start_read(w, any);
+                uv_timer_start(&w->reread, on_reread, NPF_WATCH_REREAD_MS, 0);
                 return;
         }
         if (w->rc == -EAGAIN) {
@@ -214,7 +218,7 @@ static void start_read(npf_watch_t *w, bool deliver_any)
 {
         if (w->closing)
                 return;
-        if (w->busy) {
+        if (w->busy || uv_is_active((uv_handle_t *) &w->reread)) {
                 w->again = true;
                 w->again_deliver_any = w->again_deliver_any || deliver_any;
                 return;
@@ -230,6 +234,15 @@ static void start_read(npf_watch_t *w, bool deliver_any)
 static void on_settled(uv_timer_t *t)
 {
         start_read(t->data, true);
+}
+
+static void on_reread(uv_timer_t *t)
+{
+        npf_watch_t *w = t->data;
+        bool any = w->again_deliver_any;
+
+        w->again = false;
+        start_read(w, any);
 }
 
 static void on_poll(uv_fs_poll_t *h, int status, const uv_stat_t *prev, const uv_stat_t *curr)
@@ -285,9 +298,11 @@ int npf_watch_start(uv_loop_t *loop, const char *path, unsigned poll_ms, bool in
 
         uv_timer_init(loop, &w->settle);
         w->settle.data = w;
+        uv_timer_init(loop, &w->reread);
+        w->reread.data = w;
         uv_fs_poll_init(loop, &w->poll);
         w->poll.data = w;
-        w->open_handles = 2;
+        w->open_handles = 3;
         r = uv_fs_poll_start(&w->poll, on_poll, path, poll_ms);
         if (r < 0)
                 goto fail_handles;
@@ -334,6 +349,7 @@ void npf_watch_close(npf_watch_t *w)
         if (w->busy)
                 uv_cancel((uv_req_t *) &w->work);
         uv_close((uv_handle_t *) &w->settle, on_handle_closed);
+        uv_close((uv_handle_t *) &w->reread, on_handle_closed);
         uv_close((uv_handle_t *) &w->poll, on_handle_closed);
         if (w->inotify)
                 uv_close((uv_handle_t *) &w->event, on_handle_closed);

@@ -679,8 +679,10 @@ def clock_phase(lib, phase, dont_fake_mono, offsets):
     stamp = os.path.join(w.dir, "faketime")
     with open(stamp, "w") as f:
         f.write("+0\n")
+    # A binary built with AddressSanitizer wants its runtime first; libfaketime goes first here.
+    asan = ":".join(x for x in (os.environ.get("ASAN_OPTIONS"), "verify_asan_link_order=0") if x)
     env = dict(os.environ, LD_PRELOAD=lib, FAKETIME_TIMESTAMP_FILE=stamp, FAKETIME_NO_CACHE="1",
-               DONT_FAKE_MONOTONIC=dont_fake_mono)
+               DONT_FAKE_MONOTONIC=dont_fake_mono, ASAN_OPTIONS=asan)
     ranks = []
     samples = stalled = jumped = 0
     try:
