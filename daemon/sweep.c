@@ -2,7 +2,6 @@
 #include "daemon/sweep.h"
 #include "shm/slot.h"
 #include "shm/clock.h"
-#include "shm/view.h"
 
 #include <string.h>
 #include <time.h>

@@ -14,7 +14,7 @@
 
 struct npf_watch {
         uv_loop_t *loop;
-        char *path, *dir, *base;
+        char *path, *dir, *base, *dir_base;
         char *root;                     /* the output root, normal form; NULL: no confinement */
         uv_fs_poll_t poll;
         uv_fs_event_t event;
@@ -23,9 +23,12 @@ struct npf_watch {
         uv_work_t work;
         bool inotify;
         bool closing;
-        /* The directory inotify watches, and the one the last read found (0: none): a directory
-         * removed and made again is a new inode, which the old watch never sees. */
+        /* The directory inotify watches. One removed or renamed away leaves the watch on the old
+         * directory (or on none), and the one made in its place, maybe with the same inode
+         * number, is not watched: either is found (an event on the directory itself, a new
+         * inode at a reading) and the watch is set anew on the path. */
         uint64_t watched_dev, watched_ino;
+        bool dir_moved;                 /* the watched directory was deleted or moved */
         int open_handles;
         npf_watch_cb cb;
         void *data;
@@ -152,20 +155,24 @@ static void maybe_free(npf_watch_t *w)
         free(w->path);
         free(w->dir);
         free(w->base);
+        free(w->dir_base);
         free(w->root);
         free(w);
 }
 
-/* Watch the directory that is there now, if it is not the one watched (found by the last read). */
+/* Watch the directory that is there now (found by the last read), if it may not be the one watched. */
 static void rewatch_dir(npf_watch_t *w)
 {
-        if (!w->inotify || !w->dir_ino || (w->dir_ino == w->watched_ino && w->dir_dev == w->watched_dev))
+        bool other = w->dir_ino != w->watched_ino || w->dir_dev != w->watched_dev;
+
+        if (!w->inotify || !w->dir_ino || (!other && !w->dir_moved))
                 return;
-        if (w->watched_ino) {
+        if (w->watched_ino || w->dir_moved) {
                 uv_fs_event_stop(&w->event);
                 if (uv_fs_event_start(&w->event, on_event, w->dir, 0) < 0)
                         return;         /* gone again: the poll brings the next try */
         }
+        w->dir_moved = false;
         w->watched_dev = w->dir_dev;
         w->watched_ino = w->dir_ino;
 }
@@ -260,8 +267,14 @@ static void on_event(uv_fs_event_t *h, const char *filename, int events, int sta
         (void) events;
         if (status < 0)
                 return;
-        if (!filename || strcmp(filename, w->base) == 0)
+        /* An event on the directory itself (deleted, moved) comes with its own name, or none;
+         * a file of the same name inside it only costs a needless new watch. */
+        if (!filename || strcmp(filename, w->dir_base) == 0) {
+                w->dir_moved = true;
                 start_read(w, false);
+        } else if (strcmp(filename, w->base) == 0) {
+                start_read(w, false);
+        }
 }
 
 static void on_handle_closed(uv_handle_t *h)
@@ -290,6 +303,10 @@ int npf_watch_start(uv_loop_t *loop, const char *path, unsigned poll_ms, bool in
         w->dir = strdup(dirname(d));
         w->base = strdup(basename(b));
         if (!w->dir || !w->base)
+                goto fail;
+        const char *slash = strrchr(w->dir, '/');
+        w->dir_base = strdup(slash && slash[1] ? slash + 1 : w->dir);
+        if (!w->dir_base)
                 goto fail;
         w->loop = loop;
         w->cb = cb;
@@ -332,6 +349,7 @@ fail:
         free(w->path);
         free(w->dir);
         free(w->base);
+        free(w->dir_base);
         free(w);
         return r;
 }

@@ -607,14 +607,27 @@ def test_config_churn():
                       not leaked, "leaked: %s\nerror: %s" % (leaked[:5], text))
             good_again(case)
 
+        def watching_new_dir(case, old_ino):
+            """inotify follows the directory now at the path (its inode may be the old one's, reused)."""
+            ino = os.stat(w.confdir).st_ino
+            figure("config %s: directory inode %x, was %x" % (case, ino, old_ino))
+            check("config %s: inotify watches the new directory, only it" % case,
+                  wait_for(lambda: inotify_inodes(w.daemon.pid) == {ino}), inotify_inodes(w.daemon.pid))
+
         def remove_dir():
             shutil.rmtree(w.confdir)
             time.sleep(0.3)
             os.makedirs(w.confdir)
+        old_ino = os.stat(w.confdir).st_ino
         broken("dir removed and re-created", remove_dir, expect=r"No such file|missing|cannot open")
-        ino = os.stat(w.confdir).st_ino
-        check("config dir removed and re-created: inotify watches the new directory (inode %x)" % ino,
-              wait_for(lambda: ino in inotify_inodes(w.daemon.pid)), inotify_inodes(w.daemon.pid))
+        watching_new_dir("dir removed and re-created", old_ino)
+
+        def move_dir():
+            os.rename(w.confdir, w.confdir + ".old")
+            os.makedirs(w.confdir)
+        old_ino = os.stat(w.confdir).st_ino
+        broken("dir renamed away and re-created", move_dir, expect=r"No such file|missing|cannot open")
+        watching_new_dir("dir renamed away and re-created", old_ino)
 
         def as_dir():
             os.unlink(w.conf)
