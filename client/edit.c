@@ -478,7 +478,7 @@ int npf_cli_edit(const char *socket_path, const char *config_path, const npf_edi
         }
         uint32_t dialect = NPF_DIALECT_NATIVE;
         if (exists) {
-                if (npf_conf_read(path, &text, &len, rep) < 0) {
+                if (npf_conf_read(path, &text, &len, NULL, rep) < 0) {
                         status = refuse(&c, 1, "%s", rep->n_errors ? rep->errors[0].message : "cannot read the file");
                         goto out;
                 }

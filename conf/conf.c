@@ -1280,7 +1280,7 @@ static const char *file_kind(mode_t mode)
         return "not a regular file";
 }
 
-int npf_conf_read(const char *path, char **ret_text, size_t *ret_len, npf_conf_report_t *report)
+int npf_conf_read(const char *path, char **ret_text, size_t *ret_len, uint32_t *ret_mode, npf_conf_report_t *report)
 {
         parse_t p = { .report = report };
         struct stat st;
@@ -1340,6 +1340,8 @@ int npf_conf_read(const char *path, char **ret_text, size_t *ret_len, npf_conf_r
         close(fd);
         *ret_text = buf;
         *ret_len = used;
+        if (ret_mode)
+                *ret_mode = (uint32_t) st.st_mode;
         return 0;
 fail:
         free(buf);
@@ -1353,12 +1355,28 @@ int npf_conf_load(const char *path, npf_shm_config_t *ret_config, npf_conf_repor
         size_t len;
         int r;
 
-        r = npf_conf_read(path, &text, &len, report);
+        r = npf_conf_read(path, &text, &len, NULL, report);
         if (r < 0)
                 return r;
         r = npf_conf_parse(text, len, ret_config, report);
         free(text);
         return r;
+}
+
+static void withhold_diags(npf_conf_diag_t *diags, uint32_t n, const char *what, const char *path, uint32_t mode)
+{
+        for (uint32_t i = 0; i < n && i < NPF_CONF_DIAG_MAX; i++) {
+                diags[i].key[0] = '\0';
+                snprintf(diags[i].message, sizeof(diags[i].message),
+                         "%s not shown: %.200s (mode %04o) is not readable by others; "
+                         "`npuprofctl validate` shows it to who may read the file", what, path, mode & 07777u);
+        }
+}
+
+void npf_conf_withhold(npf_conf_report_t *report, const char *path, uint32_t mode)
+{
+        withhold_diags(report->errors, report->n_errors, "the error", path, mode);
+        withhold_diags(report->warnings, report->n_warnings, "the warning", path, mode);
 }
 
 /* --- output -------------------------------------------------------------------------- */

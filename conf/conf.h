@@ -47,9 +47,17 @@ int npf_conf_parse(const char *text, size_t len, npf_shm_config_t *ret_config, n
 /*
  * npf_conf_read() - read the file at @path, refusing what is not a regular file or is over
  * NPF_CONF_FILE_MAX bytes. Return: 0 and a malloc'd buffer (not NUL-terminated) in
- * @ret_text of @ret_len bytes, or -errno with the reason as an error in @report.
+ * @ret_text of @ret_len bytes, and the file's st_mode in @ret_mode unless it is NULL; or
+ * -errno with the reason as an error in @report (a reason that quotes nothing of the file).
  */
-int npf_conf_read(const char *path, char **ret_text, size_t *ret_len, npf_conf_report_t *report);
+int npf_conf_read(const char *path, char **ret_text, size_t *ret_len, uint32_t *ret_mode, npf_conf_report_t *report);
+
+/*
+ * npf_conf_withhold() - replace every message and key of @report, which may quote the
+ * file's content, by one that quotes nothing: for a file that not everybody may read,
+ * whose diagnostics are shown to everybody. Lines, columns and counts are kept.
+ */
+void npf_conf_withhold(npf_conf_report_t *report, const char *path, uint32_t mode);
 
 /*
  * npf_conf_load() - read and parse the file at @path.

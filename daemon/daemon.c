@@ -3,6 +3,7 @@
 #include "conf/outroot.h"
 #include "daemon/analyze.h"
 #include "daemon/log.h"
+#include "daemon/manifest.h"
 #include "daemon/notify.h"
 #include "daemon/server.h"
 #include "daemon/sweep.h"
@@ -343,10 +344,32 @@ static int analysis_outdir(const daemon_t *d, const char *dir, const struct stat
         return 0;
 }
 
+/*
+ * The directory of the window @rec, confined to the output root: a rank names its own
+ * directory, and one outside the root is never touched. Return: 0 and the directory in
+ * @confined (PATH_MAX bytes), or -errno with the reason in @err (NPF_OUTROOT_ERR_MAX bytes).
+ */
+static int confined_window_dir(const daemon_t *d, const npf_window_record_t *rec, char *confined, char *err)
+{
+        char *full = window_dir(d, rec->generation, rec->output, sizeof(rec->output));
+        int r;
+
+        if (!full) {
+                snprintf(err, NPF_OUTROOT_ERR_MAX, strnlen(rec->output, sizeof(rec->output)) == 0
+                                                           ? "the rank named no window directory"
+                                                           : "the window's directory is relative to a prof_dir "
+                                                             "no longer known");
+                return -ENOENT;
+        }
+        r = npf_outroot_resolve(d->opt.output_root, full, "the window directory", confined, PATH_MAX, err);
+        free(full);
+        return r;
+}
+
 /* Hand a window that ended done to the analyzer, or say why it cannot be analysed. */
 static void analyze_window(daemon_t *d, const npf_window_record_t *rec)
 {
-        char confined[PATH_MAX], err[NPF_OUTROOT_ERR_MAX], *full, *outdir;
+        char confined[PATH_MAX], err[NPF_OUTROOT_ERR_MAX], why[NPF_OUTROOT_ERR_MAX + 16], *outdir;
         struct stat st;
         uid_t uid;
         gid_t gid;
@@ -354,25 +377,18 @@ static void analyze_window(daemon_t *d, const npf_window_record_t *rec)
 
         if (!d->analyze)
                 return;
-        full = window_dir(d, rec->generation, rec->output, sizeof(rec->output));
-        if (!full) {
-                snprintf(err, sizeof(err), strnlen(rec->output, sizeof(rec->output)) == 0
-                                                   ? "not analysed: the rank named no window directory"
-                                                   : "not analysed: the window's directory is relative to a prof_dir "
-                                                     "no longer known");
-                r = npf_analyze_refuse(d->analyze, rec->id, err);
-        } else if (npf_outroot_resolve(d->opt.output_root, full, "the window directory", confined, sizeof(confined),
-                                       err) < 0) {
+        if (confined_window_dir(d, rec, confined, err) < 0) {
                 /* A rank names its own directory: one outside the output root is never analysed. */
-                r = npf_analyze_refuse(d->analyze, rec->id, err);
+                snprintf(why, sizeof(why), "not analysed: %s", err);
+                r = npf_analyze_refuse(d->analyze, rec->id, why);
         } else if (lstat(confined, &st) < 0 || !S_ISDIR(st.st_mode)) {
-                snprintf(err, sizeof(err), "not analysed: %.200s is not a directory", confined);
-                r = npf_analyze_refuse(d->analyze, rec->id, err);
+                snprintf(why, sizeof(why), "not analysed: %.200s is not a directory", confined);
+                r = npf_analyze_refuse(d->analyze, rec->id, why);
         } else if (analysis_outdir(d, confined, &st, &outdir, &uid, &gid) < 0) {
-                snprintf(err, sizeof(err), "not analysed: the window directory is uid %u's, and the daemon (uid %u) "
+                snprintf(why, sizeof(why), "not analysed: the window directory is uid %u's, and the daemon (uid %u) "
                          "writes into no other user's directory; give it a StateDirectory= to write into",
                          (unsigned) st.st_uid, (unsigned) geteuid());
-                r = npf_analyze_refuse(d->analyze, rec->id, err);
+                r = npf_analyze_refuse(d->analyze, rec->id, why);
         } else {
                 r = npf_analyze_window(d->analyze, rec->id, confined, outdir, uid, gid);
                 free(outdir);
@@ -381,7 +397,27 @@ static void analyze_window(daemon_t *d, const npf_window_record_t *rec)
                 npf_log(LOG_WARNING, (int64_t) rec->generation, (int64_t) rec->rank,
                         "rank %u: window %" PRId64 "..%" PRId64 ": cannot queue its analysis: %s", rec->rank,
                         rec->start_step, rec->stop_step, strerror(-r));
-        free(full);
+}
+
+/* A lost window's directory gets the manifest its rank never wrote, marked incomplete. */
+static void mark_incomplete(const daemon_t *d, const npf_window_record_t *rec)
+{
+        char confined[PATH_MAX], err[NPF_OUTROOT_ERR_MAX], reason[160];
+        int r;
+
+        if (confined_window_dir(d, rec, confined, err) < 0) {
+                npf_log(LOG_WARNING, (int64_t) rec->generation, (int64_t) rec->rank,
+                        "rank %u: window %" PRId64 "..%" PRId64 ": no manifest written: %s", rec->rank,
+                        rec->start_step, rec->stop_step, err);
+                return;
+        }
+        snprintf(reason, sizeof(reason), "lost: the rank (pid %u) died while collecting, at step %" PRId64
+                 "; the data is partial", rec->pid, rec->last_step);
+        r = npf_manifest_write_lost(confined, rec, reason);
+        if (r < 0 && r != -EEXIST)
+                npf_log(LOG_WARNING, (int64_t) rec->generation, (int64_t) rec->rank,
+                        "rank %u: cannot write the manifest of the lost window in %s: %s", rec->rank, confined,
+                        strerror(-r));
 }
 
 static void on_window_recorded(const npf_window_record_t *rec, void *data)
@@ -395,6 +431,8 @@ static void on_window_recorded(const npf_window_record_t *rec, void *data)
                 rec->message[0] ? ": " : "", rec->message);
         if (rec->outcome == NPF_WINDOW_DONE)
                 analyze_window(d, rec);
+        else if (rec->outcome == NPF_WINDOW_LOST)
+                mark_incomplete(d, rec);
 }
 
 static void on_analysis(const npf_analysis_event_t *ev, void *data)
@@ -504,7 +542,7 @@ static json_t *status_json(daemon_t *d)
                          "idle_timeout_ms", (json_int_t) d->opt.idle_ms,
                          "shm", "name", d->opt.shm_name, "adopted", npf_shm_adopted(d->shm),
                          "config", config,
-                         "ranks", npf_view_ranks(npf_shm_ranks(d->shm), npf_clock_ns(CLOCK_MONOTONIC), d->opt.stall_ms),
+                         "ranks", npf_view_ranks(npf_shm_ranks(d->shm), npf_clock_ns(CLOCK_MONOTONIC), d->opt.stall_ms, d->sweep.stalled),
                          "windows", windows,
                          "analysis", analysis_summary(d),
                          "reloads", (json_int_t) d->reloads,
@@ -633,7 +671,7 @@ static void on_request(npf_request_t *req, npf_command_t command, json_t *reques
                 sweep(d);
                 npf_server_reply(req, json_pack("{s:o}", "ranks", npf_view_ranks(npf_shm_ranks(d->shm),
                                                                                  npf_clock_ns(CLOCK_MONOTONIC),
-                                                                                 d->opt.stall_ms)));
+                                                                                 d->opt.stall_ms, d->sweep.stalled)));
                 break;
         case NPF_COMMAND_CONFIG: {
                 npf_shm_config_t *c = malloc(sizeof(*c));
@@ -740,6 +778,7 @@ int npf_daemon_run(const npf_daemon_options_t *opt)
                 return 1;
         d->opt = *opt;
         d->sweep.stall_ms = opt->stall_ms;
+        d->sweep.gap_max_ms = 2 * (uint64_t) opt->poll_ms;
         d->loop = uv_default_loop();
         d->started_ns = npf_clock_ns(CLOCK_MONOTONIC);
         npf_log_init(opt->log_target, opt->config_path);

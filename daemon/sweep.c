@@ -2,7 +2,6 @@
 #include "daemon/sweep.h"
 #include "shm/slot.h"
 #include "shm/clock.h"
-#include "shm/view.h"
 
 #include <string.h>
 #include <time.h>
@@ -26,6 +25,9 @@ static void record(npf_sweep_t *s, const npf_slot_view_t *v, uint32_t outcome, n
         rec->stop_step = v->st.window_stop;
         rec->outcome = outcome;
         rec->ended_ns = npf_clock_ns(CLOCK_REALTIME);
+        rec->state_ns = v->st.state_ns;
+        rec->last_step = v->step;
+        rec->backend = v->st.backend;
         memcpy(rec->output, v->st.output, sizeof(rec->output));
         memcpy(rec->message, v->st.message, sizeof(rec->message));
         s->head = (s->head + 1) % NPF_SWEEP_HISTORY;
@@ -36,15 +38,33 @@ static void record(npf_sweep_t *s, const npf_slot_view_t *v, uint32_t outcome, n
                 cb(rec, data);
 }
 
+/* Whether the rank in slot @i, live and read as @v, has been silent too long; @gap: time since the last sweep. */
+static bool judge_stalled(npf_sweep_t *s, uint32_t i, const npf_slot_view_t *v, uint64_t gap)
+{
+        if (v->st.state != NPF_WINDOW_COLLECTING || !v->heartbeat_ns || v->heartbeat_ns != s->seen[i].heartbeat ||
+            v->tag != s->seen[i].tag) {
+                s->seen[i].heartbeat = v->heartbeat_ns;
+                s->seen[i].quiet_ns = 0;
+                return false;
+        }
+        s->seen[i].quiet_ns += gap;
+        return s->seen[i].quiet_ns > s->stall_ms * 1000000u;
+}
+
 void npf_sweep_run(npf_sweep_t *s, npf_shm_ranks_t *table, uint64_t now_ns, npf_sweep_record_cb cb, void *data)
 {
+        uint64_t gap = s->last_ns && now_ns > s->last_ns ? now_ns - s->last_ns : 0;
         npf_slot_view_t v;
         bool reclaim = !s->primed || now_ns - s->reclaim_ns >= NPF_SWEEP_RECLAIM_MS * 1000000ull;
 
         if (reclaim)
                 s->reclaim_ns = now_ns;
+        if (s->gap_max_ms && gap > s->gap_max_ms * 1000000u)
+                gap = s->gap_max_ms * 1000000u;
+        s->last_ns = now_ns;
         s->attached = 0;
         memset(s->by_state, 0, sizeof(s->by_state));
+        memset(s->stalled, 0, sizeof(s->stalled));
         for (uint32_t i = 0; i < NPF_SHM_SLOTS; i++) {
                 uint64_t claim = atomic_load_explicit((_Atomic uint64_t *) &table->slots[i].claim, memory_order_relaxed);
 
@@ -86,11 +106,11 @@ void npf_sweep_run(npf_sweep_t *s, npf_shm_ranks_t *table, uint64_t now_ns, npf_
                 }
                 if (v.pid == 0 || v.pid == NPF_SLOT_RECLAIMING)
                         continue;
+                s->stalled[i] = judge_stalled(s, i, &v, gap);
                 s->seen[i].tag = v.tag;
                 s->seen[i].pid = v.pid;
                 s->attached++;
-                const char *shown = npf_view_rank_state(&v, now_ns, s->stall_ms);
-                s->by_state[strcmp(shown, "stalled") == 0 ? NPF_SWEEP_STALLED : v.st.state]++;
+                s->by_state[s->stalled[i] ? NPF_SWEEP_STALLED : v.st.state]++;
         }
         s->primed = true;
 }

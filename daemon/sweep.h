@@ -3,6 +3,11 @@
  * The rank sweep: reclaim slots whose process is gone (or whose pid now belongs to another
  * process), record the outcome of every window once (a window open when its rank died is
  * `lost`; its output is left where it is), and count ranks by state, `stalled` included.
+ *
+ * A collecting rank is stalled when its heartbeat stayed the same over sweeps spanning more
+ * than stall_ms, each gap between two sweeps counted for at most gap_max_ms: time that
+ * passed while the daemon was not watching (stopped, or a clock that jumped forward, as
+ * CLOCK_MONOTONIC does in a guest after its VM was paused) is not the rank's silence.
  */
 #ifndef NPUPROF_DAEMON_SWEEP_H
 #define NPUPROF_DAEMON_SWEEP_H
@@ -26,12 +31,17 @@ typedef struct npf_window_record {
         int64_t  stop_step;
         uint32_t outcome;               /* NPF_WINDOW_DONE, _FAILED, _MISSED, _FILTERED, _LOST */
         uint64_t ended_ns;              /* CLOCK_REALTIME when the sweep saw it end */
+        uint64_t state_ns;              /* CLOCK_REALTIME of the rank's last change of state */
+        int64_t  last_step;             /* the rank's step when the sweep saw it last */
+        uint32_t backend;               /* NPF_BACKEND_*, as the rank published it */
         char     output[128];           /* as the rank wrote it: relative to prof_dir, maybe unterminated */
         char     message[256];          /* likewise */
 } npf_window_record_t;
 
 typedef struct npf_sweep {
         uint64_t stall_ms;
+        uint64_t gap_max_ms;                            /* the most a gap between two sweeps counts for */
+        uint64_t last_ns;                               /* CLOCK_MONOTONIC of the last sweep */
         uint32_t attached;                              /* live slots at the last sweep */
         uint32_t by_state[NPF_WINDOW__COUNT + 1];       /* ranks per state, stalled last */
         uint64_t outcomes[NPF_WINDOW__COUNT];           /* windows ended, per outcome, ever */
@@ -41,7 +51,13 @@ typedef struct npf_sweep {
         uint64_t recorded;                              /* windows recorded, ever: the last id given */
         bool primed;                                    /* a first pass was made */
         /* What was last recorded of each slot, so that an outcome is counted once. */
-        struct { uint32_t tag, pid; uint64_t ended; } seen[NPF_SHM_SLOTS];   /* ended: windows_ended recorded */
+        struct {
+                uint32_t tag, pid;
+                uint64_t ended;                         /* windows_ended recorded */
+                uint64_t heartbeat;                     /* the heartbeat last seen */
+                uint64_t quiet_ns;                      /* sweep time it stayed so, while collecting */
+        } seen[NPF_SHM_SLOTS];
+        bool stalled[NPF_SHM_SLOTS];                    /* by slot, at the last sweep */
         npf_window_record_t history[NPF_SWEEP_HISTORY]; /* a ring, newest at head - 1 */
         uint32_t head, count;
 } npf_sweep_t;

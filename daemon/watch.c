@@ -7,20 +7,28 @@
 #include <libgen.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #define READS_TO_AGREE_MAX 8
 
 struct npf_watch {
         uv_loop_t *loop;
-        char *path, *dir, *base;
+        char *path, *dir, *base, *dir_base;
         char *root;                     /* the output root, normal form; NULL: no confinement */
         uv_fs_poll_t poll;
         uv_fs_event_t event;
         uv_timer_t settle;
+        uv_timer_t reread;              /* a file that changed while it was read is read again after it */
         uv_work_t work;
         bool inotify;
         bool closing;
+        /* The directory inotify watches. One removed or renamed away leaves the watch on the old
+         * directory (or on none), and the one made in its place, maybe with the same inode
+         * number, is not watched: either is found (an event on the directory itself, a new
+         * inode at a reading) and the watch is set anew on the path. */
+        uint64_t watched_dev, watched_ino;
+        bool dir_moved;                 /* the watched directory was deleted or moved */
         int open_handles;
         npf_watch_cb cb;
         void *data;
@@ -33,6 +41,7 @@ struct npf_watch {
         uint64_t reads;
 
         /* Filled by the work function, consumed on the loop. */
+        uint64_t dir_dev, dir_ino;
         int rc;
         uint64_t hash;
         npf_shm_config_t config;
@@ -91,10 +100,18 @@ static void read_work(uv_work_t *req)
         npf_watch_t *w = req->data;
         char *prev = NULL, *text = NULL;
         size_t prev_len = 0, len = 0;
+        uint32_t mode = 0;
+        struct stat dir_st;
         int r = 0;
 
+        w->dir_dev = w->dir_ino = 0;
+        if (stat(w->dir, &dir_st) == 0) {
+                w->dir_dev = dir_st.st_dev;
+                w->dir_ino = dir_st.st_ino;
+        }
+
         for (int i = 0; i < READS_TO_AGREE_MAX; i++) {
-                r = npf_conf_read(w->path, &text, &len, &w->report);
+                r = npf_conf_read(w->path, &text, &len, &mode, &w->report);
                 if (r < 0)
                         break;
                 if (prev && prev_len == len && memcmp(prev, text, len) == 0)
@@ -122,11 +139,16 @@ static void read_work(uv_work_t *req)
         w->rc = npf_conf_parse(text, len, &w->config, &w->report);
         if (w->rc == 0 && w->root)
                 confine(w, text, len);
+        /* What the daemon says of the file is shown to every local user: never a private file's bytes. */
+        if (!(mode & S_IROTH))
+                npf_conf_withhold(&w->report, w->path, mode);
         free(text);
 }
 
 static void start_read(npf_watch_t *w, bool deliver_any);
 static void on_settled(uv_timer_t *t);
+static void on_reread(uv_timer_t *t);
+static void on_event(uv_fs_event_t *h, const char *filename, int events, int status);
 
 static void maybe_free(npf_watch_t *w)
 {
@@ -135,8 +157,26 @@ static void maybe_free(npf_watch_t *w)
         free(w->path);
         free(w->dir);
         free(w->base);
+        free(w->dir_base);
         free(w->root);
         free(w);
+}
+
+/* Watch the directory that is there now (found by the last read), if it may not be the one watched. */
+static void rewatch_dir(npf_watch_t *w)
+{
+        bool other = w->dir_ino != w->watched_ino || w->dir_dev != w->watched_dev;
+
+        if (!w->inotify || !w->dir_ino || (!other && !w->dir_moved))
+                return;
+        if (w->watched_ino || w->dir_moved) {
+                uv_fs_event_stop(&w->event);
+                if (uv_fs_event_start(&w->event, on_event, w->dir, 0) < 0)
+                        return;         /* gone again: the poll brings the next try */
+        }
+        w->dir_moved = false;
+        w->watched_dev = w->dir_dev;
+        w->watched_ino = w->dir_ino;
 }
 
 static void read_done(uv_work_t *req, int status)
@@ -150,12 +190,15 @@ static void read_done(uv_work_t *req, int status)
                 maybe_free(w);
                 return;
         }
+        rewatch_dir(w);
         if (w->again) {
                 /* The file moved on while we read it: this reading is already old. A reading that
-                 * was to be delivered whatever it found (the first, a reload) still is. */
-                bool any = w->again_deliver_any || deliver_any;
+                 * was to be delivered whatever it found (the first, a reload) still is. It is read
+                 * again a moment later, so that a file rewritten without pause is not read
+                 * without pause: events until then join that reading. */
+                w->again_deliver_any = w->again_deliver_any || deliver_any;
                 w->again = false;
-                start_read(w, any);
+                uv_timer_start(&w->reread, on_reread, NPF_WATCH_REREAD_MS, 0);
                 return;
         }
         if (w->rc == -EAGAIN) {
@@ -184,7 +227,7 @@ static void start_read(npf_watch_t *w, bool deliver_any)
 {
         if (w->closing)
                 return;
-        if (w->busy) {
+        if (w->busy || uv_is_active((uv_handle_t *) &w->reread)) {
                 w->again = true;
                 w->again_deliver_any = w->again_deliver_any || deliver_any;
                 return;
@@ -202,6 +245,15 @@ static void on_settled(uv_timer_t *t)
         start_read(t->data, true);
 }
 
+static void on_reread(uv_timer_t *t)
+{
+        npf_watch_t *w = t->data;
+        bool any = w->again_deliver_any;
+
+        w->again = false;
+        start_read(w, any);
+}
+
 static void on_poll(uv_fs_poll_t *h, int status, const uv_stat_t *prev, const uv_stat_t *curr)
 {
         (void) status;
@@ -217,8 +269,14 @@ static void on_event(uv_fs_event_t *h, const char *filename, int events, int sta
         (void) events;
         if (status < 0)
                 return;
-        if (!filename || strcmp(filename, w->base) == 0)
+        /* An event on the directory itself (deleted, moved) comes with its own name, or none;
+         * a file of the same name inside it only costs a needless new watch. */
+        if (!filename || strcmp(filename, w->dir_base) == 0) {
+                w->dir_moved = true;
                 start_read(w, false);
+        } else if (strcmp(filename, w->base) == 0) {
+                start_read(w, false);
+        }
 }
 
 static void on_handle_closed(uv_handle_t *h)
@@ -248,6 +306,10 @@ int npf_watch_start(uv_loop_t *loop, const char *path, unsigned poll_ms, bool in
         w->base = strdup(basename(b));
         if (!w->dir || !w->base)
                 goto fail;
+        const char *slash = strrchr(w->dir, '/');
+        w->dir_base = strdup(slash && slash[1] ? slash + 1 : w->dir);
+        if (!w->dir_base)
+                goto fail;
         w->loop = loop;
         w->cb = cb;
         w->data = data;
@@ -255,9 +317,11 @@ int npf_watch_start(uv_loop_t *loop, const char *path, unsigned poll_ms, bool in
 
         uv_timer_init(loop, &w->settle);
         w->settle.data = w;
+        uv_timer_init(loop, &w->reread);
+        w->reread.data = w;
         uv_fs_poll_init(loop, &w->poll);
         w->poll.data = w;
-        w->open_handles = 2;
+        w->open_handles = 3;
         r = uv_fs_poll_start(&w->poll, on_poll, path, poll_ms);
         if (r < 0)
                 goto fail_handles;
@@ -287,6 +351,7 @@ fail:
         free(w->path);
         free(w->dir);
         free(w->base);
+        free(w->dir_base);
         free(w);
         return r;
 }
@@ -304,6 +369,7 @@ void npf_watch_close(npf_watch_t *w)
         if (w->busy)
                 uv_cancel((uv_req_t *) &w->work);
         uv_close((uv_handle_t *) &w->settle, on_handle_closed);
+        uv_close((uv_handle_t *) &w->reread, on_handle_closed);
         uv_close((uv_handle_t *) &w->poll, on_handle_closed);
         if (w->inotify)
                 uv_close((uv_handle_t *) &w->event, on_handle_closed);

@@ -6,7 +6,8 @@
  * re-create, truncate then write.
  *
  * The file is read in libuv's thread pool (a hung network file system must not stall the
- * loop) until two consecutive reads agree, then parsed there. A valid result is delivered
+ * loop) until two consecutive reads agree, then parsed there; when it changed during the
+ * reading, it is read again NPF_WATCH_REREAD_MS later. A valid result is delivered
  * at once. An invalid or missing file is delivered only after it stayed so for
  * NPF_WATCH_SETTLE_MS without another event: a file caught between truncate and write,
  * or between delete and re-create, is never reported as broken.
@@ -21,6 +22,7 @@
 #include "conf/conf.h"
 
 #define NPF_WATCH_SETTLE_MS 100u
+#define NPF_WATCH_REREAD_MS 20u         /* a file that changed while it was read is read again after this */
 
 typedef struct npf_watch npf_watch_t;
 

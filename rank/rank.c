@@ -169,12 +169,19 @@ static int write_manifest(npf_rank_t *h, bool complete)
                               "message", h->message[0] ? json_string(h->message) : json_null());
         snprintf(tmp, sizeof(tmp), "%s/.manifest.json.tmp", h->dir);
         snprintf(path, sizeof(path), "%s/manifest.json", h->dir);
-        int r = m ? 0 : -ENOMEM;
+        char *text = m ? json_dumps(m, JSON_INDENT(2) | JSON_PRESERVE_ORDER) : NULL;
+        int r = text ? 0 : -ENOMEM;
         int fd = r == 0 ? open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644) : -1;
         if (r == 0 && fd < 0)
                 r = -errno;
-        if (r == 0 && json_dumpfd(m, fd, JSON_INDENT(2) | JSON_PRESERVE_ORDER) < 0)
-                r = -EIO;
+        /* Written by hand, not json_dumpfd(), so that the reason (ENOSPC, EDQUOT...) is kept. */
+        for (size_t done = 0, len = text ? strlen(text) : 0; r == 0 && done < len;) {
+                ssize_t n = write(fd, text + done, len - done);
+                if (n < 0 && errno != EINTR)
+                        r = -errno;
+                else if (n > 0)
+                        done += (size_t) n;
+        }
         if (r == 0 && fsync(fd) < 0)
                 r = -errno;
         if (fd >= 0 && close(fd) < 0 && r == 0)
@@ -183,9 +190,15 @@ static int write_manifest(npf_rank_t *h, bool complete)
                 r = -errno;
         if (r < 0) {
                 unlink(tmp);
-                snprintf(h->message, sizeof(h->message), "cannot write the manifest in %.180s: %s", h->dir,
-                         strerror(-r));
+                /* The first reason stays first: a full disk that broke the trace breaks the manifest too. */
+                size_t used = strlen(h->message);
+                if (used)
+                        snprintf(h->message + used, sizeof(h->message) - used, "; no manifest: %s", strerror(-r));
+                else
+                        snprintf(h->message, sizeof(h->message), "cannot write the manifest in %.180s: %s", h->dir,
+                                 strerror(-r));
         }
+        free(text);
         json_decref(m);
         return r;
 }
@@ -265,7 +278,12 @@ static int open_window(npf_rank_t *h, int64_t step)
         return 0;
 }
 
-static int close_window(npf_rank_t *h, int64_t step, bool complete)
+/*
+ * Close the window at @step and publish its one outcome: done, or failed when @failed (a
+ * step already failed, with its reason in h->message), the backend cannot close it, or the
+ * manifest cannot be written. Return: 0, or the first -errno.
+ */
+static int close_window(npf_rank_t *h, int64_t step, bool complete, int failed)
 {
         char err[NPF_BACKEND_ERR_MAX] = "";
         int r;
@@ -273,12 +291,14 @@ static int close_window(npf_rank_t *h, int64_t step, bool complete)
         publish_state(h, NPF_WINDOW_FLUSHING, step);
         r = h->backend->window_close(h->bstate, h->last_step, complete, err);
         h->bstate = NULL;
-        if (r < 0) {
+        if (r < 0 && failed == 0) {
                 snprintf(h->message, sizeof(h->message), "%s backend: %.200s", h->backend->name, err);
                 complete = false;
         } else if (!complete && !h->message[0]) {
                 snprintf(h->message, sizeof(h->message), "the window was cut short at step %" PRId64, h->last_step);
         }
+        if (failed < 0)
+                r = failed;
         int m = write_manifest(h, complete);
         if (r == 0)
                 r = m;
@@ -377,7 +397,7 @@ int npf_rank_step_call(npf_rank_t *h, int64_t step)
                                     ? npf_clock_ns(CLOCK_MONOTONIC) - h->opened_ns >= h->win.args.duration_ms * 1000000u
                                     : step > h->stop;
                 if (over) {
-                        r = close_window(h, step, true);
+                        r = close_window(h, step, true, 0);
                         /* A configuration that came during the window is taken now. */
                         if (npf_shm_changed(h->fast.ctl, h->fast.generation))
                                 return npf_rank_step_call(h, step) < 0 ? -EIO : r;
@@ -389,8 +409,7 @@ int npf_rank_step_call(npf_rank_t *h, int64_t step)
                 if (r < 0) {
                         /* The backend's reason is what the slot and the manifest say, not "cut short". */
                         snprintf(h->message, sizeof(h->message), "%s backend: %.200s", h->backend->name, err);
-                        close_window(h, step, false);
-                        publish_state(h, NPF_WINDOW_FAILED, step);
+                        close_window(h, step, false, r);
                 }
                 break;
         }
@@ -467,7 +486,7 @@ void npf_rank_close(npf_rank_t *h)
          * window may still be open in it. */
         /* A job whose last step is the window's last has a complete window. */
         if (h->state == NPF_WINDOW_COLLECTING)
-                close_window(h, h->last_step + 1, h->stop != NPF_STEP_NONE && h->last_step >= h->stop);
+                close_window(h, h->last_step + 1, h->stop != NPF_STEP_NONE && h->last_step >= h->stop, 0);
         if (h->fast.slot)
                 npf_slot_release(npf_shm_ranks(h->shm), h->fast.slot);
         npf_shm_close(h->shm);

@@ -80,7 +80,7 @@ static int by_rank(const void *a, const void *b)
         return (x > y) - (x < y);
 }
 
-static json_t *rank_json(const npf_slot_view_t *v, uint64_t now, uint64_t stall_ms)
+static json_t *rank_json(const npf_slot_view_t *v, uint64_t now, const char *state)
 {
         bool has_window = v->st.state != NPF_WINDOW_IDLE && v->st.state != NPF_WINDOW_FILTERED;
         json_t *window = has_window ? json_pack("{s:I, s:I}", "start_step", (json_int_t) v->st.window_start,
@@ -91,7 +91,7 @@ static json_t *rank_json(const npf_slot_view_t *v, uint64_t now, uint64_t stall_
                          "rank", (json_int_t) v->rank,
                          "pid", (json_int_t) v->pid,
                          "step", v->step < 0 ? json_null() : json_integer(v->step),
-                         "state", npf_view_rank_state(v, now, stall_ms),
+                         "state", state,
                          "heartbeat_age_ms", v->heartbeat_ns && now >= v->heartbeat_ns
                                                      ? json_integer((json_int_t) ((now - v->heartbeat_ns) / 1000000u))
                                                      : json_null(),
@@ -103,7 +103,8 @@ static json_t *rank_json(const npf_slot_view_t *v, uint64_t now, uint64_t stall_
                          "output", v->st.output[0] ? json_string(v->st.output) : json_null());
 }
 
-json_t *npf_view_ranks(const npf_shm_ranks_t *table, uint64_t now_monotonic_ns, uint64_t stall_ms)
+json_t *npf_view_ranks(const npf_shm_ranks_t *table, uint64_t now_monotonic_ns, uint64_t stall_ms,
+                       const bool *stalled)
 {
         json_t *a = json_array();
         npf_slot_view_t v;
@@ -116,7 +117,9 @@ json_t *npf_view_ranks(const npf_shm_ranks_t *table, uint64_t now_monotonic_ns, 
                 if (npf_slot_read(table, i, &v) < 0 || v.pid == 0 || v.pid == NPF_SLOT_RECLAIMING ||
                     v.rank >= NPF_SHM_MAX_RANKS)
                         continue;       /* free, being reclaimed, or not well-formed */
-                json_array_append_new(a, rank_json(&v, now_monotonic_ns, stall_ms));
+                const char *state = !stalled ? npf_view_rank_state(&v, now_monotonic_ns, stall_ms)
+                                    : stalled[i] ? "stalled" : npf_shm_window_state_name(v.st.state);
+                json_array_append_new(a, rank_json(&v, now_monotonic_ns, state));
         }
         /* Sort by rank: jansson arrays have no sort, so sort a copy of the pointers. */
         size_t n = json_array_size(a);

@@ -9,6 +9,7 @@
 #define NPUPROF_SHM_VIEW_H
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "npuprof/shm.h"
@@ -30,8 +31,11 @@ const char *npf_view_rank_state(const npf_slot_view_t *v, uint64_t now_monotonic
 /*
  * npf_view_ranks() - the occupied slots, ordered by rank: [{rank, pid, step, state,
  * heartbeat_age_ms, generation, window, local_device, state_step, message, output}].
+ * A rank is "stalled" as @stalled (indexed by slot) says, when given (the daemon's sweep
+ * judges by watching); else by its heartbeat's age, npf_view_rank_state().
  * Return: a new reference, NULL if out of memory.
  */
-json_t *npf_view_ranks(const npf_shm_ranks_t *table, uint64_t now_monotonic_ns, uint64_t stall_ms);
+json_t *npf_view_ranks(const npf_shm_ranks_t *table, uint64_t now_monotonic_ns, uint64_t stall_ms,
+                       const bool *stalled);
 
 #endif /* NPUPROF_SHM_VIEW_H */
