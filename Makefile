@@ -241,11 +241,11 @@ bench: all $(BENCH) $(BENCH_DAEMON) $(BENCH_RANK) $(BENCH_REPLAY) $(BENCH_SNAPSH
 # --- fuzzing (libFuzzer: clang only, always with ASan and UBSan) --------------------------
 FUZZ_FLAGS := -std=c11 -g -O1 -D_GNU_SOURCE -I. -Iinclude $(PKG_CFLAGS) \
               -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
-FUZZ_SRCS  := tests/fuzz/fuzz-conf.c conf/conf.c conf/jsonpos.c shm/shm.c shm/proc.c shm/clock.c
+FUZZ_SRCS  := tests/fuzz/fuzz-conf.c conf/conf.c conf/jsonpos.c conf/outroot.c shm/shm.c shm/proc.c shm/clock.c
 
 .PHONY: fuzz-build
 fuzz-build: $(FUZZ_CONF) $(FUZZ_TRACE) $(FUZZ_PICKLE) $(FUZZ_SNAPSHOT)
-$(FUZZ_CONF): $(FUZZ_SRCS) conf/conf.h conf/jsonpos.h include/npuprof/shm.h
+$(FUZZ_CONF): $(FUZZ_SRCS) conf/conf.h conf/jsonpos.h conf/outroot.h include/npuprof/shm.h
 	@mkdir -p $(dir $@)
 	$(CLANG) $(FUZZ_FLAGS) -o $@ $(FUZZ_SRCS) $(JANSSON_LIBS)
 FUZZ_TRACE_SRCS := tests/fuzz/fuzz-trace.c replay/trace.c replay/input.c replay/intern.c conf/jsonpos.c
