@@ -104,6 +104,7 @@ BENCH      := $(BUILD)/bench/bench-shm
 BENCH_DAEMON := $(BUILD)/bench/bench-daemon
 BENCH_RANK := $(BUILD)/bench/bench-rank
 RANK_DRIVER := $(BUILD)/tests/rank-driver
+SCRIBBLER := $(BUILD)/tests/scribbler
 FUZZ_CONF  := build/fuzz/fuzz-conf
 FUZZ_TRACE := build/fuzz/fuzz-trace
 FUZZ_PICKLE := build/fuzz/fuzz-pickle
@@ -211,9 +212,13 @@ $(BENCH_RANK): $(BUILD)/bench/bench-rank.o $(BUILD)/bench/stats.o $(BUILD)/libnp
 $(RANK_DRIVER): $(BUILD)/tests/rank-driver.o $(SHM_OBJS)
 	$(CC) $(LDFLAGS) -o $@ $^
 
+# A hostile rank that scribbles over the rank table (tests/hostile/test-scribble.sh).
+$(SCRIBBLER): $(BUILD)/tests/hostile/scribbler.o $(SHM_OBJS)
+	$(CC) $(LDFLAGS) -o $@ $^
+
 # The units are tested under a real systemd with the plain build only: a sanitizer's
 # runtime is not what the hardened unit is meant to run.
-check: all $(UNIT_TESTS) $(TORTURE) $(RANK_DRIVER) fuzz-build
+check: all $(UNIT_TESTS) $(TORTURE) $(RANK_DRIVER) $(SCRIBBLER) fuzz-build
 	@NPF_SKIP_SYSTEMD=$(SANITIZER) tests/run-tests $(BUILD) build/fuzz $(FUZZ_CHECK_SECONDS)
 
 demo: all
