@@ -5,14 +5,15 @@
 # ("line 3, column 14: steps", the allowed values...; "!no-position" for the few file-level
 # errors that have no place). The few inputs too big for git are made by gen-big.py, and
 # "@ROOT@" in an input stands for the daemon's output root.
-#   tests/hostile/test-configs.sh BUILD_DIR
+#   tests/hostile/test-configs.sh BUILD_DIR [PATTERN]      (only the files whose name matches)
 # Each file must be (a) refused by the real `npuprofctl validate` (exit 1, no crash, the
 # expected text in its first error) and (b) refused by ONE real npuprofd, started once on a
 # good configuration G (generation 1): the daemon reports that very version of the file as
 # invalid with the same text, stays alive, and keeps generation 1 with exactly G in force.
 # A good G2 then publishes generation 2.
 set -u
-build=${1:?usage: tests/hostile/test-configs.sh BUILD_DIR}
+build=${1:?usage: tests/hostile/test-configs.sh BUILD_DIR [PATTERN]}
+pattern=${2:-*}
 npuprofd=$build/npuprofd npuprofctl=$build/npuprofctl
 for b in "$npuprofd" "$npuprofctl"; do
         [ -x "$b" ] || { echo "test-configs: $b is not built" >&2; exit 2; }
@@ -117,7 +118,7 @@ declare -A cat_files cat_validate cat_daemon
 categories=()
 count=0 validate_ms=0 daemon_ms=0
 start_ms=$(now_ms)
-for expect in "$configs"/*.expect; do
+for expect in "$configs"/$pattern.expect; do
         base=$(basename "$expect" .expect)
         name=${base#*-}
         category=${name%%-*}

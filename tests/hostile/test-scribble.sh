@@ -159,8 +159,7 @@ EOF
 )
 read -r nbad nstatus nranks ndirect <<<"${verdict%%$'\n'*}"
 if [ "$nbad" = 0 ] && [ "$nstatus" -gt 0 ] && [ "$nranks" -gt 0 ] && [ "$ndirect" -gt 0 ]; then
-        ok "the daemon answered all $nstatus status and $nranks ranks requests with well-formed JSON;" \
-           "$ndirect direct reads of the segment were well-formed"
+        ok "all $nstatus status and $nranks ranks answers, and $ndirect direct reads of the segment, well-formed"
 else
         fail "every status and ranks request answered with well-formed JSON" "$verdict"
 fi
