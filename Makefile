@@ -105,6 +105,7 @@ BENCH_DAEMON := $(BUILD)/bench/bench-daemon
 BENCH_RANK := $(BUILD)/bench/bench-rank
 RANK_DRIVER := $(BUILD)/tests/rank-driver
 MANY_RANKS := $(BUILD)/tests/many-ranks
+SCRIBBLER := $(BUILD)/tests/scribbler
 FUZZ_CONF  := build/fuzz/fuzz-conf
 FUZZ_TRACE := build/fuzz/fuzz-trace
 FUZZ_PICKLE := build/fuzz/fuzz-pickle
@@ -217,9 +218,13 @@ $(RANK_DRIVER): $(BUILD)/tests/rank-driver.o $(SHM_OBJS)
 $(MANY_RANKS): $(BUILD)/tests/hostile/many-ranks.o $(BUILD)/libnpuprof.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(RANK_LIBS)
 
+# A hostile rank that scribbles over the rank table (tests/hostile/test-scribble.sh).
+$(SCRIBBLER): $(BUILD)/tests/hostile/scribbler.o $(SHM_OBJS)
+	$(CC) $(LDFLAGS) -o $@ $^
+
 # The units are tested under a real systemd with the plain build only: a sanitizer's
 # runtime is not what the hardened unit is meant to run.
-check: all $(UNIT_TESTS) $(TORTURE) $(RANK_DRIVER) $(MANY_RANKS) fuzz-build
+check: all $(UNIT_TESTS) $(TORTURE) $(RANK_DRIVER) $(MANY_RANKS) $(SCRIBBLER) fuzz-build
 	@NPF_SKIP_SYSTEMD=$(SANITIZER) tests/run-tests $(BUILD) build/fuzz $(FUZZ_CHECK_SECONDS)
 
 demo: all
@@ -247,11 +252,11 @@ bench: all $(BENCH) $(BENCH_DAEMON) $(BENCH_RANK) $(BENCH_REPLAY) $(BENCH_SNAPSH
 # --- fuzzing (libFuzzer: clang only, always with ASan and UBSan) --------------------------
 FUZZ_FLAGS := -std=c11 -g -O1 -D_GNU_SOURCE -I. -Iinclude $(PKG_CFLAGS) \
               -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
-FUZZ_SRCS  := tests/fuzz/fuzz-conf.c conf/conf.c conf/jsonpos.c shm/shm.c shm/proc.c shm/clock.c
+FUZZ_SRCS  := tests/fuzz/fuzz-conf.c conf/conf.c conf/jsonpos.c conf/outroot.c shm/shm.c shm/proc.c shm/clock.c
 
 .PHONY: fuzz-build
 fuzz-build: $(FUZZ_CONF) $(FUZZ_TRACE) $(FUZZ_PICKLE) $(FUZZ_SNAPSHOT) $(FUZZ_PROTO)
-$(FUZZ_CONF): $(FUZZ_SRCS) conf/conf.h conf/jsonpos.h include/npuprof/shm.h
+$(FUZZ_CONF): $(FUZZ_SRCS) conf/conf.h conf/jsonpos.h conf/outroot.h include/npuprof/shm.h
 	@mkdir -p $(dir $@)
 	$(CLANG) $(FUZZ_FLAGS) -o $@ $(FUZZ_SRCS) $(JANSSON_LIBS)
 FUZZ_TRACE_SRCS := tests/fuzz/fuzz-trace.c replay/trace.c replay/input.c replay/intern.c conf/jsonpos.c

@@ -4,6 +4,7 @@
 #include "client/edit.h"
 #include "client/status.h"
 #include "client/validate.h"
+#include "conf/outroot.h"
 #include "npuprof/protocol.h"
 #include "npuprof/shm.h"
 
@@ -41,7 +42,8 @@ static void usage(FILE *f)
               "  reload                     make the daemon read its file now (root or its user);\n"
               "                             exit 1 if the file is invalid or missing\n"
               "  metrics                    Prometheus text exposition of the daemon's counters\n"
-              "  validate [--json] FILE...  check profiler_config.json files (native, torch_npu or\n"
+              "  validate [--json] [--output-root DIR] FILE...\n"
+              "                             check profiler_config.json files (native, torch_npu or\n"
               "                             MindSpore keys) and print the effective window and\n"
               "                             settings, or every error with line, column and key\n"
               "  analyze PATH [-o OUTDIR] [--json] [--strict]\n"
@@ -116,26 +118,38 @@ static int cmd_validate(int argc, char **argv)
 {
         static const struct option opts[] = {
                 { "json", no_argument, NULL, 'j' },
+                { "output-root", required_argument, NULL, 'o' },
                 { "help", no_argument, NULL, 'h' },
                 { 0 },
         };
+        char root[NPF_SHM_PATH_MAX];
+        const char *output_root = NULL;
         bool json = false;
         int c;
 
         argv[0] = (char *) "npuprofctl validate";      /* getopt's messages name it */
         optind = 1;
-        while ((c = getopt_long(argc, argv, "jh", opts, NULL)) != -1) {
+        while ((c = getopt_long(argc, argv, "jo:h", opts, NULL)) != -1) {
                 switch (c) {
                 case 'j':
                         json = true;
                         break;
+                case 'o':
+                        if (npf_outroot_normalize(optarg, root, sizeof(root)) < 0) {
+                                fprintf(stderr, "npuprofctl validate: --output-root takes an absolute path without "
+                                        "\"..\", not '%.64s'\n", optarg);
+                                return 2;
+                        }
+                        output_root = root;
+                        break;
                 case 'h':
-                        printf("Usage: npuprofctl validate [--json] FILE...\n\n"
+                        printf("Usage: npuprofctl validate [--json] [--output-root DIR] FILE...\n\n"
                                "Check each FILE. A valid one prints its dialect, window and settings (exit 0);\n"
                                "an invalid one prints every error as FILE:LINE:COLUMN: error: KEY: message\n"
                                "(exit 1). --json prints one object per file: valid, dialect, window\n"
                                "(start_step, stop_step, warmup), errors and warnings (message, line, column,\n"
-                               "key), and the effective config.\n");
+                               "key), and the effective config. --output-root DIR also checks, as npuprofd\n"
+                               "--output-root DIR does, that the file's directory stays under DIR.\n");
                         return 0;
                 default:
                         return 2;
@@ -145,7 +159,7 @@ static int cmd_validate(int argc, char **argv)
                 fprintf(stderr, "npuprofctl validate: no FILE given\n");
                 return 2;
         }
-        return npf_cli_validate(argv + optind, argc - optind, json);
+        return npf_cli_validate(argv + optind, argc - optind, json, output_root);
 }
 
 /* Parse a step or a count for @opt. Return: 0, or 2 (a usage error) with the reason printed. */

@@ -106,9 +106,9 @@ static void print_config(const npf_shm_config_t *c)
         json_decref(o);
 }
 
-static int validate_one(const char *path, bool json, npf_shm_config_t *c, npf_conf_report_t *r)
+static int validate_one(const char *path, bool json, const char *root, npf_shm_config_t *c, npf_conf_report_t *r)
 {
-        int ret = npf_conf_load(path, c, r);
+        int ret = npf_conf_load(path, root, c, r);
 
         if (json) {
                 json_t *o = npf_conf_report_to_json(r);
@@ -143,7 +143,7 @@ static int validate_one(const char *path, bool json, npf_shm_config_t *c, npf_co
         return 1;
 }
 
-int npf_cli_validate(char *const *paths, int n, bool json)
+int npf_cli_validate(char *const *paths, int n, bool json, const char *output_root)
 {
         npf_shm_config_t *c = malloc(sizeof(*c));
         npf_conf_report_t *r = malloc(sizeof(*r));
@@ -156,7 +156,7 @@ int npf_cli_validate(char *const *paths, int n, bool json)
                 return 1;
         }
         for (int i = 0; i < n; i++)
-                status |= validate_one(paths[i], json, c, r);
+                status |= validate_one(paths[i], json, output_root, c, r);
         free(c);
         free(r);
         fflush(stdout);

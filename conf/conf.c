@@ -5,6 +5,7 @@
  */
 #include "conf.h"
 #include "jsonpos.h"
+#include "outroot.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -688,14 +689,35 @@ static void parse_rank_list(parse_t *p, const path_t *at, json_t *v, const key_d
         p->rank_list_at = *at;
 }
 
+/*
+ * Select ranks @a to @b (inclusive, both valid rank ids) in the bitmap. Whole bytes are set
+ * at once, so that a file full of "0-65535" costs its size, not 65536 steps an item;
+ * rank_count is counted once the bitmap is complete (count_ranks()).
+ */
+static void set_ranks(npf_shm_config_t *c, int64_t a, int64_t b)
+{
+        for (; a <= b && a % 8; a++)
+                c->rank_bitmap[a / 8] |= (uint8_t) (1u << (a % 8));
+        if (b - a + 1 >= 8) {
+                memset(&c->rank_bitmap[a / 8], 0xff, (size_t) (b - a + 1) / 8);
+                a += (b - a + 1) / 8 * 8;
+        }
+        for (; a <= b; a++)
+                c->rank_bitmap[a / 8] |= (uint8_t) (1u << (a % 8));
+}
+
 static void set_rank(npf_shm_config_t *c, int64_t r)
 {
-        uint8_t *byte = &c->rank_bitmap[r / 8];
-        uint8_t bit = (uint8_t) (1u << (r % 8));
+        set_ranks(c, r, r);
+}
 
-        if (!(*byte & bit))
-                c->args.rank_count++;
-        *byte |= bit;
+static uint32_t count_ranks(const npf_shm_config_t *c)
+{
+        uint32_t n = 0;
+
+        for (size_t i = 0; i < sizeof(c->rank_bitmap); i++)
+                n += (uint32_t) __builtin_popcount(c->rank_bitmap[i]);
+        return n;
 }
 
 /* One "A" or "A-B" of a ranks string. Return: true if it was well-formed and in range. */
@@ -727,8 +749,7 @@ static bool parse_rank_range(parse_t *p, const path_t *at, const char *s, size_t
                          NPF_SHM_MAX_RANKS - 1);
                 return false;
         }
-        for (long long r = a; r <= b; r++)
-                set_rank(p->c, r);
+        set_ranks(p->c, a, b);
         return true;
 }
 
@@ -1117,6 +1138,7 @@ static void resolve(parse_t *p)
                 else
                         a->rank_filter = NPF_RANKS_LIST;
         }
+        a->rank_count = count_ranks(p->c);
 
         json_t *inc = json_object_get(p->extra, "mstx_domain_include");
         if (inc && json_object_get(p->extra, "mstx_domain_exclude")) {
@@ -1197,6 +1219,21 @@ static void error_at_offset(parse_t *p, size_t offset, const char *fmt, ...)
                                         &p->report->errors[n].column);
 }
 
+/* @s with control characters spelled "\x01", so that the token a parser quotes can be seen. */
+static void printable(const char *s, char *buf, size_t size)
+{
+        size_t used = 0;
+
+        for (; *s && used + 5 < size; s++) {
+                unsigned char c = (unsigned char) *s;
+                if (c < 0x20 || c == 0x7f)
+                        used += (size_t) snprintf(buf + used, size - used, "\\x%02x", c);
+                else
+                        buf[used++] = (char) c;
+        }
+        buf[used] = '\0';
+}
+
 int npf_conf_parse(const char *text, size_t len, npf_shm_config_t *ret_config, npf_conf_report_t *report)
 {
         parse_t p = { .text = text, .len = len, .report = report };
@@ -1222,6 +1259,11 @@ int npf_conf_parse(const char *text, size_t len, npf_shm_config_t *ret_config, n
                                 (unsigned char) text[bad]);
                 return -EINVAL;
         }
+        const char *nul = memchr(text, '\0', len);
+        if (nul) {
+                error_at_offset(&p, (size_t) (nul - text), "the file holds a NUL byte (0x00), which JSON text never does");
+                return -EINVAL;
+        }
         size_t blank = 0;
         while (blank < len && strchr(" \t\r\n", text[blank]) && text[blank])
                 blank++;
@@ -1238,7 +1280,12 @@ int npf_conf_parse(const char *text, size_t len, npf_shm_config_t *ret_config, n
                  */
                 size_t at = json_error_code(&jerr) == json_error_premature_end_of_input ? len
                             : jerr.position > 0 ? (size_t) jerr.position - 1 : 0;
-                error_at_offset(&p, at, "JSON syntax error: %s", jerr.text);
+                char what[sizeof(jerr.text) * 4];
+                if (json_error_code(&jerr) == json_error_null_character)
+                        snprintf(what, sizeof(what), "\\u0000 (NUL) is not allowed in a string");
+                else
+                        printable(jerr.text, what, sizeof(what));
+                error_at_offset(&p, at, "JSON syntax error: %s", what);
                 return -EINVAL;
         }
         if (!json_is_object(root)) {
@@ -1267,6 +1314,42 @@ out:
         free(p.c);
         json_decref(p.extra);
         json_decref(root);
+        return r;
+}
+
+int npf_conf_confine(npf_shm_config_t *config, const char *text, size_t len, const char *root,
+                     npf_conf_report_t *report)
+{
+        static const char *const keys[] = {
+                [NPF_DIALECT_NATIVE] = "output_dir",
+                [NPF_DIALECT_TORCH_NPU] = "prof_dir",
+                [NPF_DIALECT_MINDSPORE] = "prof_path",
+        };
+        uint32_t dialect = config->args.dialect;
+        const char *key = dialect < sizeof(keys) / sizeof(keys[0]) && keys[dialect] ? keys[dialect] : "prof_dir";
+        char dir[NPF_SHM_PATH_MAX], err[NPF_OUTROOT_ERR_MAX];
+        int r;
+
+        r = npf_outroot_resolve(root, config->prof_dir, key, dir, sizeof(dir), err);
+        if (r == 0)
+                r = npf_outroot_walk(dir, strlen(root), false, key, err);
+        if (r == 0) {
+                size_t n = strlen(dir);
+                memset(config->prof_dir, 0, sizeof(config->prof_dir));
+                memcpy(config->prof_dir, dir, n + 1);
+                config->args.prof_dir_len = (uint32_t) n;
+                config->args.root_len = (uint32_t) strlen(root);
+                return 0;
+        }
+        /* Places count from the byte after a byte-order mark, as npf_conf_parse() says them. */
+        if (len >= 3 && memcmp(text, "\xef\xbb\xbf", 3) == 0) {
+                text += 3;
+                len -= 3;
+        }
+        parse_t p = { .text = text, .len = len, .report = report };
+        path_t kp = path_key(NULL, key);
+        report->n_errors = 0;
+        error_at(&p, &kp, "%s", err);
         return r;
 }
 
@@ -1349,7 +1432,8 @@ fail:
         return r;
 }
 
-int npf_conf_load(const char *path, npf_shm_config_t *ret_config, npf_conf_report_t *report)
+int npf_conf_load(const char *path, const char *output_root, npf_shm_config_t *ret_config,
+                  npf_conf_report_t *report)
 {
         char *text;
         size_t len;
@@ -1359,6 +1443,8 @@ int npf_conf_load(const char *path, npf_shm_config_t *ret_config, npf_conf_repor
         if (r < 0)
                 return r;
         r = npf_conf_parse(text, len, ret_config, report);
+        if (r == 0 && output_root)
+                r = npf_conf_confine(ret_config, text, len, output_root, report);
         free(text);
         return r;
 }

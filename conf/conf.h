@@ -60,12 +60,26 @@ int npf_conf_read(const char *path, char **ret_text, size_t *ret_len, uint32_t *
 void npf_conf_withhold(npf_conf_report_t *report, const char *path, uint32_t mode);
 
 /*
- * npf_conf_load() - read and parse the file at @path.
+ * npf_conf_load() - read and parse the file at @path and, with @output_root (normal form,
+ * or NULL), confine its directory there as npf_conf_confine() does.
  * Refuses what is not a regular file, over NPF_CONF_FILE_MAX bytes, or not UTF-8.
- * Return: as npf_conf_parse(), or -errno when the file cannot be read, with the reason as
- * an error in @report.
+ * Return: as npf_conf_parse() and npf_conf_confine(), or -errno when the file cannot be
+ * read, with the reason as an error in @report.
  */
-int npf_conf_load(const char *path, npf_shm_config_t *ret_config, npf_conf_report_t *report);
+int npf_conf_load(const char *path, const char *output_root, npf_shm_config_t *ret_config,
+                  npf_conf_report_t *report);
+
+/*
+ * npf_conf_confine() - put the directory of @config, a valid configuration just parsed from
+ * the @len bytes at @text, under the output root @root (in npf_outroot_normalize() form),
+ * as the daemon publishes it.
+ * Return: 0 with prof_dir rewritten to the absolute directory; or -EINVAL (a ".."
+ * component), -EPERM (outside @root) or -ENAMETOOLONG, with the reason as the one error of
+ * @report, at the directory's key and its place in @text. @config is left as it was then.
+ * Context: any thread; reentrant.
+ */
+int npf_conf_confine(npf_shm_config_t *config, const char *text, size_t len, const char *root,
+                     npf_conf_report_t *report);
 
 /*
  * npf_conf_to_json() - the effective configuration @config as a JSON object, in

@@ -635,6 +635,9 @@ static json_t *metrics_json(daemon_t *d)
         metric(&buf, &len, &used, "# HELP npuprof_slots_reclaimed_total Slots freed after their process was gone.\n"
                                   "# TYPE npuprof_slots_reclaimed_total counter\nnpuprof_slots_reclaimed_total %" PRIu64 "\n",
                d->sweep.reclaimed);
+        metric(&buf, &len, &used, "# HELP npuprof_sweeps_total Sweeps of the rank table.\n"
+                                  "# TYPE npuprof_sweeps_total counter\nnpuprof_sweeps_total %" PRIu64 "\n",
+               d->sweep.runs);
         analysis_metrics(d, &buf, &len, &used);
         r = json_pack("{s:s}", "text", buf);
         free(buf);

@@ -113,6 +113,7 @@ void npf_sweep_run(npf_sweep_t *s, npf_shm_ranks_t *table, uint64_t now_ns, npf_
                 s->by_state[s->stalled[i] ? NPF_SWEEP_STALLED : v.st.state]++;
         }
         s->primed = true;
+        s->runs++;
 }
 
 /* Text a rank wrote into a fixed buffer: up to its NUL or the buffer's end; null if empty or not UTF-8. */

@@ -47,6 +47,7 @@ typedef struct npf_sweep {
         uint64_t outcomes[NPF_WINDOW__COUNT];           /* windows ended, per outcome, ever */
         uint64_t reclaimed;
         uint64_t reclaim_ns;                            /* when dead ranks were last looked for */
+        uint64_t runs;                                  /* sweeps made, ever */
         uint64_t unrecorded;                            /* windows that ended faster than sweeps saw */
         uint64_t recorded;                              /* windows recorded, ever: the last id given */
         bool primed;                                    /* a first pass was made */

@@ -1,7 +1,5 @@
 /* SPDX-License-Identifier: MIT */
 #include "daemon/watch.h"
-#include "conf/jsonpos.h"
-#include "conf/outroot.h"
 
 #include <errno.h>
 #include <libgen.h>
@@ -59,41 +57,6 @@ static uint64_t fnv64(const char *p, size_t n)
         return h;
 }
 
-/*
- * Thread pool: put the directory of the valid configuration just parsed from @text under
- * the output root, or turn the configuration into an error at the directory's key.
- */
-static void confine(npf_watch_t *w, const char *text, size_t len)
-{
-        static const char *const keys[] = {
-                [NPF_DIALECT_NATIVE] = "output_dir",
-                [NPF_DIALECT_TORCH_NPU] = "prof_dir",
-                [NPF_DIALECT_MINDSPORE] = "prof_path",
-        };
-        npf_shm_config_t *c = &w->config;
-        uint32_t dialect = c->args.dialect;
-        const char *key = dialect < sizeof(keys) / sizeof(keys[0]) && keys[dialect] ? keys[dialect] : "prof_dir";
-        char dir[NPF_SHM_PATH_MAX], err[NPF_OUTROOT_ERR_MAX];
-
-        if (npf_outroot_resolve(w->root, c->prof_dir, key, dir, sizeof(dir), err) == 0 &&
-            npf_outroot_walk(dir, strlen(w->root), false, key, err) == 0) {
-                size_t n = strlen(dir);
-                memset(c->prof_dir, 0, sizeof(c->prof_dir));
-                memcpy(c->prof_dir, dir, n + 1);
-                c->args.prof_dir_len = (uint32_t) n;
-                c->args.root_len = (uint32_t) strlen(w->root);
-                return;
-        }
-        npf_conf_diag_t *e = &w->report.errors[0];
-        memset(e, 0, sizeof(*e));
-        snprintf(e->key, sizeof(e->key), "%s", key);
-        snprintf(e->message, sizeof(e->message), "%s", err);
-        if (npf_jsonpos_find(text, len, &key, 1, &e->line, &e->column) < 0)
-                e->line = e->column = 0;
-        w->report.n_errors = 1;
-        w->rc = -EINVAL;
-}
-
 /* Thread pool: read until two consecutive reads agree, then parse. */
 static void read_work(uv_work_t *req)
 {
@@ -125,8 +88,10 @@ static void read_work(uv_work_t *req)
         }
         free(prev);
         if (r < 0) {
+                /* A file that cannot be read is told apart from another by why (its size, its kind). */
+                const char *why = w->report.n_errors ? w->report.errors[0].message : "";
                 w->rc = r;
-                w->hash = 0;
+                w->hash = fnv64(why, strlen(why));
                 return;
         }
         if (!text) {
@@ -138,7 +103,7 @@ static void read_work(uv_work_t *req)
         w->hash = fnv64(text, len);
         w->rc = npf_conf_parse(text, len, &w->config, &w->report);
         if (w->rc == 0 && w->root)
-                confine(w, text, len);
+                w->rc = npf_conf_confine(&w->config, text, len, w->root, &w->report) < 0 ? -EINVAL : 0;
         /* What the daemon says of the file is shown to every local user: never a private file's bytes. */
         if (!(mode & S_IROTH))
                 npf_conf_withhold(&w->report, w->path, mode);

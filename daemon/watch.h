@@ -31,7 +31,7 @@ typedef struct npf_watch_result {
         int rc;                         /* 0 valid, -EINVAL invalid, -ENOENT missing, -errno */
         const npf_shm_config_t *config; /* when rc == 0 */
         const npf_conf_report_t *report;
-        uint64_t content_hash;          /* of the bytes read; 0 when nothing was read */
+        uint64_t content_hash;          /* of the bytes read; of the reason when none could be */
 } npf_watch_result_t;
 
 typedef void (*npf_watch_cb)(npf_watch_t *w, const npf_watch_result_t *result, void *data);

@@ -63,6 +63,22 @@ static inline uint64_t npf__seq_read_begin(const uint64_t *seq)
         return UINT64_MAX;
 }
 
+/*
+ * Reader: as npf__seq_read_begin(), but for a reader that must stay cheap whatever the
+ * writer does (the daemon reading every slot of the rank table on its loop): it spins at
+ * most @spins loads and never yields.
+ * Return: the sequence, or UINT64_MAX if it stayed odd.
+ */
+static inline uint64_t npf__seq_read_begin_bounded(const uint64_t *seq, unsigned spins)
+{
+        for (unsigned i = 0; i < spins; i++) {
+                uint64_t s = atomic_load_explicit(npf__seq(seq), memory_order_acquire);
+                if (!(s & 1))
+                        return s;
+        }
+        return UINT64_MAX;
+}
+
 /* Reader: Return: nonzero if what was read since @begun may be torn. */
 static inline int npf__seq_read_retry(const uint64_t *seq, uint64_t begun)
 {

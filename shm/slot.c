@@ -15,6 +15,14 @@
 #include <unistd.h>
 
 #define NPF__CLAIM_TRIES 64
+/*
+ * A slot is read for every slot at each sweep and each status, on the daemon's loop, and
+ * anyone may write the rank table: a sequence kept odd or changing for ever must cost a
+ * bounded few microseconds, not a thousand yields. A rank's own write takes well under a
+ * microsecond; a slot still unreadable after this is skipped until the next read.
+ */
+#define NPF__SLOT_READ_TRIES 16u
+#define NPF__SLOT_READ_SPINS 256u
 
 typedef _Atomic uint32_t npf__atomic_u32;
 
@@ -280,10 +288,10 @@ int npf_slot_read(const npf_shm_ranks_t *table, uint32_t index, npf_slot_view_t 
         v.local_device = (int32_t) atomic_load_explicit(a32((const uint32_t *) &slot->local_device),
                                                         memory_order_relaxed);
 
-        for (int retries = 0; retries < 1000; retries++) {
-                uint64_t s = npf__seq_read_begin(&slot->seq);
+        for (unsigned tries = 0; tries < NPF__SLOT_READ_TRIES; tries++) {
+                uint64_t s = npf__seq_read_begin_bounded(&slot->seq, NPF__SLOT_READ_SPINS);
                 if (s == UINT64_MAX)
-                        return -EAGAIN;
+                        continue;
                 npf__seq_copy_out(&v.st, &slot->st, sizeof(v.st));
                 npf__seq_copy_out(v.ended, slot->ended, sizeof(v.ended));
                 v.windows_ended = atomic_load_explicit(npf__seq(&slot->windows_ended), memory_order_relaxed);

@@ -55,7 +55,9 @@ void npf_slot_set_state(npf_shm_slot_t *slot, const npf_shm_slot_state_t *st);
 /*
  * npf_slot_read() - read slot @index untorn, strings bounded.
  * Return: 0, -ERANGE for a bad index, -EBADMSG if the state is not well-formed, -EAGAIN
- * if no stable copy could be had.
+ * if no stable copy could be had in a bounded number of tries (it never yields the CPU,
+ * whatever a process wrote into the slot).
+ * Context: any; the daemon's loop reads every slot this way.
  */
 int npf_slot_read(const npf_shm_ranks_t *table, uint32_t index, npf_slot_view_t *ret_view);
 

@@ -1450,6 +1450,109 @@ static void test_error_not_utf8(void **state)
         }
 }
 
+/* A raw NUL byte is a text error at its own place, wherever it is: jansson would see the end. */
+static void test_error_nul_byte(void **state)
+{
+        (void) state;
+        static const struct {
+                const char *text;
+                size_t len;
+                uint32_t line, column;
+        } cases[] = {
+                { "{\"output_dir\": \"a\0b\"}", 22, 1, 18 },
+                { "{\"start_step\": 1}\0", 18, 1, 18 },
+                { "\0\0\0\0", 4, 1, 1 },
+                { "{\n \"st\0art\": 1}", 15, 2, 5 },
+        };
+
+        for (size_t i = 0; i < N_OF(cases); i++) {
+                result_t res;
+
+                parse_invalid_len(&res, cases[i].text, cases[i].len);
+                assert_int_equal(res.r.n_errors, 1);
+                check_diag("(NUL)", &res.r.errors[0], "", cases[i].line, cases[i].column, "NUL byte (0x00)", NULL);
+        }
+}
+
+/* The token a syntax error quotes shows its control characters, and \u0000 is said plainly. */
+static void test_syntax_error_is_printable(void **state)
+{
+        (void) state;
+        result_t res;
+
+        check_diag("\\x01", parse_one_error(&res, "{\"start_step\": 1,\x01}"), "", 1, 18, "JSON syntax error",
+                   "near '\\x01'");
+        check_diag("\\f", parse_one_error(&res, "{\f}"), "", 1, 2, "JSON syntax error", "'\\x0c'");
+        check_diag("\\u0000", parse_one_error(&res, "{\"output_dir\": \"a\\u0000\"}"), "", 1, 24,
+                   "\\u0000 (NUL) is not allowed in a string", NULL);
+        assert_null(strstr(res.r.errors[0].message, "JSON_ALLOW_NUL"));
+}
+
+/* Ranges set whole bytes of the bitmap: the bits at both ends, and a file of many full ranges. */
+static void test_rank_ranges(void **state)
+{
+        (void) state;
+        static const struct {
+                const char *ranks;
+                uint32_t first, last, count;
+        } cases[] = {
+                { "3-17", 3, 17, 15 }, { "8-15", 8, 15, 8 }, { "7-8", 7, 8, 2 }, { "0-6", 0, 6, 7 },
+                { "9-9", 9, 9, 1 }, { "65528-65535", 65528, 65535, 8 }, { "1-65534", 1, 65534, 65534 },
+        };
+        char text[64];
+        result_t res;
+
+        for (size_t i = 0; i < N_OF(cases); i++) {
+                snprintf(text, sizeof(text), "{\"ranks\": \"%s\"}", cases[i].ranks);
+                parse_valid(&res, text);
+                assert_int_equal(res.c.args.rank_count, cases[i].count);
+                for (uint32_t r = 0; r < NPF_SHM_MAX_RANKS; r++)
+                        if (rank_set(&res.c, r) != (r >= cases[i].first && r <= cases[i].last))
+                                fail_msg("%s: rank %u is %s", cases[i].ranks, r, rank_set(&res.c, r) ? "set" : "not set");
+        }
+
+        /* 90000 full ranges and overlaps: counted once each. */
+        size_t cap = 90000 * 11 + 64, used = 0;
+        char *big = malloc(cap);
+        assert_non_null(big);
+        used += (size_t) snprintf(big, cap, "{\"ranks\": [\"5-9\"");
+        for (int k = 0; k < 90000; k++)
+                used += (size_t) snprintf(big + used, cap - used, ", \"0-65535\"");
+        snprintf(big + used, cap - used, "]}");
+        parse_valid(&res, big);
+        assert_int_equal(res.c.args.rank_count, 65536);
+        free(big);
+}
+
+/* The directory is confined as the daemon publishes it, and an escape is an error at its place. */
+static void test_confine(void **state)
+{
+        (void) state;
+        static const struct {
+                const char *text;
+                const char *key;
+                uint32_t column;
+                int rc;
+                const char *want;
+        } bad[] = {
+                { "{\"output_dir\": \"../x\"}", "output_dir", 16, -EINVAL, "has a \"..\" component" },
+                { "\xef\xbb\xbf{\"prof_dir\": \"/etc\"}", "prof_dir", 14, -EPERM, "/etc is outside the output root /o" },
+                { "{\"prof_path\": \"/o2\", \"start_step\": 1, \"stop_step\": 2}", "prof_path", 15, -EPERM, "outside" },
+        };
+        result_t res;
+
+        parse_valid(&res, "{\"output_dir\": \"a/./b/\"}");
+        assert_int_equal(npf_conf_confine(&res.c, "", 0, "/o", &res.r), 0);
+        assert_string_equal(res.c.prof_dir, "/o/a/b");
+        assert_int_equal(res.c.args.prof_dir_len, 6);
+        for (size_t i = 0; i < N_OF(bad); i++) {
+                parse_valid(&res, bad[i].text);
+                assert_int_equal(npf_conf_confine(&res.c, bad[i].text, strlen(bad[i].text), "/o", &res.r), bad[i].rc);
+                assert_int_equal(res.r.n_errors, 1);
+                check_diag(bad[i].text, &res.r.errors[0], bad[i].key, 1, bad[i].column, bad[i].want, NULL);
+        }
+}
+
 static void test_utf8_and_bom_accepted(void **state)
 {
         (void) state;
@@ -1710,7 +1813,7 @@ static void write_file(const char *path, const char *data, size_t len)
 static void load_expect(result_t *res, const char *path, int rc)
 {
         memset(res, SENTINEL, sizeof(*res));
-        res->rc = npf_conf_load(path, &res->c, &res->r);
+        res->rc = npf_conf_load(path, NULL, &res->c, &res->r);
         if (res->rc != rc) {
                 dump_report(path, &res->r);
                 fail_msg("npf_conf_load(%s) returned %d, expected %d", path, res->rc, rc);
@@ -1751,7 +1854,7 @@ static void test_load_fifo_does_not_block(void **state)
         assert_int_equal(sigaction(SIGALRM, &sa, &old), 0);
         alarm(5);
         memset(&res, SENTINEL, sizeof(res));
-        res.rc = npf_conf_load(path, &res.c, &res.r);
+        res.rc = npf_conf_load(path, NULL, &res.c, &res.r);
         alarm(0);
         sigaction(SIGALRM, &old, NULL);
         assert_int_equal(res.rc, -EINVAL);
@@ -2114,6 +2217,10 @@ int main(void)
                 cmocka_unit_test(test_error_file_too_big),
                 cmocka_unit_test(test_error_not_utf8),
                 cmocka_unit_test(test_utf8_and_bom_accepted),
+                cmocka_unit_test(test_error_nul_byte),
+                cmocka_unit_test(test_syntax_error_is_printable),
+                cmocka_unit_test(test_rank_ranges),
+                cmocka_unit_test(test_confine),
                 cmocka_unit_test(test_error_wrong_type),
                 cmocka_unit_test(test_error_out_of_range),
                 cmocka_unit_test(test_error_unknown_name),

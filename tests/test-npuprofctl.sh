@@ -28,7 +28,7 @@ json_expect() {
         then ok "$name"; else fail "$name" "$out"; fi
 }
 
-expect "help"                 0 'validate \[--json\] FILE'  "$ctl" --help
+expect "help"                 0 'validate \[--json\] \[--output-root DIR\] FILE'  "$ctl" --help
 expect "version"              0 'shm ABI 2'                 "$ctl" --version
 expect "no command"           2 'Usage'                     "$ctl"
 expect "unknown command"      2 "unknown command 'frobnicate'" "$ctl" frobnicate

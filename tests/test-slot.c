@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <sys/resource.h>
+#include <sched.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -496,6 +497,38 @@ static void test_state_roundtrip_and_bounds(void **state)
         assert_int_equal(npf_slot_read(f->table, NPF_SHM_SLOTS, &v), -ERANGE);
 }
 
+/* The reader's yields, counted: this definition is the one the slot code calls. */
+static unsigned yields;
+int sched_yield(void)
+{
+        yields++;
+        return 0;
+}
+
+/*
+ * A hostile process keeps every sequence of the table odd: reading each slot gives up at
+ * once, with no yield, so a sweep or a status over the whole table stays cheap; a slot
+ * whose sequence becomes even again reads again.
+ */
+static void test_odd_sequences_everywhere_cost_no_yield(void **state)
+{
+        fixture_t *f = *state;
+        npf_shm_slot_t *slot;
+        npf_slot_view_t v;
+
+        assert_int_equal(npf_slot_claim(f->table, 7, 0, &slot, NULL), 0);
+        for (uint32_t i = 0; i < NPF_SHM_SLOTS; i++)
+                f->table->slots[i].seq = 2 * i + 1;
+        yields = 0;
+        for (uint32_t i = 0; i < NPF_SHM_SLOTS; i++)
+                assert_int_equal(npf_slot_read(f->table, i, &v), -EAGAIN);
+        assert_int_equal(yields, 0);
+        assert_int_equal(npf_slot_reclaim(f->table, npf_slot_index(f->table, slot), NULL), 0);   /* alive */
+        slot->seq++;
+        assert_int_equal(npf_slot_read(f->table, npf_slot_index(f->table, slot), &v), 0);
+        assert_int_equal(v.rank, 7);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -514,6 +547,7 @@ int main(void)
                 cmocka_unit_test_setup_teardown(test_release_only_own_claim, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_odd_sequence_left_by_dead_writer, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_state_roundtrip_and_bounds, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_odd_sequences_everywhere_cost_no_yield, setup, teardown),
         };
         return cmocka_run_group_tests_name("slot", tests, NULL, NULL);
 }
