@@ -503,8 +503,6 @@ static json_t *status_json(daemon_t *d)
         json_t *windows = npf_sweep_outcomes_json(&d->sweep);
 
         json_object_set_new(config, "path", json_string(d->opt.config_path));
-        json_object_set_new(config, "published_unix_ms",
-                            d->published_ns ? json_integer((json_int_t) (d->published_ns / 1000000u)) : json_null());
         json_object_set_new(windows, "recent", history_json(d, 32));
         return json_pack("{s:{s:I, s:s, s:I, s:I, s:I, s:b, s:b, s:I, s:s, s:I, s:o}, s:{s:s, s:b}, s:o, s:o, s:o, "
                          "s:o, s:I, s:o}",

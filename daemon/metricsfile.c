@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,7 +18,7 @@ typedef struct write_job {
         npf_metrics_file_t *file;
         char *text;
         int error;
-        char what[32];                  /* the step that failed */
+        char what[PATH_MAX + 32];       /* the step that failed */
 } write_job_t;
 
 struct npf_metrics_file {
@@ -33,7 +34,7 @@ struct npf_metrics_file {
         uint64_t interval_ms;
         uint64_t writes, errors;
         int last_error;
-        char logged[96];                /* the failure last logged, so it is logged once */
+        char logged[PATH_MAX + 160];    /* the failure last logged, so it is logged once */
 };
 
 /* Write @text to m->tmp and rename it over m->path. Return: 0, or -errno with the step in @what. */

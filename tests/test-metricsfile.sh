@@ -203,9 +203,13 @@ t_rename_fails() {
         mkdir "$prom"
         start_daemon --metrics-interval 0.1 || { fail "rename fails: the daemon did not start" "$(diag)"; return; }
         eventually "rename fails: reported in status" js "mf['errors'] >= 2 and 'rename over $prom' in mf['last_error']"
-        check "rename fails: no temporary is left" test "$(ls -A "$mdir")" = npuprof.prom
         check "rename fails: the daemon answers" js "cfg['valid'] is True"
+        # Stopped, no write is in flight: its last one failed too, and left nothing behind.
+        kill -TERM "$dpid"
+        wait_for gone "$dpid"
+        check "rename fails: no temporary is left" test "$(ls -A "$mdir")" = npuprof.prom
         rmdir "$prom"
+        start_daemon --metrics-interval 0.1 || { fail "rename fails: the daemon did not start again" "$(diag)"; return; }
         eventually "rename fails: the path freed, the file is written" mj "m['npuprof_up'] == 1"
 }
 
