@@ -4,6 +4,7 @@
 #include "daemon/analyze.h"
 #include "daemon/log.h"
 #include "daemon/manifest.h"
+#include "daemon/metricsfile.h"
 #include "daemon/notify.h"
 #include "daemon/server.h"
 #include "daemon/sweep.h"
@@ -34,12 +35,15 @@ typedef struct daemon {
         npf_server_t *server;
         npf_analyze_t *analyze;         /* NULL once stopping */
         npf_legacy_t *legacy;           /* NULL without --legacy, and once stopping */
+        npf_metrics_file_t *metrics;    /* NULL without --metrics-file, and once stopping */
         char *state_dir;                /* $STATE_DIRECTORY's first, from systemd; may be NULL */
         npf_notify_t notify;
         npf_sweep_t sweep;
         uv_timer_t sweep_timer;
         uv_signal_t sighup, sigterm, sigint;
         uint64_t started_ns;            /* CLOCK_MONOTONIC */
+        uint64_t started_real_ns;       /* CLOCK_REALTIME */
+        uint64_t published_ns;          /* CLOCK_REALTIME of the generation in force; 0: none */
         uint64_t reloads;
         npf_shm_status_t status;        /* what was last published of the file */
         uint64_t invalid_hash;          /* the broken version last counted */
@@ -91,6 +95,16 @@ static void describe_window(const npf_shm_config_t *c, char *buf, size_t len)
                 snprintf(buf, len, "window of %" PRIu64 " steps from the next step", a->step_count);
         else
                 snprintf(buf, len, "window steps %" PRId64 "..%" PRId64, a->start_step, a->stop_step);
+}
+
+/* Note when the configuration in force was published, as the segment says. */
+static void note_published(daemon_t *d)
+{
+        npf_shm_config_t *c = malloc(sizeof(*c));
+
+        if (c && npf_shm_read_config(npf_shm_ctl(d->shm), c) >= 0 && c->args.generation)
+                d->published_ns = c->args.published_ns;
+        free(c);
 }
 
 /* Return: true if @c differs from the configuration in force (generations aside). */
@@ -216,6 +230,7 @@ static void on_config(npf_watch_t *w, const npf_watch_result_t *res, void *data)
                         uint64_t gen;
                         char what[160];
                         if (npf_shm_publish_config(d->shm, res->config, &gen) == 0) {
+                                note_published(d);
                                 remember_prof_dir(d, gen, res->config->prof_dir);
                                 describe_window(res->config, what, sizeof(what));
                                 npf_log(LOG_NOTICE, (int64_t) gen, NPF_LOG_NONE, "published generation %" PRIu64
@@ -274,6 +289,7 @@ static void on_config(npf_watch_t *w, const npf_watch_result_t *res, void *data)
                 st->changed_ns = st->checked_ns;
         npf_shm_publish_status(d->shm, st);
         update_notify_status(d);
+        npf_metrics_file_update(d->metrics);
 
         if (!d->ready) {
                 d->ready = true;
@@ -437,7 +453,7 @@ static void on_window_recorded(const npf_window_record_t *rec, void *data)
 
 static void on_analysis(const npf_analysis_event_t *ev, void *data)
 {
-        const daemon_t *d = data;
+        daemon_t *d = data;
         const npf_window_record_t *rec = NULL;
         int64_t gen = NPF_LOG_NONE, rank = NPF_LOG_NONE;
 
@@ -454,6 +470,7 @@ static void on_analysis(const npf_analysis_event_t *ev, void *data)
         else
                 npf_log(LOG_WARNING, gen, rank, "analysis of %s failed after %.1f s: %s", ev->dir ? ev->dir : "?",
                         ev->seconds, ev->reason);
+        npf_metrics_file_update(d->metrics);
 }
 
 static void on_sweep_timer(uv_timer_t *t);
@@ -474,6 +491,7 @@ static void sweep(daemon_t *d)
                 npf_log(LOG_INFO, NPF_LOG_NONE, NPF_LOG_NONE, "%u rank%s attached", d->sweep.attached,
                         d->sweep.attached == 1 ? "" : "s");
         update_notify_status(d);
+        npf_metrics_file_update(d->metrics);
 
         if (d->stopping)
                 return;
@@ -503,6 +521,7 @@ static void start_reload(daemon_t *d, const char *why)
                 npf_notify_reloading(&d->notify);
         }
         npf_log(LOG_INFO, NPF_LOG_NONE, NPF_LOG_NONE, "reloading %s (%s)", d->opt.config_path, why);
+        npf_metrics_file_update(d->metrics);
         npf_watch_reload(d->watch);
 }
 
@@ -523,12 +542,13 @@ static json_t *status_json(daemon_t *d)
 
         json_object_set_new(config, "path", json_string(d->opt.config_path));
         json_object_set_new(windows, "recent", history_json(d, 32));
-        return json_pack("{s:{s:I, s:s, s:I, s:I, s:b, s:b, s:I, s:s, s:I, s:{s:I, s:I, s:I, s:I}}, s:{s:s, s:b}, "
-                         "s:o, s:o, s:o, s:o, s:I, s:o}",
+        return json_pack("{s:{s:I, s:s, s:I, s:I, s:I, s:b, s:b, s:I, s:s, s:I, s:{s:I, s:I, s:I, s:I}, s:o}, "
+                         "s:{s:s, s:b}, s:o, s:o, s:o, s:o, s:I, s:o}",
                          "daemon",
                          "pid", (json_int_t) getpid(),
                          "version", NPUPROF_VERSION,
                          "uptime_s", (json_int_t) ((npf_clock_ns(CLOCK_MONOTONIC) - d->started_ns) / 1000000000u),
+                         "started_unix_ms", (json_int_t) (d->started_real_ns / 1000000u),
                          "uid", (json_int_t) getuid(),
                          "socket_activated", npf_server_activated(d->server),
                          "inotify", d->opt.inotify,
@@ -540,6 +560,7 @@ static json_t *status_json(daemon_t *d)
                          "max", (json_int_t) npf_server_clients_max(d->server),
                          "evicted", (json_int_t) npf_server_evicted(d->server),
                          "idle_timeout_ms", (json_int_t) d->opt.idle_ms,
+                         "metrics_file", d->metrics ? npf_metrics_file_status_json(d->metrics) : json_null(),
                          "shm", "name", d->opt.shm_name, "adopted", npf_shm_adopted(d->shm),
                          "config", config,
                          "ranks", npf_view_ranks(npf_shm_ranks(d->shm), npf_clock_ns(CLOCK_MONOTONIC), d->opt.stall_ms, d->sweep.stalled),
@@ -598,22 +619,44 @@ static void analysis_metrics(const daemon_t *d, char **buf, size_t *len, size_t 
         json_decref(o);
 }
 
-/* Prometheus text exposition, format 0.0.4. */
-static json_t *metrics_json(daemon_t *d)
+/* Seconds since the epoch of CLOCK_REALTIME @ns, to the millisecond. */
+static double unix_seconds(uint64_t ns)
+{
+        return (double) (ns / 1000000u) / 1000.0;
+}
+
+/*
+ * The Prometheus text exposition, format 0.0.4: what `metrics` answers and --metrics-file
+ * holds. Nothing in it moves unless a count or a state does, so that an unchanged text
+ * means nothing to write. Return: a new string, or NULL when memory ran out.
+ */
+static char *metrics_text(daemon_t *d)
 {
         static const char *const rank_states[] = { NPF_PROTO_RANK_STATES };
         static const uint32_t outcomes[] = { NPF_WINDOW_DONE, NPF_WINDOW_FAILED, NPF_WINDOW_MISSED,
                                              NPF_WINDOW_FILTERED, NPF_WINDOW_LOST };
         size_t len = 4096, used = 0;
         char *buf = malloc(len);
-        json_t *r;
 
         if (!buf)
                 return NULL;
         buf[0] = '\0';
         metric(&buf, &len, &used,
+               "# HELP npuprof_up Whether the daemon runs: 0 is written into the metrics file as it stops.\n"
+               "# TYPE npuprof_up gauge\nnpuprof_up %d\n"
+               "# HELP npuprof_build_info The daemon's version, shared-memory ABI and protocol.\n"
+               "# TYPE npuprof_build_info gauge\n"
+               "npuprof_build_info{version=\"%s\",shm_abi=\"%u\",protocol=\"%d\"} 1\n"
+               "# HELP npuprof_start_time_seconds When the daemon started, in seconds since the epoch.\n"
+               "# TYPE npuprof_start_time_seconds gauge\nnpuprof_start_time_seconds %.3f\n",
+               !d->stopping, NPUPROF_VERSION, NPF_SHM_ABI_VERSION, NPF_PROTO_VERSION, unix_seconds(d->started_real_ns));
+        metric(&buf, &len, &used,
                "# HELP npuprof_generation Generation of the configuration in force.\n"
                "# TYPE npuprof_generation gauge\nnpuprof_generation %" PRIu64 "\n"
+               "# HELP npuprof_generation_published_timestamp_seconds When the configuration in force was "
+               "published, in seconds since the epoch; 0: none yet.\n"
+               "# TYPE npuprof_generation_published_timestamp_seconds gauge\n"
+               "npuprof_generation_published_timestamp_seconds %.3f\n"
                "# HELP npuprof_config_valid Whether the watched file, as last read, is valid.\n"
                "# TYPE npuprof_config_valid gauge\nnpuprof_config_valid %d\n"
                "# HELP npuprof_config_errors_total Broken versions of the watched file seen.\n"
@@ -621,7 +664,8 @@ static json_t *metrics_json(daemon_t *d)
                "# HELP npuprof_reloads_total Reloads asked for by SIGHUP or the reload command.\n"
                "# TYPE npuprof_reloads_total counter\nnpuprof_reloads_total %" PRIu64 "\n"
                "# HELP npuprof_ranks Ranks attached to the segment, by state.\n# TYPE npuprof_ranks gauge\n",
-               generation_in_force(d), d->status.file_state == NPF_FILE_VALID, d->status.error_count, d->reloads);
+               generation_in_force(d), d->published_ns ? unix_seconds(d->published_ns) : 0.0,
+               d->status.file_state == NPF_FILE_VALID, d->status.error_count, d->reloads);
         for (uint32_t s = 0; s <= NPF_SWEEP_STALLED; s++)
                 metric(&buf, &len, &used, "npuprof_ranks{state=\"%s\"} %u\n", rank_states[s], d->sweep.by_state[s]);
         metric(&buf, &len, &used, "# HELP npuprof_windows_total Windows ended, by outcome.\n"
@@ -639,8 +683,25 @@ static json_t *metrics_json(daemon_t *d)
                                   "# TYPE npuprof_sweeps_total counter\nnpuprof_sweeps_total %" PRIu64 "\n",
                d->sweep.runs);
         analysis_metrics(d, &buf, &len, &used);
-        r = json_pack("{s:s}", "text", buf);
-        free(buf);
+        if (d->opt.metrics_path)
+                metric(&buf, &len, &used, "# HELP npuprof_metrics_file_errors_total Writes of the metrics file that "
+                                          "failed.\n# TYPE npuprof_metrics_file_errors_total counter\n"
+                                          "npuprof_metrics_file_errors_total %" PRIu64 "\n",
+                       npf_metrics_file_errors(d->metrics));
+        return buf;
+}
+
+static char *metrics_text_cb(void *data)
+{
+        return metrics_text(data);
+}
+
+static json_t *metrics_json(daemon_t *d)
+{
+        char *text = metrics_text(d);
+        json_t *r = text ? json_pack("{s:s}", "text", text) : NULL;
+
+        free(text);
         return r;
 }
 
@@ -725,6 +786,9 @@ static void stop(daemon_t *d, const char *why)
         if (d->stopping)
                 return;
         d->stopping = true;
+        /* Its last write says npuprof_up 0, with the counts as they are, before anything closes. */
+        npf_metrics_file_close(d->metrics);
+        d->metrics = NULL;
         npf_notify_stopping(&d->notify);
         npf_log(LOG_NOTICE, NPF_LOG_NONE, NPF_LOG_NONE, "stopping (%s)", why);
         for (unsigned i = 0; i < d->n_reload_waiters; i++)
@@ -784,6 +848,7 @@ int npf_daemon_run(const npf_daemon_options_t *opt)
         d->sweep.gap_max_ms = 2 * (uint64_t) opt->poll_ms;
         d->loop = uv_default_loop();
         d->started_ns = npf_clock_ns(CLOCK_MONOTONIC);
+        d->started_real_ns = npf_clock_ns(CLOCK_REALTIME);
         npf_log_init(opt->log_target, opt->config_path);
 
         r = npf_shm_open(opt->shm_name, NPF_SHM_WRITER | NPF_SHM_CREATE, &d->shm, err);
@@ -795,8 +860,10 @@ int npf_daemon_run(const npf_daemon_options_t *opt)
         npf_sweep_run(&d->sweep, npf_shm_ranks(d->shm), npf_clock_ns(CLOCK_MONOTONIC), on_window_recorded, d);
         if (npf_shm_adopted(d->shm)) {
                 npf_shm_config_t *c = malloc(sizeof(*c));
-                if (c && npf_shm_read_config(npf_shm_ctl(d->shm), c) >= 0 && c->args.generation)
+                if (c && npf_shm_read_config(npf_shm_ctl(d->shm), c) >= 0 && c->args.generation) {
                         remember_prof_dir(d, c->args.generation, c->prof_dir);
+                        d->published_ns = c->args.published_ns;
+                }
                 free(c);
                 npf_shm_read_status(npf_shm_ctl(d->shm), &d->status);
                 npf_log(LOG_NOTICE, (int64_t) generation_in_force(d), NPF_LOG_NONE,
@@ -838,6 +905,17 @@ int npf_daemon_run(const npf_daemon_options_t *opt)
                 npf_log(LOG_ERR, NPF_LOG_NONE, NPF_LOG_NONE, "cannot watch %s: %s", opt->config_path, uv_strerror(r));
                 goto out;
         }
+        if (opt->metrics_path) {
+                r = npf_metrics_file_new(d->loop, opt->metrics_path, opt->metrics_interval_ms, metrics_text_cb, d,
+                                         &d->metrics);
+                if (r < 0) {
+                        npf_log(LOG_ERR, NPF_LOG_NONE, NPF_LOG_NONE, "cannot keep the metrics file %s: %s",
+                                opt->metrics_path, strerror(-r));
+                        goto out;
+                }
+                npf_log(LOG_INFO, NPF_LOG_NONE, NPF_LOG_NONE, "metrics written to %s on every change and every %.3g s",
+                        opt->metrics_path, (double) opt->metrics_interval_ms / 1000.0);
+        }
         uv_timer_init(d->loop, &d->sweep_timer);
         d->sweep_timer.data = d;
         sweep(d);
@@ -863,7 +941,6 @@ int npf_daemon_run(const npf_daemon_options_t *opt)
         } else {
                 npf_log(LOG_INFO, NPF_LOG_NONE, NPF_LOG_NONE, "finished windows are not analysed (--analyze-jobs 0)");
         }
-
         uv_run(d->loop, UV_RUN_DEFAULT);
         release_segment(d);
         status = 0;

@@ -24,6 +24,8 @@ typedef struct npf_daemon_options {
         const char *socket_path;
         const char *socket_group;       /* NULL: the daemon's own group */
         const char *output_root;
+        const char *metrics_path;       /* --metrics-file; NULL: none */
+        uint64_t metrics_interval_ms;
         unsigned poll_ms;
         bool inotify;
         int log_target;                 /* NPF_LOG_* */

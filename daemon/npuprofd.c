@@ -4,6 +4,7 @@
 #include "daemon/daemon.h"
 #include "daemon/legacy.h"
 #include "daemon/log.h"
+#include "daemon/metricsfile.h"
 #include "conf/outroot.h"
 #include "npuprof/protocol.h"
 #include "npuprof/shm.h"
@@ -46,6 +47,12 @@ static void usage(FILE *f)
                 "                         open-file limit less %u); one more closes the longest idle\n"
                 "  --idle-timeout MS      close a connection that completes no request for MS (default %u)\n"
                 "  --log stderr|journal   where logs go (default: the journal when stderr is the journal)\n"
+                "  --metrics-file PATH    keep the Prometheus exposition (the `metrics` command's text) in\n"
+                "                         PATH, an absolute *.prom file in node_exporter's textfile\n"
+                "                         directory; replaced whole (a temporary .NAME.tmp renamed over\n"
+                "                         it), at start, on every change and every --metrics-interval\n"
+                "  --metrics-interval S   rewrite it every S seconds at least (default %u; decimals\n"
+                "                         allowed, from 0.01 to %u)\n"
                 "\n"
                 "Every window that ends done is analysed by npuprof-replay in a child process, into\n"
                 "WINDOW/analysis (report.json, report.txt, memory.svg), or $STATE_DIRECTORY/analysis/\n"
@@ -71,7 +78,7 @@ static void usage(FILE *f)
                 "Signals: SIGHUP reloads the file; SIGTERM and SIGINT stop. See npuprofd(8).\n",
                 NPF_ENV_SHM, NPF_SHM_NAME_DEFAULT, NPF_ENV_SOCKET, NPF_PROTO_SOCKET_DEFAULT, NPF_POLL_MS_DEFAULT,
                 NPF_POLL_MS_MIN, NPF_OUTPUT_ROOT_DEFAULT, NPF_STALL_MS_DEFAULT, NPF_PROTO_CLIENTS_MAX, FD_RESERVE,
-                NPF_PROTO_IDLE_MS, NPF_ANALYZER_PATH,
+                NPF_PROTO_IDLE_MS, NPF_METRICS_INTERVAL_S_DEFAULT, NPF_METRICS_INTERVAL_S_MAX, NPF_ANALYZER_PATH,
                 NPF_ANALYZE_JOBS_DEFAULT, NPF_ANALYZE_JOBS_MAX, NPF_ANALYZE_TIMEOUT_S_DEFAULT, NPF_ANALYZE_NICE_DEFAULT,
                 NPF_LEGACY_REFRESH_S_DEFAULT);
 }
@@ -103,6 +110,22 @@ static int parse_int(const char *opt, const char *s, long long min, long long ma
                 return -EINVAL;
         }
         *ret = v;
+        return 0;
+}
+
+/* --metrics-interval: seconds, decimals allowed, from 0.01. Return: 0, or -EINVAL with a message printed. */
+static int parse_interval(const char *s, uint64_t *ret_ms)
+{
+        char *end;
+        errno = 0;
+        double v = strtod(s, &end);
+
+        if (errno || end == s || *end || !(v >= 0.01 && v <= NPF_METRICS_INTERVAL_S_MAX)) {
+                fprintf(stderr, "npuprofd: --metrics-interval takes seconds from 0.01 to %u, not '%s'\n",
+                        NPF_METRICS_INTERVAL_S_MAX, s);
+                return -EINVAL;
+        }
+        *ret_ms = (uint64_t) (v * 1000.0 + 0.5);
         return 0;
 }
 
@@ -144,8 +167,9 @@ static unsigned fit_clients(unsigned wanted)
 int main(int argc, char **argv)
 {
         enum { OPT_CONFIG = 256, OPT_SHM, OPT_SOCKET, OPT_GROUP, OPT_POLL, OPT_NO_INOTIFY, OPT_ROOT, OPT_STALL,
-               OPT_MAX_CLIENTS, OPT_IDLE, OPT_LOG, OPT_ANALYZER, OPT_JOBS, OPT_TIMEOUT, OPT_MEMORY, OPT_NICE, OPT_LEGACY, OPT_LEGACY_GROUP,
-               OPT_LEGACY_REFRESH, OPT_LEGACY_CLOCK, OPT_HELP, OPT_VERSION };
+               OPT_MAX_CLIENTS, OPT_IDLE, OPT_LOG, OPT_ANALYZER, OPT_JOBS, OPT_TIMEOUT, OPT_MEMORY, OPT_NICE,
+               OPT_LEGACY, OPT_LEGACY_GROUP, OPT_LEGACY_REFRESH, OPT_LEGACY_CLOCK, OPT_METRICS_FILE,
+               OPT_METRICS_INTERVAL, OPT_HELP, OPT_VERSION };
         static const struct option opts[] = {
                 { "config", required_argument, NULL, OPT_CONFIG },
                 { "shm-name", required_argument, NULL, OPT_SHM },
@@ -167,6 +191,8 @@ int main(int argc, char **argv)
                 { "legacy-group", required_argument, NULL, OPT_LEGACY_GROUP },
                 { "legacy-refresh", required_argument, NULL, OPT_LEGACY_REFRESH },
                 { "legacy-clock-offset", required_argument, NULL, OPT_LEGACY_CLOCK },
+                { "metrics-file", required_argument, NULL, OPT_METRICS_FILE },
+                { "metrics-interval", required_argument, NULL, OPT_METRICS_INTERVAL },
                 { "help", no_argument, NULL, OPT_HELP },
                 { "version", no_argument, NULL, OPT_VERSION },
                 { 0 },
@@ -177,6 +203,7 @@ int main(int argc, char **argv)
                 .socket_path = env_socket && *env_socket ? env_socket : NPF_PROTO_SOCKET_DEFAULT,
                 .output_root = NPF_OUTPUT_ROOT_DEFAULT,
                 .poll_ms = NPF_POLL_MS_DEFAULT,
+                .metrics_interval_ms = NPF_METRICS_INTERVAL_S_DEFAULT * 1000u,
                 .inotify = true,
                 .log_target = NPF_LOG_AUTO,
                 .stall_ms = NPF_STALL_MS_DEFAULT,
@@ -289,6 +316,20 @@ int main(int argc, char **argv)
                         if (parse_int("--legacy-clock-offset", optarg, -(1LL << 32), 1LL << 32, &n) < 0)
                                 return 2;
                         o.legacy.clock_offset_s = n;
+                        break;
+                case OPT_METRICS_FILE: {
+                        const char *base = strrchr(optarg, '/');
+                        if (optarg[0] != '/' || !base[1] || strcmp(base, "/.") == 0 || strcmp(base, "/..") == 0) {
+                                fprintf(stderr, "npuprofd: --metrics-file takes the absolute path of a file, not "
+                                        "'%s'\n", optarg);
+                                return 2;
+                        }
+                        o.metrics_path = optarg;
+                        break;
+                }
+                case OPT_METRICS_INTERVAL:
+                        if (parse_interval(optarg, &o.metrics_interval_ms) < 0)
+                                return 2;
                         break;
                 case OPT_HELP:
                         usage(stdout);

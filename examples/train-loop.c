@@ -5,7 +5,7 @@
  * rank library opens and closes its collection window at the steps the node's daemon
  * publishes.
  *
- *   train-loop --rank R --steps N --step-ms MS [--shm-name NAME] [--backend host|acl|auto]
+ *   train-loop --rank R --steps N --step-ms MS [--shm-name NAME] [--backend host|acl|auto] [--busy PCT]
  */
 #include "npuprof/rank.h"
 
@@ -25,12 +25,13 @@ static uint64_t now_ns(void)
 }
 
 /*
- * About @ms milliseconds of a step: a quarter of it arithmetic over a buffer that grows and
- * shrinks, the rest waiting, as a rank waits for its device; eight of them share two cores.
+ * About @ms milliseconds of a step: @busy percent of it (a quarter by default) arithmetic
+ * over a buffer that grows and shrinks, the rest waiting, as a rank waits for its device;
+ * eight of them share two cores, and many more with --busy 0.
  */
-static double work(unsigned ms, int64_t step)
+static double work(unsigned ms, unsigned busy, int64_t step)
 {
-        uint64_t start = now_ns(), end = start + (uint64_t) ms * 250000u;
+        uint64_t start = now_ns(), end = start + (uint64_t) ms * busy * 10000u;
         size_t n = (size_t) (1 << 16) * (size_t) (1 + step % 4);
         double *buf = malloc(n * sizeof(*buf)), acc = 0;
 
@@ -55,11 +56,12 @@ int main(int argc, char **argv)
         static const struct option opts[] = {
                 { "rank", required_argument, NULL, 'r' },   { "steps", required_argument, NULL, 'n' },
                 { "step-ms", required_argument, NULL, 'm' }, { "shm-name", required_argument, NULL, 's' },
-                { "backend", required_argument, NULL, 'b' }, { "help", no_argument, NULL, 'h' },
+                { "backend", required_argument, NULL, 'b' }, { "busy", required_argument, NULL, 'u' },
+                { "help", no_argument, NULL, 'h' },
                 { 0 },
         };
         npf_rank_options_t o = { .rank = -1, .local_device = -1 };
-        long steps = 40, step_ms = 20;
+        long steps = 40, step_ms = 20, busy = 25;
         char err[NPF_SHM_ERR_MAX] = "";
         npf_rank_t *h;
         int c;
@@ -71,15 +73,17 @@ int main(int argc, char **argv)
                 case 'm': step_ms = atol(optarg); break;
                 case 's': o.shm_name = optarg; break;
                 case 'b': o.backend = optarg; break;
+                case 'u': busy = atol(optarg); break;
                 case 'h':
-                        printf("Usage: train-loop --rank R --steps N --step-ms MS [--shm-name NAME] [--backend B]\n");
+                        printf("Usage: train-loop --rank R --steps N --step-ms MS [--shm-name NAME] [--backend B]\n"
+                               "                  [--busy PERCENT of each step computing, the rest waiting; 25]\n");
                         return 0;
                 default:
                         return 2;
                 }
         }
-        if (steps < 1 || step_ms < 0) {
-                fprintf(stderr, "train-loop: --steps must be at least 1 and --step-ms not negative\n");
+        if (steps < 1 || step_ms < 0 || busy < 0 || busy > 100) {
+                fprintf(stderr, "train-loop: --steps must be at least 1, --step-ms not negative, --busy from 0 to 100\n");
                 return 2;
         }
         int r = npf_rank_open(&o, &h, err);
@@ -90,7 +94,7 @@ int main(int argc, char **argv)
         double acc = 0;
         for (int64_t step = 1; step <= steps; step++) {
                 npf_rank_step(h, step);
-                acc += work((unsigned) step_ms, step);
+                acc += work((unsigned) step_ms, (unsigned) busy, step);
         }
         npf_rank_info_t info;
         npf_rank_info(h, &info);

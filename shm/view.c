@@ -50,9 +50,11 @@ json_t *npf_view_config(const npf_shm_ctl_t *ctl)
                 window = json_pack("{s:b, s:n, s:n}", "enabled", 0, "start_step", "stop_step");
                 ranks = json_string("all");
         }
-        o = json_pack("{s:s, s:I, s:b, s:s, s:o, s:I, s:o, s:o, s:o}",
+        o = json_pack("{s:s, s:I, s:o, s:b, s:s, s:o, s:I, s:o, s:o, s:o}",
                       "path", st.path,
                       "generation", (json_int_t) c->args.generation,
+                      "published_unix_ms", c->args.generation ? json_integer((json_int_t) (c->args.published_ns / 1000000u))
+                                                              : json_null(),
                       "valid", st.file_state == NPF_FILE_VALID,
                       "state", file_state_name(st.file_state),
                       "error", error,

@@ -448,8 +448,11 @@ t_metrics() {
                 test "$(grep -cE '^npuprof_ranks\{state="(idle|armed|collecting|flushing|done|missed|failed|filtered|lost|stalled)"\} 0$' <<<"$m")" -eq 10
         check "metrics: npuprof_windows_total for every outcome" \
                 test "$(grep -cE '^npuprof_windows_total\{outcome="(done|failed|missed|filtered|lost)"\} 0$' <<<"$m")" -eq 5
-        check "metrics: every sample line is well-formed" \
-                test -z "$(grep -v '^#' <<<"$m" | grep -vE '^[a-z_]+(\{[a-z_]+="[a-z_]+"\})? [0-9]+(\.[0-9]+)?$')"
+        check "metrics: valid text format 0.0.4 (tests/promtext.py)" \
+                python3 "$(dirname "$0")/promtext.py" check <(printf '%s\n' "$m")
+        check "metrics: npuprof_up 1, npuprof_build_info, the publication time" \
+                test -n "$(grep '^npuprof_up 1$' <<<"$m")" -a -n "$(grep '^npuprof_build_info{version="[0-9.]*",shm_abi="[0-9]*",protocol="[0-9]*"} 1$' <<<"$m")" \
+                -a -n "$(grep -E '^npuprof_generation_published_timestamp_seconds 1[0-9]{9}\.[0-9]{3}$' <<<"$m")"
         printf '{"start_step": -4}\n' >"$conf"
         wait_for js "cfg['valid'] is False"
         ctl reload >/dev/null 2>&1
