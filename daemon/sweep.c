@@ -74,6 +74,11 @@ void npf_sweep_run(npf_sweep_t *s, npf_shm_ranks_t *table, uint64_t now_ns, npf_
                         if (v.st.state == NPF_WINDOW_COLLECTING || v.st.state == NPF_WINDOW_FLUSHING)
                                 record(s, &v, NPF_WINDOW_LOST, cb, data);
                 }
+                /* A free slot where no window ended since the last sweep holds nothing new. */
+                if (s->primed && NPF_SLOT_PID(claim) == 0 &&
+                    atomic_load_explicit((_Atomic uint64_t *) &table->slots[i].windows_ended, memory_order_relaxed) ==
+                            s->seen[i].ended)
+                        continue;
                 if (npf_slot_read(table, i, &v) < 0)
                         continue;
                 /*
