@@ -69,12 +69,16 @@ EOF
 spid=$!
 all_pids+=("$spid")
 
+# The daemon's CPU time (utime + stime, in clock ticks), to say what each status cost it.
+cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$dpid/stat"; }
+cpu0=$(cpu_ticks)
 t0=$(now_ms)
 "$many" --shm "$shm" --ranks "$RANKS" --procs 4 --threads 4 --steps "$STEPS" --step-ms 1 >"$tmp/ranks.out" 2>"$tmp/ranks.err"
 rc=$?
 t1=$(now_ms)
 touch "$tmp/ranks.done"
 wait "$spid"
+cpu1=$(cpu_ticks)
 echo "#   $RANKS ranks x $STEPS steps took $((t1 - t0)) ms (the steps' own pace: $STEPS ms)"
 
 if [ "$rc" -eq 0 ] && [ "$(wc -l <"$tmp/ranks.out")" -eq "$RANKS" ]; then
@@ -112,6 +116,9 @@ fi
 
 read -r _ sent _ answered _ bad _ secs _ rate _ p50 _ p99 _ max <"$tmp/status.out" || true
 echo "#   status under load: ${answered:-?} answered of ${sent:-?} in ${secs:-?} s (${rate:-?}/s), p50 ${p50:-?} ms, p99 ${p99:-?} ms, max ${max:-?} ms"
+awk -v t="$((cpu1 - cpu0))" -v hz="$(getconf CLK_TCK)" -v n="${answered:-0}" -v ms="$((t1 - t0))" 'BEGIN {
+        printf "#   the daemon used %.2f s of CPU in %.1f s (%.0f%% of a core), %.2f ms per status answered with its sweeps\n",
+               t / hz, ms / 1000, 100 * t / hz / (ms / 1000), n ? 1000 * t / hz / n : 0 }'
 if [ -n "${sent:-}" ] && [ "$sent" -gt 0 ] && [ "$sent" = "$answered" ] && [ "$bad" = 0 ]; then
         ok "every status was answered, each with the rank table ($sent)"
 else
