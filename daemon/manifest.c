@@ -83,6 +83,7 @@ int npf_manifest_write_lost(const char *dir, const npf_window_record_t *rec, con
 {
         int dfd = open_dir_nofollow(dir), fd = -1, r = 0;
         json_t *m = NULL;
+        struct stat st;
 
         if (dfd < 0)
                 return dfd;
@@ -102,7 +103,10 @@ int npf_manifest_write_lost(const char *dir, const npf_window_record_t *rec, con
                 r = -errno;
                 goto out;
         }
-        if (json_dumpfd(m, fd, JSON_INDENT(2) | JSON_PRESERVE_ORDER) < 0)
+        /* Every file of a window is its rank's: a daemon running as root gives it to the directory's owner. */
+        if (geteuid() == 0 && (fstat(dfd, &st) < 0 || fchown(fd, st.st_uid, st.st_gid) < 0))
+                r = -errno;
+        if (r == 0 && json_dumpfd(m, fd, JSON_INDENT(2) | JSON_PRESERVE_ORDER) < 0)
                 r = -EIO;
         if (r == 0 && fsync(fd) < 0)
                 r = -errno;

@@ -146,6 +146,25 @@ t_rank_user() {
         check "rank user: the daemon ran as root all along" test "$(stat -c %u "/proc/$dpid")" = 0
 }
 
+# A window lost with its rank: the manifest the daemon writes for it is the rank's user's too.
+t_lost_user() {
+        local w pid
+        chmod 1777 "$root"
+        start_daemon --analyze-jobs 0 --poll-interval 100 || { fail "lost: the daemon did not start" "$(diag)"; return; }
+        setpriv --reuid="$uid" --regid="$gid" --clear-groups "$trainloop" --rank 7 --steps 100 --step-ms 200 \
+                --shm-name "$shm" --backend host >"$dir/tl7.out" 2>&1 &
+        pid=$!
+        all_pids+=("$pid") test_pids+=("$pid")
+        w=$root/job/rank7_start3_stop4
+        eventually "lost: rank 7 is collecting as $user" test -d "$w"
+        kill -KILL "$pid"
+        wait "$pid" 2>/dev/null
+        eventually "lost: the window is recorded lost" \
+                jw 'any(w["rank"] == 7 and w["outcome"] == "lost" for w in W)'
+        eventually "lost: the daemon wrote an incomplete manifest" grep -q '"incomplete"' "$w/manifest.json"
+        check "lost: the manifest is $user's, not the daemon's" test "$(stat -c %u "$w/manifest.json")" = "$uid"
+}
+
 # The daemon running as root never writes into a rank's directory as root: a link the rank
 # plants where the analyzer writes leads only where the rank itself may write.
 t_analysis_link() {
@@ -166,6 +185,7 @@ t_analysis_link() {
 run t_refused
 run t_planted_late
 run t_rank_user
+run t_lost_user
 run t_analysis_link
 
 echo "confine: $passed passed, $failed failed"
