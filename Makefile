@@ -4,7 +4,7 @@
 #   make check                unit tests, seqlock torture, CLI tests, a short run of every fuzzer
 #   make demo                 the main job
 #   make bench                fast-path figures, against a baseline measured in the same run
-#   make fuzz                 fuzz the configuration, pickle, snapshot and trace readers (FUZZ_SECONDS=60 each)
+#   make fuzz                 fuzz the configuration, request, pickle, snapshot and trace readers (FUZZ_SECONDS=60 each)
 #   make SANITIZER=address|undefined|thread check
 #   make install PREFIX=/usr/local DESTDIR=
 

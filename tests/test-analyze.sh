@@ -226,6 +226,7 @@ t_crash() {
         local pid
         # A sanitizer's runtime in the analyzer would catch the signal and exit: the signal it is.
         ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}handle_segv=0 UBSAN_OPTIONS=${UBSAN_OPTIONS:+$UBSAN_OPTIONS:}handle_segv=0 \
+        TSAN_OPTIONS=${TSAN_OPTIONS:+$TSAN_OPTIONS:}handle_segv=0 \
                 start_daemon --analyze-jobs 1 "${mem_opts[@]}" "${held[@]}" \
                 || { fail "crash: the daemon did not start" "$(diag)"; return; }
         train 1 2

@@ -361,9 +361,10 @@ def test_daemon_stop():
                      wait_for(lambda: w.rank_states() == {0: "collecting", 1: "collecting"}), w.rank_states()):
             return
         time.sleep(0.5)
-        before = len(n.watchdogs(time.monotonic() - 0.5))
         w.daemon.send_signal(signal.SIGSTOP)
         t_stop = time.monotonic()
+        # Every ping since the start counts: on a loaded machine half a second may pass without one.
+        before = len(n.watchdogs(0, t_stop))
         time.sleep(stop_s)
         seg = w.segment_ranks()
         t_cont = time.monotonic()
@@ -371,7 +372,7 @@ def test_daemon_stop():
         # A datagram sent just before the stop may arrive a moment after it.
         during = n.watchdogs(t_stop + 0.05, t_cont)
         resumed = wait_for(lambda: n.watchdogs(t_cont))
-        figure("daemon stop: WATCHDOG_USEC=%d; WATCHDOG=1 in the 0.5 s before the stop: %d, during the %.1f s "
+        figure("daemon stop: WATCHDOG_USEC=%d; WATCHDOG=1 from the start to the stop: %d, during the %.1f s "
                "stop: %d, first after SIGCONT: %s" % (watchdog_usec, before, stop_s, len(during),
                                                       "%.0f ms" % ((resumed[0] - t_cont) * 1000) if resumed else "none"))
         check("daemon stop: WATCHDOG=1 came before the stop", before >= 1, before)
@@ -680,9 +681,18 @@ def test_clock_jump():
         return
     # The wall clock back and forth, as an NTP step does; the monotonic clock only forward, as
     # in a guest whose VM was paused (it never goes back, and libuv's timers rely on that).
+    # Under TSan, with the monotonic clock faked, the daemon's thread pool hangs for good in
+    # libfaketime's lock around lstat() (a semaphore TSan intercepts; seen with gdb). That
+    # phase needs a build without TSan, and says so.
+    with open(NPUPROFD, "rb") as f:
+        tsan = b"__tsan_init" in f.read()
     for phase, dont_fake_mono, offsets in (
             ("wall clock", "1", ["%+d" % (3600 * k * (-1) ** k) for k in range(1, 15)]),
             ("wall and monotonic clocks", "0", ["+%d" % (3600 * k) for k in range(1, 15)])):
+        if tsan and dont_fake_mono == "0":
+            print("clock (%s): not run on a TSan build (libfaketime's lstat() lock hangs under TSan); "
+                  "the plain, ASan and UBSan builds run it" % phase)
+            continue
         clock_phase(lib, phase, dont_fake_mono, offsets)
 
 
