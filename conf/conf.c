@@ -1332,7 +1332,7 @@ int npf_conf_confine(npf_shm_config_t *config, const char *text, size_t len, con
 
         r = npf_outroot_resolve(root, config->prof_dir, key, dir, sizeof(dir), err);
         if (r == 0)
-                r = npf_outroot_walk(dir, strlen(root), false, key, err);
+                r = npf_outroot_walk(dir, strlen(root), NPF_OUTROOT_CHECK, key, err);
         if (r == 0) {
                 size_t n = strlen(dir);
                 memset(config->prof_dir, 0, sizeof(config->prof_dir));

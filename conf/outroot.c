@@ -145,8 +145,9 @@ static int refuse_link(int fd, const char *name, const char *dir, size_t end, co
         return -ELOOP;
 }
 
-int npf_outroot_walk(const char *dir, size_t root_len, bool create, const char *key, char *err)
+int npf_outroot_walk(const char *dir, size_t root_len, npf_outroot_walk_mode_t mode, const char *key, char *err)
 {
+        bool create = mode == NPF_OUTROOT_CREATE, check = mode == NPF_OUTROOT_CHECK;
         char root[4096], name[256];
         size_t len = strlen(dir);
         int fd, r;
@@ -164,7 +165,7 @@ int npf_outroot_walk(const char *dir, size_t root_len, bool create, const char *
         fd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
         if (fd < 0) {
                 r = -errno;
-                if (!create && (r == -ENOENT || r == -EACCES))
+                if (check && (r == -ENOENT || r == -EACCES))
                         return 0;
                 snprintf(err, NPF_OUTROOT_ERR_MAX, "the output root %.200s: %s", root, strerror(-r));
                 return r;
@@ -202,7 +203,7 @@ int npf_outroot_walk(const char *dir, size_t root_len, bool create, const char *
                         r = -errno;
                         if (fstatat(fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode))
                                 r = refuse_link(fd, name, dir, (size_t) (s - dir), key, err);
-                        else if (!create && (r == -ENOENT || r == -EACCES))
+                        else if (check && (r == -ENOENT || r == -EACCES))
                                 r = 0;
                         else if (r == -ENOTDIR)
                                 snprintf(err, NPF_OUTROOT_ERR_MAX, "%s %.200s: %.*s is not a directory", key, dir,
@@ -216,7 +217,7 @@ int npf_outroot_walk(const char *dir, size_t root_len, bool create, const char *
                 close(fd);
                 fd = next;
         }
-        if (!create) {
+        if (check) {
                 close(fd);
                 return 0;
         }

@@ -47,13 +47,21 @@ int npf_outroot_normalize(const char *path, char *ret, size_t size);
 int npf_outroot_resolve(const char *root, const char *prof_dir, const char *key, char *ret, size_t size,
                         char *err);
 
+/* What npf_outroot_walk() does with the directories it walks. */
+typedef enum npf_outroot_walk_mode {
+        NPF_OUTROOT_CHECK,      /* what exists: stop, content, where one is missing or closed */
+        NPF_OUTROOT_OPEN,       /* all of them must exist */
+        NPF_OUTROOT_CREATE,     /* create the missing ones (mode 0755), the root too */
+} npf_outroot_walk_mode_t;
+
 /*
  * npf_outroot_walk() - walk the directories of @dir below its first @root_len bytes (the
- * output root) without following symbolic links, creating them (mode 0755) if @create.
- * @dir is normal and absolute (npf_outroot_resolve()); @key names it in messages.
- * Without @create the walk stops, content, at the first directory that does not exist or
- * that this process may not look into: a rank will walk it again.
- * Return: with @create, an O_PATH descriptor of @dir, which the caller closes; without, 0.
+ * output root) without following symbolic links, as @mode says. @dir is normal and
+ * absolute (npf_outroot_resolve()); @key names it in messages. NPF_OUTROOT_CHECK stops,
+ * content, at the first directory that does not exist or that this process may not look
+ * into: a rank will walk it again.
+ * Return: with NPF_OUTROOT_OPEN or NPF_OUTROOT_CREATE, an O_PATH descriptor of @dir, which
+ * the caller closes; with NPF_OUTROOT_CHECK, 0.
  * Or -ELOOP (a symbolic link below the root), -ENOTDIR (something else than a directory),
  * -EINVAL (a ".." component, or @root_len is not a component boundary of @dir), or another
  * -errno, with a sentence in @err (NPF_OUTROOT_ERR_MAX bytes) such as "prof_dir /r/job/x
@@ -61,6 +69,6 @@ int npf_outroot_resolve(const char *root, const char *prof_dir, const char *key,
  * a link".
  * Context: any; reentrant.
  */
-int npf_outroot_walk(const char *dir, size_t root_len, bool create, const char *key, char *err);
+int npf_outroot_walk(const char *dir, size_t root_len, npf_outroot_walk_mode_t mode, const char *key, char *err);
 
 #endif /* NPUPROF_CONF_OUTROOT_H */

@@ -419,9 +419,12 @@ static void analyze_window(daemon_t *d, const npf_window_record_t *rec)
 static void mark_incomplete(const daemon_t *d, const npf_window_record_t *rec)
 {
         char confined[PATH_MAX], err[NPF_OUTROOT_ERR_MAX], reason[160];
-        int r;
+        int dfd, r;
 
-        if (confined_window_dir(d, rec, confined, err) < 0) {
+        /* Opened as ranks open it: no link below the output root, whoever planted one since. */
+        if (confined_window_dir(d, rec, confined, err) < 0 ||
+            (dfd = npf_outroot_walk(confined, strlen(d->opt.output_root), NPF_OUTROOT_OPEN, "the window directory",
+                                    err)) < 0) {
                 npf_log(LOG_WARNING, (int64_t) rec->generation, (int64_t) rec->rank,
                         "rank %u: window %" PRId64 "..%" PRId64 ": no manifest written: %s", rec->rank,
                         rec->start_step, rec->stop_step, err);
@@ -429,7 +432,8 @@ static void mark_incomplete(const daemon_t *d, const npf_window_record_t *rec)
         }
         snprintf(reason, sizeof(reason), "lost: the rank (pid %u) died while collecting, at step %" PRId64
                  "; the data is partial", rec->pid, rec->last_step);
-        r = npf_manifest_write_lost(confined, rec, reason);
+        r = npf_manifest_write_lost(dfd, rec, reason);
+        close(dfd);
         if (r < 0 && r != -EEXIST)
                 npf_log(LOG_WARNING, (int64_t) rec->generation, (int64_t) rec->rank,
                         "rank %u: cannot write the manifest of the lost window in %s: %s", rec->rank, confined,

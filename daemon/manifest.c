@@ -7,7 +7,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
-#include <linux/openat2.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -16,21 +15,6 @@
 
 #define MANIFEST "manifest.json"
 #define MANIFEST_TMP ".manifest.json.npuprofd.tmp"
-
-/* @dir as a directory fd, refusing a symbolic link anywhere in its path. */
-static int open_dir_nofollow(const char *dir)
-{
-        struct open_how how = {
-                .flags = O_RDONLY | O_DIRECTORY | O_CLOEXEC,
-                .resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
-        };
-        int fd = (int) syscall(SYS_openat2, AT_FDCWD, dir, &how, sizeof(how));
-
-        /* A kernel before 5.6: at least the directory itself must not be a link. */
-        if (fd < 0 && errno == ENOSYS)
-                fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        return fd < 0 ? -errno : fd;
-}
 
 /* The regular files in the directory @dfd, as the rank lists them: [{name, size}]. */
 static json_t *list_files(int dfd)
@@ -79,14 +63,12 @@ static json_t *manifest_json(int dfd, const npf_window_record_t *rec, const char
                          "written_by", "npuprofd");
 }
 
-int npf_manifest_write_lost(const char *dir, const npf_window_record_t *rec, const char *reason)
+int npf_manifest_write_lost(int dfd, const npf_window_record_t *rec, const char *reason)
 {
-        int dfd = open_dir_nofollow(dir), fd = -1, r = 0;
+        int fd = -1, r = 0;
         json_t *m = NULL;
         struct stat st;
 
-        if (dfd < 0)
-                return dfd;
         if (faccessat(dfd, MANIFEST, F_OK, AT_SYMLINK_NOFOLLOW) == 0) {
                 r = -EEXIST;
                 goto out;
@@ -119,6 +101,5 @@ int npf_manifest_write_lost(const char *dir, const npf_window_record_t *rec, con
                 unlinkat(dfd, MANIFEST_TMP, 0);
 out:
         json_decref(m);
-        close(dfd);
         return r;
 }

@@ -11,13 +11,14 @@
 #include "daemon/sweep.h"
 
 /*
- * npf_manifest_write_lost() - write @dir/manifest.json for the lost window @rec, saying
- * @reason. Written atomically (a temporary renamed into place), and only where no
- * manifest.json exists yet. No symbolic link is followed, in @dir's path or inside it.
- * Return: 0; -EEXIST when the directory already has a manifest; or -errno (-ELOOP when a
- * component of @dir is a symbolic link).
+ * npf_manifest_write_lost() - write manifest.json into the window directory @dfd (opened
+ * by npf_outroot_walk(), so that no link led to it) for the lost window @rec, saying
+ * @reason. Written atomically (a temporary renamed into place), only where no
+ * manifest.json exists yet, and following no link inside the directory. A daemon running
+ * as root gives the file to the directory's owner.
+ * Return: 0; -EEXIST when the directory already has a manifest; or -errno.
  * Context: the daemon's loop (a few small writes, one fsync).
  */
-int npf_manifest_write_lost(const char *dir, const npf_window_record_t *rec, const char *reason);
+int npf_manifest_write_lost(int dfd, const npf_window_record_t *rec, const char *reason);
 
 #endif /* NPUPROF_DAEMON_MANIFEST_H */

@@ -227,7 +227,7 @@ static int open_window(npf_rank_t *h, int64_t step)
         }
         /* Below the output root, no link is followed: a link planted there cannot lead the output out. */
         size_t root_len = h->win.args.root_len ? h->win.args.root_len : h->win.args.prof_dir_len;
-        int dirfd = npf_outroot_walk(h->win.prof_dir, root_len, true, "the output directory", msg);
+        int dirfd = npf_outroot_walk(h->win.prof_dir, root_len, NPF_OUTROOT_CREATE, "the output directory", msg);
         if (dirfd < 0) {
                 fail_window(h, step, msg);
                 return dirfd;

@@ -238,7 +238,7 @@ static void expect_walk(const tree_t *t, const char *rel, int rc, const char *wo
         char dir[256], err[NPF_OUTROOT_ERR_MAX] = "";
 
         snprintf(dir, sizeof(dir), "%s/%s", t->root, rel);
-        int r = npf_outroot_walk(dir, strlen(t->root), false, "prof_dir", err);
+        int r = npf_outroot_walk(dir, strlen(t->root), NPF_OUTROOT_CHECK, "prof_dir", err);
         if (r != rc)
                 fail_msg("walk %s: got %d (%s), expected %d", rel, r, err, rc);
         if (words && !strstr(err, words))
@@ -265,7 +265,7 @@ static void test_walk_creates_without_leaving(void **state)
         struct stat st;
 
         snprintf(dir, sizeof(dir), "%s/a/b/c", t->root);
-        int fd = npf_outroot_walk(dir, strlen(t->root), true, "prof_dir", err);
+        int fd = npf_outroot_walk(dir, strlen(t->root), NPF_OUTROOT_CREATE, "prof_dir", err);
         assert_true(fd >= 0);
         assert_int_equal(fstat(fd, &st), 0);
         assert_true(S_ISDIR(st.st_mode));
@@ -274,10 +274,31 @@ static void test_walk_creates_without_leaving(void **state)
 
         /* Through the link: refused, and nothing made on the other side. */
         snprintf(dir, sizeof(dir), "%s/link/job", t->root);
-        assert_int_equal(npf_outroot_walk(dir, strlen(t->root), true, "prof_dir", err), -ELOOP);
+        assert_int_equal(npf_outroot_walk(dir, strlen(t->root), NPF_OUTROOT_CREATE, "prof_dir", err), -ELOOP);
         snprintf(p, sizeof(p), "%s/job", t->outside);
         assert_int_equal(stat(p, &st), -1);
         assert_int_equal(errno, ENOENT);
+}
+
+static void test_walk_opens_only_what_exists(void **state)
+{
+        tree_t *t = *state;
+        char dir[256], err[NPF_OUTROOT_ERR_MAX] = "";
+        struct stat st;
+
+        snprintf(dir, sizeof(dir), "%s/a", t->root);
+        int fd = npf_outroot_walk(dir, strlen(t->root), NPF_OUTROOT_OPEN, "dir", err);
+        assert_true(fd >= 0);
+        assert_int_equal(fstat(fd, &st), 0);
+        assert_true(S_ISDIR(st.st_mode));
+        close(fd);
+        /* Missing: an error, and nothing created, where CHECK would be content. */
+        snprintf(dir, sizeof(dir), "%s/a/not/yet", t->root);
+        assert_int_equal(npf_outroot_walk(dir, strlen(t->root), NPF_OUTROOT_OPEN, "dir", err), -ENOENT);
+        snprintf(dir, sizeof(dir), "%s/a/not", t->root);
+        assert_int_equal(stat(dir, &st), -1);
+        snprintf(dir, sizeof(dir), "%s/link", t->root);
+        assert_int_equal(npf_outroot_walk(dir, strlen(t->root), NPF_OUTROOT_OPEN, "dir", err), -ELOOP);
 }
 
 static void test_walk_root_is_the_operators(void **state)
@@ -287,16 +308,16 @@ static void test_walk_root_is_the_operators(void **state)
 
         /* A root that is itself a link is followed; only what lies below it is checked. */
         snprintf(dir, sizeof(dir), "%s/link/x", t->root);
-        assert_int_equal(npf_outroot_walk(dir, strlen(t->root) + strlen("/link"), false, "prof_dir", err), 0);
+        assert_int_equal(npf_outroot_walk(dir, strlen(t->root) + strlen("/link"), NPF_OUTROOT_CHECK, "prof_dir", err), 0);
         /* A missing root is no refusal before publication; a rank creates it. */
         snprintf(dir, sizeof(dir), "%s/none/x", t->base);
-        assert_int_equal(npf_outroot_walk(dir, strlen(t->base) + strlen("/none"), false, "prof_dir", err), 0);
-        int fd = npf_outroot_walk(dir, strlen(t->base) + strlen("/none"), true, "prof_dir", err);
+        assert_int_equal(npf_outroot_walk(dir, strlen(t->base) + strlen("/none"), NPF_OUTROOT_CHECK, "prof_dir", err), 0);
+        int fd = npf_outroot_walk(dir, strlen(t->base) + strlen("/none"), NPF_OUTROOT_CREATE, "prof_dir", err);
         assert_true(fd >= 0);
         close(fd);
         /* A root length that cuts a component is a caller's error. */
         snprintf(dir, sizeof(dir), "%s/a", t->root);
-        assert_int_equal(npf_outroot_walk(dir, strlen(t->root) - 1, false, "prof_dir", err), -EINVAL);
+        assert_int_equal(npf_outroot_walk(dir, strlen(t->root) - 1, NPF_OUTROOT_CHECK, "prof_dir", err), -EINVAL);
 }
 
 int main(void)
@@ -317,6 +338,7 @@ int main(void)
                 cmocka_unit_test(test_normalize),
                 cmocka_unit_test_setup_teardown(test_walk_checks, tree_setup, tree_teardown),
                 cmocka_unit_test_setup_teardown(test_walk_creates_without_leaving, tree_setup, tree_teardown),
+                cmocka_unit_test_setup_teardown(test_walk_opens_only_what_exists, tree_setup, tree_teardown),
                 cmocka_unit_test_setup_teardown(test_walk_root_is_the_operators, tree_setup, tree_teardown),
         };
 

@@ -165,6 +165,29 @@ t_lost_user() {
         check "lost: the manifest is $user's, not the daemon's" test "$(stat -c %u "$w/manifest.json")" = "$uid"
 }
 
+# A link planted in a lost window's path before the daemon sees it lost: no manifest through it.
+t_lost_link() {
+        local pid
+        chmod 1777 "$root"
+        # Sweeps on request only: the window is found lost at the first `windows` below.
+        start_daemon --analyze-jobs 0 --poll-interval 86400000 \
+                || { fail "lost link: the daemon did not start" "$(diag)"; return; }
+        setpriv --reuid="$uid" --regid="$gid" --clear-groups "$trainloop" --rank 8 --steps 100 --step-ms 200 \
+                --shm-name "$shm" --backend host >"$dir/tl8.out" 2>&1 &
+        pid=$!
+        all_pids+=("$pid") test_pids+=("$pid")
+        eventually "lost link: rank 8 is collecting" test -d "$root/job/rank8_start3_stop4"
+        kill -KILL "$pid"
+        wait "$pid" 2>/dev/null
+        # The rank's own directory leads out of the root now.
+        mv "$root/job" "$dir/outside/job" && ln -s "$dir/outside/job" "$root/job"
+        eventually "lost link: the window is recorded lost" \
+                jw 'any(w["rank"] == 8 and w["outcome"] == "lost" for w in W)'
+        check "lost link: no manifest was written through the link" \
+                test ! -e "$dir/outside/job/rank8_start3_stop4/manifest.json"
+        eventually "lost link: the log says why" grep -q "no manifest written: .*symbolic link" "$log"
+}
+
 # The daemon running as root never writes into a rank's directory as root: a link the rank
 # plants where the analyzer writes leads only where the rank itself may write.
 t_analysis_link() {
@@ -186,6 +209,7 @@ run t_refused
 run t_planted_late
 run t_rank_user
 run t_lost_user
+run t_lost_link
 run t_analysis_link
 
 echo "confine: $passed passed, $failed failed"
