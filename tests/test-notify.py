@@ -21,114 +21,20 @@ import socket
 import subprocess
 import sys
 import tempfile
-import threading
 import time
+
+import npftest
+from npftest import Notify, check, fail, wait_for
 
 BUILD = sys.argv[1] if len(sys.argv) > 1 else "build"
 NPUPROFD = os.path.join(BUILD, "npuprofd")
 NPUPROFCTL = os.path.join(BUILD, "npuprofctl")
 DRIVER = os.path.join(BUILD, "tests", "rank-driver")
-WAIT = 5.0      # the longest any condition is waited for, in seconds
+WAIT = npftest.WAIT = 5.0      # the longest any condition is waited for, in seconds
 
-passed = failed = 0
 procs = []      # every process started, killed at the end
 shm_names = []  # every segment name used, unlinked at the end
 tmp = tempfile.mkdtemp(prefix="npftest-n.")
-
-
-def ok(name):
-    global passed
-    passed += 1
-    print("ok   " + name, flush=True)
-
-
-def fail(name, detail=""):
-    global failed
-    failed += 1
-    print("FAIL " + name, flush=True)
-    for line in str(detail).splitlines()[:20]:
-        print("     | " + line, flush=True)
-
-
-def check(name, cond, detail=""):
-    if cond:
-        ok(name)
-    else:
-        fail(name, detail)
-    return cond
-
-
-def wait_for(pred, timeout=WAIT):
-    deadline = time.monotonic() + timeout
-    while True:
-        v = pred()
-        if v or time.monotonic() >= deadline:
-            return v
-        time.sleep(0.01)
-
-
-class Notify:
-    """A NOTIFY_SOCKET: every datagram received, with its arrival time (CLOCK_MONOTONIC)."""
-
-    def __init__(self, path):
-        self.path = path
-        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM | socket.SOCK_CLOEXEC)
-        self.sock.bind(path)
-        self.sock.settimeout(0.1)
-        self.msgs = []  # (time, text, {field: value})
-        self.lock = threading.Lock()
-        self.hooks = []  # functions called with each message on arrival, in the reader thread
-        self.done = False
-        self.thread = threading.Thread(target=self._read, daemon=True)
-        self.thread.start()
-
-    def _read(self):
-        while not self.done:
-            try:
-                data = self.sock.recv(65536)
-            except socket.timeout:
-                continue
-            except OSError:
-                return
-            text = data.decode("utf-8", "replace")
-            fields = {}
-            for line in text.split("\n"):
-                if "=" in line:
-                    k, v = line.split("=", 1)
-                    fields[k] = v
-            msg = (time.monotonic(), text, fields)
-            for hook in self.hooks:
-                hook(msg)
-            with self.lock:
-                self.msgs.append(msg)
-
-    def snapshot(self):
-        with self.lock:
-            return list(self.msgs)
-
-    def mark(self):
-        return len(self.snapshot())
-
-    def find(self, key, value=None, since=0):
-        """The first message from index @since with field @key (equal to @value if given)."""
-        for m in self.snapshot()[since:]:
-            if key in m[2] and (value is None or m[2][key] == value):
-                return m
-        return None
-
-    def wait(self, key, value=None, since=0, timeout=WAIT):
-        return wait_for(lambda: self.find(key, value, since), timeout)
-
-    def index_of(self, msg):
-        return self.snapshot().index(msg)
-
-    def statuses(self, since=0):
-        return [m[2]["STATUS"] for m in self.snapshot()[since:] if "STATUS" in m[2]]
-
-    def close(self):
-        self.done = True
-        self.thread.join(1)
-        self.sock.close()
 
 
 def write_config(path, start, steps):
@@ -476,8 +382,7 @@ def main():
                 except FileNotFoundError:
                     pass
         shutil.rmtree(tmp, ignore_errors=True)
-    print("notify: %d passed, %d failed" % (passed, failed), flush=True)
-    return 1 if failed else 0
+    return npftest.summary("notify")
 
 
 if __name__ == "__main__":

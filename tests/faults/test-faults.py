@@ -27,12 +27,14 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
-import threading
 import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import npftest  # noqa: E402 - tests/, found once the path is set
+from npftest import Notify, check, fail, figure, wait_for  # noqa: E402
 
 BUILD = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "build")
 NPUPROFD = os.path.join(BUILD, "npuprofd")
@@ -41,47 +43,11 @@ TRAIN = os.path.join(BUILD, "train-loop")
 FAKETIME_LIBS = ("/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1",
                  "/usr/lib/aarch64-linux-gnu/faketime/libfaketime.so.1",
                  "/usr/lib/faketime/libfaketime.so.1")
-WAIT = 8.0      # the longest any state is waited for, in seconds
+WAIT = npftest.WAIT = 8.0      # the longest any state is waited for, in seconds
 
-passed = failed = 0
 procs = []      # every process started, killed at the end
 shm_names = []  # every segment used, unlinked at the end
 tmp = tempfile.mkdtemp(prefix="npftest-faults.")
-
-
-def ok(name):
-    global passed
-    passed += 1
-    print("ok   " + name, flush=True)
-
-
-def fail(name, detail=""):
-    global failed
-    failed += 1
-    print("FAIL " + name, flush=True)
-    for line in str(detail).splitlines()[:25]:
-        print("     | " + line, flush=True)
-
-
-def check(name, cond, detail=""):
-    if cond:
-        ok(name)
-    else:
-        fail(name, detail)
-    return bool(cond)
-
-
-def figure(text):
-    print("figure: " + text, flush=True)
-
-
-def wait_for(pred, timeout=WAIT, every=0.02):
-    deadline = time.monotonic() + timeout
-    while True:
-        v = pred()
-        if v or time.monotonic() >= deadline:
-            return v
-        time.sleep(every)
 
 
 def cpu_seconds(pid):
@@ -257,41 +223,6 @@ def window_dir(w, sub, r, start, stop):
 
 def outcomes_of(w, rank):
     return [x for x in w.windows() if x["rank"] == rank]
-
-
-class Notify:
-    """A NOTIFY_SOCKET owned by the test: each datagram with its CLOCK_MONOTONIC arrival time."""
-
-    def __init__(self, path):
-        self.path = path
-        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM | socket.SOCK_CLOEXEC)
-        self.sock.bind(path)
-        self.sock.settimeout(0.05)
-        self.msgs = []
-        self.lock = threading.Lock()
-        self.done = False
-        self.thread = threading.Thread(target=self._read, daemon=True)
-        self.thread.start()
-
-    def _read(self):
-        while not self.done:
-            try:
-                data = self.sock.recv(65536)
-            except socket.timeout:
-                continue
-            except OSError:
-                return
-            with self.lock:
-                self.msgs.append((time.monotonic(), data.decode("utf-8", "replace")))
-
-    def watchdogs(self, t0=0.0, t1=float("inf")):
-        with self.lock:
-            return [t for t, m in self.msgs if "WATCHDOG=1" in m.split("\n") and t0 <= t < t1]
-
-    def close(self):
-        self.done = True
-        self.thread.join(1)
-        self.sock.close()
 
 
 # --- 1. the daemon killed, the daemon stopped ------------------------------------------------
@@ -803,8 +734,7 @@ def main():
                     pass
         shutil.rmtree(tmp, ignore_errors=True)
     figure("the suite took %.1f s" % (time.monotonic() - started))
-    print("faults: %d passed, %d failed" % (passed, failed))
-    return 1 if failed else 0
+    return npftest.summary("faults")
 
 
 if __name__ == "__main__":

@@ -26,49 +26,21 @@ import tempfile
 import threading
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import npftest  # noqa: E402 - tests/, found once the path is set
+from npftest import check, fail, wait_for  # noqa: E402
+
 BUILD = sys.argv[1] if len(sys.argv) > 1 else "build"
 NPUPROFD = os.path.join(BUILD, "npuprofd")
 NPUPROFCTL = os.path.join(BUILD, "npuprofctl")
 IDLE_MS = 3000          # the daemon's --idle-timeout here
 IDLE_CLIENTS = 1000
-WAIT = 10.0             # the longest any condition is waited for, in seconds
+WAIT = npftest.WAIT = 10.0      # the longest any condition is waited for, in seconds
 
-passed = failed = 0
 tmp = tempfile.mkdtemp(prefix="npftest-socket.")
 SHM = "npftest-socket-%d" % os.getpid()
 SOCK = os.path.join(tmp, "npuprofd.sock")
 STATUS = b'{"version": 1, "command": "status"}\n'
-
-
-def ok(name):
-    global passed
-    passed += 1
-    print("ok   " + name, flush=True)
-
-
-def fail(name, detail=""):
-    global failed
-    failed += 1
-    print("FAIL " + name, flush=True)
-    for line in str(detail).splitlines()[:20]:
-        print("     | " + line, flush=True)
-
-
-def check(name, cond, detail=""):
-    if cond:
-        ok(name)
-    else:
-        fail(name, detail)
-    return cond
-
-
-def wait_for(pred, timeout=WAIT):
-    deadline = time.monotonic() + timeout
-    while True:
-        v = pred()
-        if v or time.monotonic() >= deadline:
-            return v
-        time.sleep(0.02)
 
 
 def connect(timeout=WAIT):
@@ -314,7 +286,6 @@ def test_never_reads():
 
 
 def main():
-    global failed
     hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
     p = start_daemon()
@@ -404,7 +375,7 @@ def main():
             os.unlink("/dev/shm/" + SHM)
         except OSError:
             pass
-        if failed:
+        if npftest.failed:
             print(open(os.path.join(tmp, "npuprofd.log")).read()[-2000:])
         shutil.rmtree(tmp, ignore_errors=True)
 
@@ -416,5 +387,4 @@ if __name__ == "__main__":
         import traceback
         traceback.print_exc()
         fail("the suite ran to its end", repr(e))
-    print("socket: %d passed, %d failed" % (passed, failed))
-    sys.exit(1 if failed else 0)
+    sys.exit(npftest.summary("socket"))
