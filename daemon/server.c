@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/queue.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -21,6 +22,7 @@
 #define LINES_PER_TURN  8               /* a batch of requests is answered this many at a loop turn */
 
 typedef struct client client_t;
+TAILQ_HEAD(client_list, client);
 
 struct npf_request {
         client_t *client;               /* NULL once the client has gone */
@@ -30,8 +32,8 @@ struct client {
         uv_pipe_t pipe;
         uv_timer_t idle;
         npf_server_t *server;
-        client_t *next, *prev;          /* the server's list, the most recently active first */
-        client_t *ready_next, *ready_prev;      /* the server's ready list, while queued on it */
+        TAILQ_ENTRY(client) by_activity;        /* in the server's list, the most recently active first */
+        TAILQ_ENTRY(client) ready_link;         /* in the server's ready list, while @ready */
         bool ready;                     /* holds requests to answer at the next turn */
         npf_peer_t peer;
         npf_linebuf_t in;
@@ -53,9 +55,9 @@ struct npf_server {
         unsigned clients_max;
         uint64_t idle_ms;
         uint64_t evicted;
-        client_t *head, *tail;
+        struct client_list by_activity;
         uv_idle_t turn;                 /* runs while clients are ready */
-        client_t *ready_head, *ready_tail;
+        struct client_list ready;
         int open_handles;
         npf_server_request_cb cb;
         void *data;
@@ -76,43 +78,11 @@ static void on_client_handle_closed(uv_handle_t *h)
         free(c);
 }
 
-static void list_unlink(npf_server_t *s, client_t *c)
-{
-        if (c->prev)
-                c->prev->next = c->next;
-        else
-                s->head = c->next;
-        if (c->next)
-                c->next->prev = c->prev;
-        else
-                s->tail = c->prev;
-        c->next = c->prev = NULL;
-}
-
-static void list_push_front(npf_server_t *s, client_t *c)
-{
-        c->prev = NULL;
-        c->next = s->head;
-        if (s->head)
-                s->head->prev = c;
-        else
-                s->tail = c;
-        s->head = c;
-}
-
 static void ready_remove(npf_server_t *s, client_t *c)
 {
         if (!c->ready)
                 return;
-        if (c->ready_prev)
-                c->ready_prev->ready_next = c->ready_next;
-        else
-                s->ready_head = c->ready_next;
-        if (c->ready_next)
-                c->ready_next->ready_prev = c->ready_prev;
-        else
-                s->ready_tail = c->ready_prev;
-        c->ready_next = c->ready_prev = NULL;
+        TAILQ_REMOVE(&s->ready, c, ready_link);
         c->ready = false;
 }
 
@@ -124,13 +94,7 @@ static void ready_push(npf_server_t *s, client_t *c)
         if (c->ready)
                 return;
         c->ready = true;
-        c->ready_prev = s->ready_tail;
-        c->ready_next = NULL;
-        if (s->ready_tail)
-                s->ready_tail->ready_next = c;
-        else
-                s->ready_head = c;
-        s->ready_tail = c;
+        TAILQ_INSERT_TAIL(&s->ready, c, ready_link);
         uv_idle_start(&s->turn, on_turn);
 }
 
@@ -144,7 +108,7 @@ static void client_close(client_t *c)
         ready_remove(s, c);
         if (c->pending)
                 c->pending->client = NULL;
-        list_unlink(s, c);
+        TAILQ_REMOVE(&s->by_activity, c, by_activity);
         s->clients--;
         uv_timer_stop(&c->idle);
         uv_close((uv_handle_t *) &c->idle, on_client_handle_closed);
@@ -285,8 +249,8 @@ static void handle_line(client_t *c, const char *line, size_t len)
 
         /* A complete request is activity: the idle clock restarts, and it is the last to be evicted. */
         uv_timer_again(&c->idle);
-        list_unlink(s, c);
-        list_push_front(s, c);
+        TAILQ_REMOVE(&s->by_activity, c, by_activity);
+        TAILQ_INSERT_HEAD(&s->by_activity, c, by_activity);
         if (r < 0) {
                 client_error(c, r == -EPROTO, "%s", err);
                 return;
@@ -383,16 +347,15 @@ static void client_resume(client_t *c)
 static void on_turn(uv_idle_t *h)
 {
         npf_server_t *s = h->data;
-        client_t *last = s->ready_tail;
+        client_t *last = TAILQ_LAST(&s->ready, client_list), *c;
 
-        while (s->ready_head) {
-                client_t *c = s->ready_head;
+        while ((c = TAILQ_FIRST(&s->ready))) {
                 ready_remove(s, c);
                 client_resume(c);
                 if (c == last)
                         break;
         }
-        if (!s->ready_head)
+        if (TAILQ_EMPTY(&s->ready))
                 uv_idle_stop(&s->turn);
 }
 
@@ -458,7 +421,7 @@ static void on_connection(uv_stream_t *listener, int status)
         uv_timer_init(s->loop, &c->idle);
         c->pipe.data = c->idle.data = c;
         c->open_handles = 2;
-        list_push_front(s, c);
+        TAILQ_INSERT_HEAD(&s->by_activity, c, by_activity);
         s->clients++;
         if (uv_accept(listener, (uv_stream_t *) &c->pipe) < 0) {
                 client_close(c);
@@ -473,9 +436,10 @@ static void on_connection(uv_stream_t *listener, int status)
         else
                 c->peer = (npf_peer_t) { .pid = 0, .uid = (uid_t) -1, .gid = (gid_t) -1 };
         /* Full: the connection that has gone longest without a request makes room. */
-        if (s->clients > s->clients_max && s->tail != c) {
+        client_t *idlest = TAILQ_LAST(&s->by_activity, client_list);
+        if (s->clients > s->clients_max && idlest != c) {
                 s->evicted++;
-                client_drop(s->tail, "closed to admit a new connection: %u are open, the most at once, and this "
+                client_drop(idlest, "closed to admit a new connection: %u are open, the most at once, and this "
                             "one had been idle longest", s->clients_max);
         }
         uv_timer_start(&c->idle, on_idle, s->idle_ms, s->idle_ms);
@@ -515,6 +479,8 @@ int npf_server_start(uv_loop_t *loop, const char *path, const char *group, const
         if (!s)
                 return -ENOMEM;
         s->loop = loop;
+        TAILQ_INIT(&s->by_activity);
+        TAILQ_INIT(&s->ready);
         s->clients_max = limits->clients_max ? limits->clients_max : 1;
         s->idle_ms = limits->idle_ms ? limits->idle_ms : NPF_PROTO_IDLE_MS;
         s->cb = cb;
@@ -603,8 +569,8 @@ void npf_server_close(npf_server_t *s)
         if (!s || s->closing)
                 return;
         s->closing = true;
-        while (s->head)
-                client_close(s->head);
+        while (!TAILQ_EMPTY(&s->by_activity))
+                client_close(TAILQ_FIRST(&s->by_activity));
         if (s->path)
                 unlink(s->path);
         uv_close((uv_handle_t *) &s->turn, on_listener_closed);
