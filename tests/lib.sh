@@ -41,6 +41,12 @@ wait_for() {
         done
 }
 
+# check NAME CMD...: CMD must succeed now. eventually NAME CMD...: within $wait_ms. A failure
+# shows what the suite's own diag function prints, if it has one.
+npf_diag() { if declare -F diag >/dev/null; then diag; fi; }
+check()      { local name=$1; shift; if "$@"; then ok "$name"; else fail "$name" "$(npf_diag)"; fi; }
+eventually() { local name=$1; shift; if wait_for "$@"; then ok "$name"; else fail "$name" "$(npf_diag)"; fi; }
+
 # npf_json_holds PRELUDE EXPR CMD...: CMD prints a JSON reply, PRELUDE (Python that reads it
 # from sys.argv[2], as `o` by convention) runs, and the Python expression EXPR holds.
 npf_json_holds() {

@@ -41,8 +41,6 @@ diag() {
         echo "daemon log (last lines):"
         tail -n 10 "$log" 2>/dev/null
 }
-check()      { local name=$1; shift; if "$@"; then ok "$name"; else fail "$name" "$(diag)"; fi; }
-eventually() { local name=$1; shift; if wait_for "$@"; then ok "$name"; else fail "$name" "$(diag)"; fi; }
 
 ctl() { timeout 20 "$npuprofctl" --socket "$sock" --shm-name "$shm" "$@"; }
 quiet() { "$@" >/dev/null 2>&1; }

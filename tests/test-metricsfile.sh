@@ -22,14 +22,6 @@ diag() {
         tail -n 8 "$log" 2>/dev/null
         echo "metrics dir: $(ls -la "$mdir" 2>&1)"
 }
-check() {
-        local name=$1; shift
-        if "$@"; then ok "$name"; else fail "$name" "$(diag)"; fi
-}
-eventually() {
-        local name=$1; shift
-        if wait_for "$@"; then ok "$name"; else fail "$name" "$(diag)"; fi
-}
 
 ctl() { timeout 10 "$npuprofctl" --socket "$sock" "$@"; }
 py_prelude='

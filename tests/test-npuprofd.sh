@@ -22,18 +22,6 @@ diag() {
         tail -n 8 "$log" 2>/dev/null
 }
 
-# check NAME CMD...: CMD must succeed now.
-check() {
-        local name=$1; shift
-        if "$@"; then ok "$name"; else fail "$name" "$(diag)"; fi
-}
-
-# eventually NAME CMD...: CMD must succeed within 5 s.
-eventually() {
-        local name=$1; shift
-        if wait_for "$@"; then ok "$name"; else fail "$name" "$(diag)"; fi
-}
-
 # The running test's npuprofctl.
 ctl() { timeout 10 "$npuprofctl" --socket "$sock" --shm-name "$shm" "$@"; }
 quiet() { "$@" >/dev/null 2>&1; }

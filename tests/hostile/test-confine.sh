@@ -24,8 +24,6 @@ diag() {
         echo "status: $(ctl status --json 2>&1 | head -c 2000)"
         echo "daemon log (last lines):"; tail -n 8 "$log" 2>/dev/null
 }
-check()      { local name=$1; shift; if "$@"; then ok "$name"; else fail "$name" "$(diag)"; fi; }
-eventually() { local name=$1; shift; if wait_for "$@"; then ok "$name"; else fail "$name" "$(diag)"; fi; }
 ctl() { timeout 20 "$npuprofctl" --socket "$sock" --shm-name "$shm" "$@"; }
 
 py_status='
