@@ -10,6 +10,7 @@ with `sys.exit(npftest.summary("PREFIX"))`, which prints the one "PREFIX: N pass
 line tests/run-tests reads. Notify is a NOTIFY_SOCKET owned by the test, as systemd owns one.
 """
 
+import os
 import socket
 import threading
 import time
@@ -53,6 +54,16 @@ def wait_for(pred, timeout=None, every=0.02):
         if v or time.monotonic() >= deadline:
             return v
         time.sleep(every)
+
+
+def unlink_segments(names):
+    """Remove the shared-memory segments (NAME.ctl, NAME.ranks) a suite's daemons made."""
+    for name in names:
+        for suffix in (".ctl", ".ranks"):
+            try:
+                os.unlink("/dev/shm/" + name + suffix)
+            except FileNotFoundError:
+                pass
 
 
 def summary(prefix):

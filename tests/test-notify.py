@@ -375,12 +375,7 @@ def main():
     finally:
         for p in procs:
             stop(p)
-        for name in shm_names:
-            for suffix in (".ctl", ".ranks"):
-                try:
-                    os.unlink("/dev/shm/" + name + suffix)
-                except FileNotFoundError:
-                    pass
+        npftest.unlink_segments(shm_names)
         shutil.rmtree(tmp, ignore_errors=True)
     return npftest.summary("notify")
 

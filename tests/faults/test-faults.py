@@ -726,12 +726,7 @@ def main():
                 p.wait(5)
             except subprocess.TimeoutExpired:
                 pass
-        for s in shm_names:
-            for suffix in (".ctl", ".ranks"):
-                try:
-                    os.unlink("/dev/shm/" + s + suffix)
-                except OSError:
-                    pass
+        npftest.unlink_segments(shm_names)
         shutil.rmtree(tmp, ignore_errors=True)
     figure("the suite took %.1f s" % (time.monotonic() - started))
     return npftest.summary("faults")

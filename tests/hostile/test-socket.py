@@ -96,16 +96,10 @@ class StatusLoop(threading.Thread):
 
     def one(self):
         t0 = time.monotonic()
-        s = connect()
-        try:
-            s.sendall(STATUS)
-            lines, _ = read_lines(s, 1)
-        finally:
-            s.close()
+        o = status_reply()
         dt = time.monotonic() - t0
-        o = json.loads(lines[0]) if lines else None
         if not (o and o.get("ok") is True and o["result"]["daemon"]["pid"] == self.pid):
-            raise RuntimeError("wrong answer: %r" % (lines[:1],))
+            raise RuntimeError("wrong answer: %r" % (o,))
         return dt
 
     def run(self):
@@ -139,14 +133,19 @@ def start_daemon():
     return p
 
 
-def status(field=None):
+def status_reply():
+    """One `status` on a new connection: the reply, or None if none came."""
     s = connect()
     try:
         s.sendall(STATUS)
         lines, _ = read_lines(s, 1)
     finally:
         s.close()
-    return json.loads(lines[0])["result"]
+    return json.loads(lines[0]) if lines else None
+
+
+def status():
+    return status_reply()["result"]
 
 
 def open_clients(n):
