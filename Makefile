@@ -220,8 +220,8 @@ $(BENCH_RANK): $(BUILD)/bench/bench-rank.o $(BUILD)/bench/stats.o $(BUILD)/libnp
 $(RANK_DRIVER): $(BUILD)/tests/rank-driver.o $(SHM_OBJS)
 	$(CC) $(LDFLAGS) -o $@ $^
 
-# 256 live ranks of libnpuprof on one node, for tests/hostile/test-scale.sh.
-$(MANY_RANKS): $(BUILD)/tests/hostile/many-ranks.o $(BUILD)/libnpuprof.a
+# 256 live ranks of libnpuprof on one node, for tests/fleet/test-scale.sh.
+$(MANY_RANKS): $(BUILD)/tests/fleet/many-ranks.o $(BUILD)/libnpuprof.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(RANK_LIBS)
 
 # A hostile rank that scribbles over the rank table (tests/hostile/test-scribble.sh).

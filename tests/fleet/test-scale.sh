@@ -3,12 +3,12 @@
 # Scale: 256 live ranks of libnpuprof on one node (tests/many-ranks: 4 processes of 4 threads,
 # each rank stepped every millisecond for STEPS steps), one window configured for all ranks,
 # the real npuprofd sweeping, and a client asking `status` 1,000 times a second throughout.
-#   tests/hostile/test-scale.sh BUILD_DIR
+#   tests/fleet/test-scale.sh BUILD_DIR
 # Asserted: every rank did its window at exactly the configured steps (what libnpuprof says,
 # the output on disk, and `npuprofctl windows --json`), none missed, and every status was
 # answered. The status latency and the rate reached are printed, never asserted.
 set -u
-build=${1:?usage: tests/hostile/test-scale.sh BUILD_DIR}
+build=${1:?usage: tests/fleet/test-scale.sh BUILD_DIR}
 npuprofd=$build/npuprofd npuprofctl=$build/npuprofctl many=$build/tests/many-ranks
 for b in "$npuprofd" "$npuprofctl" "$many"; do
         [ -x "$b" ] || { echo "test-scale: $b is not built" >&2; exit 2; }
