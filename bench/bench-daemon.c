@@ -10,6 +10,7 @@
  *
  * Usage: bench-daemon PATH-TO-NPUPROFD [SAVES]
  */
+#include "npuprof/protocol.h"
 #include "npuprof/shm.h"
 #include "bench/stats.h"
 
@@ -237,14 +238,14 @@ static int dial(const char *sock)
 /* @n status round trips on new connections into @lat. Return: -1 on a wrong answer. */
 static int measure_status(const char *sock, int n, uint64_t *lat)
 {
-        static const char req[] = "{\"version\": 1, \"command\": \"status\"}\n";
-        char buf[65536];
+        char req[64], buf[65536];
+        int len = snprintf(req, sizeof(req), "{\"version\": %d, \"command\": \"status\"}\n", NPF_PROTO_VERSION);
 
         for (int i = 0; i < n; i++) {
                 uint64_t t0 = npf_bench_now_ns();
                 int fd = dial(sock);
                 size_t got = 0;
-                if (fd < 0 || write(fd, req, sizeof(req) - 1) != (ssize_t) sizeof(req) - 1)
+                if (fd < 0 || write(fd, req, (size_t) len) != len)
                         return -1;
                 while (got < sizeof(buf) && !memchr(buf, '\n', got)) {
                         ssize_t r = read(fd, buf + got, sizeof(buf) - got);

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include "client/status.h"
 #include "client/ipc.h"
+#include "npuprof/protocol.h"
 #include "npuprof/shm.h"
 #include "shm/clock.h"
 #include "shm/view.h"
@@ -103,17 +104,20 @@ static void print_ranks(json_t *ranks)
         size_t i;
         json_t *r;
 
+        if (!json_is_array(ranks)) {
+                printf("ranks:   the reply holds no readable rank table\n");
+                return;
+        }
         printf("ranks:   %zu attached\n", json_array_size(ranks));
         if (json_array_size(ranks) == 0)
                 return;
         printf("  %6s %8s %10s  %-11s %9s  %-14s %s\n", "RANK", "PID", "STEP", "STATE", "HEARTBEAT", "WINDOW", "GEN");
         json_array_foreach(ranks, i, r) {
-                json_t *w = json_object_get(r, "window"), *step = json_object_get(r, "step");
-                json_t *age = json_object_get(r, "heartbeat_age_ms");
+                json_t *step = json_object_get(r, "step"), *age = json_object_get(r, "heartbeat_age_ms");
                 char win[64] = "-", hb[32] = "-", st[32] = "-";
-                if (json_is_object(w))
-                        snprintf(win, sizeof(win), "%lld..%lld", (long long) num(w, "start_step"),
-                                 (long long) num(w, "stop_step"));
+                if (json_is_integer(json_object_get(r, "start_step")))
+                        snprintf(win, sizeof(win), "%lld..%lld", (long long) num(r, "start_step"),
+                                 (long long) num(r, "stop_step"));
                 if (json_is_integer(age))
                         snprintf(hb, sizeof(hb), "%.1fs", (double) json_integer_value(age) / 1000.0);
                 if (json_is_integer(step))
@@ -179,7 +183,7 @@ static void print_windows(json_t *w)
         size_t i;
         json_t *r;
         json_array_foreach(json_object_get(w, "recent"), i, r) {
-                if (i >= 10)
+                if (i >= NPF_PROTO_STATUS_RECENT)
                         break;
                 printf("  rank %lld window %lld..%lld gen %lld: %s%s%s", (long long) num(r, "rank"),
                        (long long) num(r, "start_step"), (long long) num(r, "stop_step"),
@@ -255,6 +259,17 @@ static void print_legacy(json_t *legacy)
                        (long long) num(legacy, "maps_unreadable"));
 }
 
+/* The rank table in @o, sent as rows, made an object per rank (null if unreadable). */
+static void expand_ranks(json_t *o)
+{
+        json_t *table = json_object_get(o, "ranks");
+
+        if (table) {
+                json_t *list = npf_view_table_objects(table);
+                json_object_set_new(o, "ranks", list ? list : json_null());
+        }
+}
+
 /* What the segment holds, read directly: for when the daemon does not answer. */
 static json_t *segment_view(const char *shm_name)
 {
@@ -268,6 +283,7 @@ static json_t *segment_view(const char *shm_name)
                               "ranks", npf_view_ranks(npf_shm_ranks(shm), npf_clock_ns(CLOCK_MONOTONIC), NPF_STALL_MS_DEFAULT,
                                               NULL));
         npf_shm_close(shm);
+        expand_ranks(o);
         return o;
 }
 
@@ -308,6 +324,7 @@ int npf_cli_status(const char *socket_path, const char *shm_name, bool json)
                 return 1;
         }
         json_t *res = json_object_get(reply, "result");
+        expand_ranks(res);
         if (json) {
                 print_json(res);
         } else {
@@ -359,6 +376,9 @@ int npf_cli_command(const char *socket_path, const char *command, bool json)
         }
         json_t *res = json_object_get(reply, "result");
         bool refused = strcmp(command, "reload") == 0 && !json_is_true(json_object_get(res, "valid"));
+
+        if (strcmp(command, "ranks") == 0)
+                expand_ranks(res);
 
         if (json)
                 print_json(res);

@@ -39,6 +39,7 @@ typedef struct daemon {
         char *state_dir;                /* $STATE_DIRECTORY's first, from systemd; may be NULL */
         npf_notify_t notify;
         npf_sweep_t sweep;
+        npf_rank_view_t *rank_view;     /* the rank table as `status` and `ranks` show it */
         uv_timer_t sweep_timer;
         uv_signal_t sighup, sigterm, sigint;
         uint64_t started_ns;            /* CLOCK_MONOTONIC */
@@ -539,14 +540,21 @@ static json_t *analysis_summary(const daemon_t *d)
         return o ? o : json_pack("{s:b}", "enabled", false);
 }
 
+/* The rank table as the last sweep judged it (stalled or not), read again now. */
+static json_t *rank_table(daemon_t *d)
+{
+        return npf_rank_view_refresh(d->rank_view, npf_shm_ranks(d->shm), npf_clock_ns(CLOCK_MONOTONIC),
+                                     d->opt.stall_ms, d->sweep.stalled);
+}
+
 static json_t *status_json(daemon_t *d)
 {
         json_t *config = npf_view_config(npf_shm_ctl(d->shm));
         json_t *windows = npf_sweep_outcomes_json(&d->sweep);
 
         json_object_set_new(config, "path", json_string(d->opt.config_path));
-        json_object_set_new(windows, "recent", history_json(d, 32));
-        return json_pack("{s:{s:I, s:s, s:I, s:I, s:I, s:b, s:b, s:I, s:s, s:I, s:{s:I, s:I, s:I, s:I}, s:o}, "
+        json_object_set_new(windows, "recent", history_json(d, NPF_PROTO_STATUS_RECENT));
+        return json_pack("{s:{s:I, s:s, s:I, s:I, s:I, s:b, s:b, s:I, s:s, s:I, s:{s:I, s:I, s:I, s:I, s:I}, s:o}, "
                          "s:{s:s, s:b}, s:o, s:o, s:o, s:o, s:I, s:o}",
                          "daemon",
                          "pid", (json_int_t) getpid(),
@@ -563,11 +571,12 @@ static json_t *status_json(daemon_t *d)
                          "open", (json_int_t) npf_server_clients(d->server),
                          "max", (json_int_t) npf_server_clients_max(d->server),
                          "evicted", (json_int_t) npf_server_evicted(d->server),
+                         "shared_answers", (json_int_t) npf_server_shared(d->server),
                          "idle_timeout_ms", (json_int_t) d->opt.idle_ms,
                          "metrics_file", d->metrics ? npf_metrics_file_status_json(d->metrics) : json_null(),
                          "shm", "name", d->opt.shm_name, "adopted", npf_shm_adopted(d->shm),
                          "config", config,
-                         "ranks", npf_view_ranks(npf_shm_ranks(d->shm), npf_clock_ns(CLOCK_MONOTONIC), d->opt.stall_ms, d->sweep.stalled),
+                         "ranks", rank_table(d),
                          "windows", windows,
                          "analysis", analysis_summary(d),
                          "reloads", (json_int_t) d->reloads,
@@ -737,9 +746,7 @@ static void on_request(npf_request_t *req, npf_command_t command, json_t *reques
                 break;
         case NPF_COMMAND_RANKS:
                 sweep(d);
-                npf_server_reply(req, json_pack("{s:o}", "ranks", npf_view_ranks(npf_shm_ranks(d->shm),
-                                                                                 npf_clock_ns(CLOCK_MONOTONIC),
-                                                                                 d->opt.stall_ms, d->sweep.stalled)));
+                npf_server_reply(req, json_pack("{s:o}", "ranks", rank_table(d)));
                 break;
         case NPF_COMMAND_CONFIG: {
                 npf_shm_config_t *c = malloc(sizeof(*c));
@@ -855,6 +862,11 @@ int npf_daemon_run(const npf_daemon_options_t *opt)
         d->started_real_ns = npf_clock_ns(CLOCK_REALTIME);
         npf_log_init(opt->log_target, opt->config_path);
 
+        d->rank_view = npf_rank_view_new();
+        if (!d->rank_view) {
+                npf_log(LOG_ERR, NPF_LOG_NONE, NPF_LOG_NONE, "out of memory");
+                goto out;
+        }
         r = npf_shm_open(opt->shm_name, NPF_SHM_WRITER | NPF_SHM_CREATE, &d->shm, err);
         if (r < 0) {
                 npf_log(LOG_ERR, NPF_LOG_NONE, NPF_LOG_NONE, "cannot open segment %s: %s", opt->shm_name, err);
@@ -971,6 +983,7 @@ out:
         for (unsigned i = 0; i < PROF_DIRS_KEPT; i++)
                 free(d->prof_dirs[i].dir);
         free(d->state_dir);
+        npf_rank_view_free(d->rank_view);
         free(d);
         return status;
 }

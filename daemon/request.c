@@ -11,13 +11,14 @@
 static const struct {
         const char *name;
         bool privileged;
+        bool read;
 } commands[_NPF_COMMAND_MAX] = {
-        [NPF_COMMAND_STATUS] = { "status", false },
-        [NPF_COMMAND_RANKS] = { "ranks", false },
-        [NPF_COMMAND_WINDOWS] = { "windows", false },
-        [NPF_COMMAND_CONFIG] = { "config", false },
-        [NPF_COMMAND_RELOAD] = { "reload", true },
-        [NPF_COMMAND_METRICS] = { "metrics", false },
+        [NPF_COMMAND_STATUS] = { "status", false, true },
+        [NPF_COMMAND_RANKS] = { "ranks", false, true },
+        [NPF_COMMAND_WINDOWS] = { "windows", false, true },
+        [NPF_COMMAND_CONFIG] = { "config", false, true },
+        [NPF_COMMAND_RELOAD] = { "reload", true, false },
+        [NPF_COMMAND_METRICS] = { "metrics", false, true },
 };
 
 int npf_linebuf_append(npf_linebuf_t *b, const char *data, size_t n)
@@ -205,4 +206,9 @@ const char *npf_command_name(npf_command_t c)
 bool npf_command_privileged(npf_command_t c)
 {
         return c < _NPF_COMMAND_MAX && commands[c].privileged;
+}
+
+bool npf_command_read(npf_command_t c)
+{
+        return c < _NPF_COMMAND_MAX && commands[c].read;
 }

@@ -69,4 +69,11 @@ const char *npf_command_name(npf_command_t c);
 /* Whether @c is only for root and the daemon's own user. */
 bool npf_command_privileged(npf_command_t c);
 
+/*
+ * Whether @c only reads: its answer depends on the daemon's state alone (not on who asks,
+ * and it changes nothing), so one answer serves every such request made before it was
+ * computed.
+ */
+bool npf_command_read(npf_command_t c);
+
 #endif /* NPUPROF_DAEMON_REQUEST_H */

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #define WRITE_QUEUE_MAX (4u << 20)      /* a client that does not read its replies is dropped */
+#define REPLY_HINT_MIN 512u             /* bytes first allocated for a reply */
 #define WRITE_BACKLOG   (64u << 10)     /* past this much unread, its next requests wait */
 #define LINES_PER_TURN  8               /* a batch of requests is answered this many at a loop turn */
 
@@ -26,7 +27,25 @@ TAILQ_HEAD(client_list, client);
 
 struct npf_request {
         client_t *client;               /* NULL once the client has gone */
+        npf_command_t command;
+        uint64_t asked_ns;              /* uv_hrtime() when it was handed to the daemon */
+        size_t line_len;
+        char line[];                    /* the request line */
 };
+
+/*
+ * The last answer to each read (npf_command_read()). What it tells is newer than any request
+ * that arrived before it was asked, so such a request, waiting in a buffer while the same
+ * request was answered, gets that answer again: as true as a new one, and a client that
+ * asks faster than the daemon answers costs it one answer per batch, not one per request.
+ */
+typedef struct shared_answer {
+        char *request;                  /* the request line */
+        size_t request_len;
+        char *reply;                    /* the reply line, with its newline */
+        size_t reply_len;
+        uint64_t asked_ns;
+} shared_answer_t;
 
 struct client {
         uv_pipe_t pipe;
@@ -39,6 +58,7 @@ struct client {
         npf_linebuf_t in;
         npf_request_t *pending;         /* the request being answered */
         bool eof;                       /* the client sent all it will: answer, then close */
+        uint64_t read_ns;               /* uv_hrtime() of the last read: what is buffered came before */
         bool reading;
         bool processing;
         bool closing;
@@ -61,6 +81,9 @@ struct npf_server {
         int open_handles;
         npf_server_request_cb cb;
         void *data;
+        size_t reply_hint;              /* bytes to allocate for the next reply */
+        shared_answer_t answers[_NPF_COMMAND_MAX];
+        uint64_t shared;                /* requests answered with a shared answer */
         char rbuf[16384];
 };
 
@@ -142,35 +165,76 @@ static json_t *error_reply(const char *fmt, va_list ap)
         return json_pack("{s:i, s:b, s:s}", "version", NPF_PROTO_VERSION, "ok", 0, "error", msg);
 }
 
-/* Send one reply line; close the connection after it when @close_after. */
-static void client_send(client_t *c, json_t *reply, bool close_after)
-{
-        /* 15 digits: a number such as an analysis's 0.037 s is written so, not 0.036999999999999998. */
-        char *text = reply ? json_dumps(reply, JSON_COMPACT | JSON_REAL_PRECISION(15)) : NULL;
-        size_t n = text ? strlen(text) : 0;
-        write_req_t *w = text ? malloc(sizeof(*w) + n + 1) : NULL;
+/* A reply written straight into the write request that carries it, grown as needed. */
+typedef struct reply_text {
+        write_req_t *w;
+        size_t len, cap;
+} reply_text_t;
 
+static int append_reply(const char *buf, size_t size, void *data)
+{
+        reply_text_t *t = data;
+
+        if (t->len + size + 1 > t->cap) {       /* + 1: the newline that ends the line */
+                size_t cap = 2 * (t->len + size + 1);
+                write_req_t *w = realloc(t->w, sizeof(*w) + cap);
+                if (!w)
+                        return -1;
+                t->w = w;
+                t->cap = cap;
+        }
+        memcpy(t->w->data + t->len, buf, size);
+        t->len += size;
+        return 0;
+}
+
+/* @reply (the reference is taken) as one line in a write request, @t. Return: false if it cannot be. */
+static bool render(npf_server_t *s, json_t *reply, reply_text_t *t)
+{
+        /* Sized as the last reply: a status is written without growing its buffer. */
+        *t = (reply_text_t) { .w = malloc(sizeof(write_req_t) + s->reply_hint), .cap = s->reply_hint };
+        /* 15 digits: a number such as an analysis's 0.037 s is written so, not 0.036999999999999998. */
+        bool ok = t->w && reply &&
+                  json_dump_callback(reply, append_reply, t, JSON_COMPACT | JSON_REAL_PRECISION(15)) == 0 &&
+                  append_reply("\n", 1, t) == 0;
         json_decref(reply);
-        if (!w || c->closing) {
-                free(text);
-                free(w);
-                if (!c->closing)
-                        client_close(c);
+        if (!ok) {
+                free(t->w);
+                return false;
+        }
+        s->reply_hint = t->len > REPLY_HINT_MIN ? t->len + t->len / 8 : REPLY_HINT_MIN;
+        return true;
+}
+
+/* Write the line in @t (its write request is taken); close the connection after it when @close_after. */
+static void client_write(client_t *c, reply_text_t *t, bool close_after)
+{
+        if (c->closing) {
+                free(t->w);
                 return;
         }
-        memcpy(w->data, text, n);
-        w->data[n] = '\n';
-        free(text);
-        w->client = c;
-        w->close_after = close_after;
-        uv_buf_t buf = uv_buf_init(w->data, (unsigned) n + 1);
-        if (uv_write(&w->req, (uv_stream_t *) &c->pipe, &buf, 1, on_written) < 0) {
-                free(w);
+        t->w->client = c;
+        t->w->close_after = close_after;
+        uv_buf_t buf = uv_buf_init(t->w->data, (unsigned) t->len);
+        if (uv_write(&t->w->req, (uv_stream_t *) &c->pipe, &buf, 1, on_written) < 0) {
+                free(t->w);
                 client_close(c);
                 return;
         }
         if (uv_stream_get_write_queue_size((uv_stream_t *) &c->pipe) > WRITE_QUEUE_MAX)
                 client_close(c);
+}
+
+/* Send one reply line (taking the reference); close the connection after it when @close_after. */
+static void client_send(client_t *c, json_t *reply, bool close_after)
+{
+        reply_text_t t;
+
+        if (!render(c->server, reply, &t)) {
+                client_close(c);
+                return;
+        }
+        client_write(c, &t, close_after);
 }
 
 static void client_error(client_t *c, bool close_after, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -207,25 +271,77 @@ static void client_drop(client_t *c, const char *fmt, ...)
         client_close(c);
 }
 
-static void finish_request(npf_request_t *req, json_t *reply)
+/* Keep the answer @t to the read @req, unless a newer one is kept. */
+static void keep_answer(npf_server_t *s, const npf_request_t *req, const reply_text_t *t)
+{
+        shared_answer_t *a = &s->answers[req->command];
+        char *request, *reply;
+
+        if (a->reply && a->asked_ns > req->asked_ns)
+                return;
+        request = realloc(a->request, req->line_len ? req->line_len : 1);
+        if (request)
+                a->request = request;
+        reply = realloc(a->reply, t->len);
+        if (reply)
+                a->reply = reply;
+        if (!request || !reply) {
+                a->asked_ns = 0;        /* shared with nobody */
+                return;
+        }
+        memcpy(a->request, req->line, req->line_len);
+        a->request_len = req->line_len;
+        memcpy(a->reply, t->w->data, t->len);
+        a->reply_len = t->len;
+        a->asked_ns = req->asked_ns;
+}
+
+/* Answer the request @line with the same request's kept answer, if it was asked after this one came. */
+static bool share_answer(client_t *c, npf_command_t command, const char *line, size_t len)
+{
+        npf_server_t *s = c->server;
+        const shared_answer_t *a = &s->answers[command];
+
+        if (!npf_command_read(command) || !a->reply || c->read_ns >= a->asked_ns || len != a->request_len ||
+            memcmp(line, a->request, len) != 0)
+                return false;
+        reply_text_t t = { .w = malloc(sizeof(write_req_t) + a->reply_len), .len = a->reply_len };
+        if (!t.w)
+                return false;
+        memcpy(t.w->data, a->reply, a->reply_len);
+        s->shared++;
+        client_write(c, &t, c->eof && c->in.start == c->in.len);
+        return true;
+}
+
+static void finish_request(npf_request_t *req, json_t *reply, bool ok)
 {
         client_t *c = req->client;
+        reply_text_t t;
 
-        free(req);
         if (!c) {
+                free(req);
                 json_decref(reply);
                 return;
         }
         c->pending = NULL;
+        if (!render(c->server, reply, &t)) {
+                free(req);
+                client_close(c);
+                return;
+        }
+        if (ok && npf_command_read(req->command))
+                keep_answer(c->server, req, &t);
+        free(req);
         /* A client that half-closed after its last request still gets the answer. */
-        client_send(c, reply, c->eof && c->in.start == c->in.len);
+        client_write(c, &t, c->eof && c->in.start == c->in.len);
         client_resume(c);
 }
 
 void npf_server_reply(npf_request_t *req, json_t *result)
 {
         finish_request(req, json_pack("{s:i, s:b, s:o}", "version", NPF_PROTO_VERSION, "ok", 1, "result",
-                                      result ? result : json_null()));
+                                      result ? result : json_null()), true);
 }
 
 void npf_server_reply_error(npf_request_t *req, const char *fmt, ...)
@@ -235,7 +351,7 @@ void npf_server_reply_error(npf_request_t *req, const char *fmt, ...)
         va_start(ap, fmt);
         json_t *reply = error_reply(fmt, ap);
         va_end(ap);
-        finish_request(req, reply);
+        finish_request(req, reply, false);
 }
 
 /* Handle one request line; errors that end the conversation close the connection. */
@@ -255,13 +371,21 @@ static void handle_line(client_t *c, const char *line, size_t len)
                 client_error(c, r == -EPROTO, "%s", err);
                 return;
         }
-        npf_request_t *rq = calloc(1, sizeof(*rq));
+        if (share_answer(c, command, line, len)) {
+                json_decref(req);
+                return;
+        }
+        npf_request_t *rq = calloc(1, sizeof(*rq) + len);
         if (!rq) {
                 client_error(c, true, "out of memory");
                 json_decref(req);
                 return;
         }
         rq->client = c;
+        rq->command = command;
+        memcpy(rq->line, line, len);
+        rq->line_len = len;
+        rq->asked_ns = uv_hrtime();
         c->pending = rq;
         s->cb(rq, command, req, &c->peer, s->data);
         json_decref(req);
@@ -390,6 +514,7 @@ static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
         }
         if (nread == 0)
                 return;
+        c->read_ns = uv_hrtime();
         int r = npf_linebuf_append(&c->in, buf->base, (size_t) nread);
         if (r == -EMSGSIZE) {
                 client_set_reading(c, false);
@@ -483,6 +608,7 @@ int npf_server_start(uv_loop_t *loop, const char *path, const char *group, const
         TAILQ_INIT(&s->ready);
         s->clients_max = limits->clients_max ? limits->clients_max : 1;
         s->idle_ms = limits->idle_ms ? limits->idle_ms : NPF_PROTO_IDLE_MS;
+        s->reply_hint = REPLY_HINT_MIN;
         s->cb = cb;
         s->data = data;
         uv_pipe_init(loop, &s->listener, 0);
@@ -560,6 +686,10 @@ static void on_listener_closed(uv_handle_t *h)
 
         if (--s->open_handles > 0)
                 return;
+        for (size_t i = 0; i < _NPF_COMMAND_MAX; i++) {
+                free(s->answers[i].request);
+                free(s->answers[i].reply);
+        }
         free(s->path);
         free(s);
 }
@@ -590,6 +720,11 @@ unsigned npf_server_clients(const npf_server_t *s)
 unsigned npf_server_clients_max(const npf_server_t *s)
 {
         return s->clients_max;
+}
+
+uint64_t npf_server_shared(const npf_server_t *s)
+{
+        return s->shared;
 }
 
 uint64_t npf_server_evicted(const npf_server_t *s)

@@ -59,5 +59,10 @@ unsigned npf_server_clients(const npf_server_t *s);
 unsigned npf_server_clients_max(const npf_server_t *s);
 /* Connections closed to admit a new one since the start. */
 uint64_t npf_server_evicted(const npf_server_t *s);
+/*
+ * Requests answered since the start with the answer to the same request, asked after they
+ * came (a read the daemon was asked again while the request waited): see server.c.
+ */
+uint64_t npf_server_shared(const npf_server_t *s);
 
 #endif /* NPUPROF_DAEMON_SERVER_H */

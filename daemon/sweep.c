@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 #include "daemon/sweep.h"
+#include "shm/proc.h"
 #include "shm/slot.h"
 #include "shm/clock.h"
 
@@ -51,8 +52,36 @@ static bool judge_stalled(npf_sweep_t *s, uint32_t i, const npf_slot_view_t *v, 
         return s->seen[i].quiet_ns > s->stall_ms * 1000000u;
 }
 
+/*
+ * The processes a reclaim pass found alive, so that /proc is read once per process and
+ * not once per rank: one process may hold many ranks (a thread or a device each).
+ */
+typedef struct alive_proc {
+        uint32_t pid;
+        uint64_t start;
+} alive_proc_t;
+
+typedef struct alive_procs {
+        uint32_t n;
+        alive_proc_t p[64];
+} alive_procs_t;
+
+/* Whether the holder @pid started at @start is alive, asking /proc only once per process. */
+static bool holder_alive(alive_procs_t *a, uint32_t pid, uint64_t start)
+{
+        for (uint32_t k = 0; k < a->n; k++)
+                if (a->p[k].pid == pid && a->p[k].start == start)
+                        return true;
+        if (start == 0 || npf_proc_check((pid_t) pid, start) != NPF_PROC_ALIVE)
+                return false;
+        if (a->n < sizeof(a->p) / sizeof(a->p[0]))
+                a->p[a->n++] = (alive_proc_t) { .pid = pid, .start = start };
+        return true;
+}
+
 void npf_sweep_run(npf_sweep_t *s, npf_shm_ranks_t *table, uint64_t now_ns, npf_sweep_record_cb cb, void *data)
 {
+        alive_procs_t alive = { .n = 0 };
         uint64_t gap = s->last_ns && now_ns > s->last_ns ? now_ns - s->last_ns : 0;
         npf_slot_view_t v;
         bool reclaim = !s->primed || now_ns - s->reclaim_ns >= NPF_SWEEP_RECLAIM_MS * 1000000ull;
@@ -69,17 +98,23 @@ void npf_sweep_run(npf_sweep_t *s, npf_shm_ranks_t *table, uint64_t now_ns, npf_
                 uint64_t claim = atomic_load_explicit((_Atomic uint64_t *) &table->slots[i].claim, memory_order_relaxed);
 
                 /* A rank that died with its window open lost it; its output stays on disk. */
-                if (reclaim && NPF_SLOT_PID(claim) != 0 && npf_slot_reclaim(table, i, &v) == 1) {
-                        s->reclaimed++;
-                        if (v.st.state == NPF_WINDOW_COLLECTING || v.st.state == NPF_WINDOW_FLUSHING)
-                                record(s, &v, NPF_WINDOW_LOST, cb, data);
+                if (reclaim && NPF_SLOT_PID(claim) != 0) {
+                        uint64_t start = atomic_load_explicit((_Atomic uint64_t *) &table->slots[i].proc_start,
+                                                              memory_order_acquire);
+                        if (!holder_alive(&alive, NPF_SLOT_PID(claim), start) && npf_slot_reclaim(table, i, &v) == 1) {
+                                s->reclaimed++;
+                                if (v.st.state == NPF_WINDOW_COLLECTING || v.st.state == NPF_WINDOW_FLUSHING)
+                                        record(s, &v, NPF_WINDOW_LOST, cb, data);
+                        }
                 }
                 /* A free slot where no window ended since the last sweep holds nothing new. */
                 if (s->primed && NPF_SLOT_PID(claim) == 0 &&
                     atomic_load_explicit((_Atomic uint64_t *) &table->slots[i].windows_ended, memory_order_relaxed) ==
                             s->seen[i].ended)
                         continue;
-                if (npf_slot_read(table, i, &v) < 0)
+                if (npf_slot_read_current(table, i, &v) < 0)
+                        continue;
+                if (v.windows_ended != s->seen[i].ended && npf_slot_read(table, i, &v) < 0)
                         continue;
                 /*
                  * A window ended here since the last sweep: the slot kept it apart even if the

@@ -269,40 +269,53 @@ static bool ended_ok(const npf_shm_slot_state_t *ended)
         return true;
 }
 
-int npf_slot_read(const npf_shm_ranks_t *table, uint32_t index, npf_slot_view_t *ret_view)
+/* Read slot @index into @v, its ended windows only if @with_ended (else they are zeroes). */
+static int slot_read(const npf_shm_ranks_t *table, uint32_t index, npf_slot_view_t *v, bool with_ended)
 {
         const npf_shm_slot_t *slot;
-        npf_slot_view_t v = { .index = index };
 
         if (index >= NPF_SHM_SLOTS)
                 return -ERANGE;
         slot = &table->slots[index];
         uint64_t claim = atomic_load_explicit(npf__seq(&slot->claim), memory_order_acquire);
-        v.pid = NPF_SLOT_PID(claim);
-        v.tag = NPF_SLOT_TAG(claim);
-        v.rank = atomic_load_explicit(a32(&slot->rank), memory_order_relaxed);
-        v.proc_start = atomic_load_explicit(npf__seq(&slot->proc_start), memory_order_relaxed);
-        v.step = (int64_t) atomic_load_explicit(npf__seq((const uint64_t *) &slot->step), memory_order_relaxed);
-        v.heartbeat_ns = atomic_load_explicit(npf__seq(&slot->heartbeat_ns), memory_order_relaxed);
-        v.claimed_ns = atomic_load_explicit(npf__seq(&slot->claimed_ns), memory_order_relaxed);
-        v.local_device = (int32_t) atomic_load_explicit(a32((const uint32_t *) &slot->local_device),
-                                                        memory_order_relaxed);
+        v->index = index;
+        v->pid = NPF_SLOT_PID(claim);
+        v->tag = NPF_SLOT_TAG(claim);
+        v->rank = atomic_load_explicit(a32(&slot->rank), memory_order_relaxed);
+        v->proc_start = atomic_load_explicit(npf__seq(&slot->proc_start), memory_order_relaxed);
+        v->step = (int64_t) atomic_load_explicit(npf__seq((const uint64_t *) &slot->step), memory_order_relaxed);
+        v->heartbeat_ns = atomic_load_explicit(npf__seq(&slot->heartbeat_ns), memory_order_relaxed);
+        v->claimed_ns = atomic_load_explicit(npf__seq(&slot->claimed_ns), memory_order_relaxed);
+        v->local_device = (int32_t) atomic_load_explicit(a32((const uint32_t *) &slot->local_device),
+                                                         memory_order_relaxed);
+        if (!with_ended)
+                memset(v->ended, 0, sizeof(v->ended));
 
         for (unsigned tries = 0; tries < NPF__SLOT_READ_TRIES; tries++) {
                 uint64_t s = npf__seq_read_begin_bounded(&slot->seq, NPF__SLOT_READ_SPINS);
                 if (s == UINT64_MAX)
                         continue;
-                npf__seq_copy_out(&v.st, &slot->st, sizeof(v.st));
-                npf__seq_copy_out(v.ended, slot->ended, sizeof(v.ended));
-                v.windows_ended = atomic_load_explicit(npf__seq(&slot->windows_ended), memory_order_relaxed);
+                npf__seq_copy_out(&v->st, &slot->st, sizeof(v->st));
+                if (with_ended)
+                        npf__seq_copy_out(v->ended, slot->ended, sizeof(v->ended));
+                v->windows_ended = atomic_load_explicit(npf__seq(&slot->windows_ended), memory_order_relaxed);
                 if (npf__seq_read_retry(&slot->seq, s))
                         continue;
-                if (!memchr(v.st.message, '\0', sizeof(v.st.message)) ||
-                    !memchr(v.st.output, '\0', sizeof(v.st.output)) || v.st.state >= NPF_WINDOW__COUNT ||
-                    !ended_ok(v.ended))
+                if (!memchr(v->st.message, '\0', sizeof(v->st.message)) ||
+                    !memchr(v->st.output, '\0', sizeof(v->st.output)) || v->st.state >= NPF_WINDOW__COUNT ||
+                    (with_ended && !ended_ok(v->ended)))
                         return -EBADMSG;
-                *ret_view = v;
                 return 0;
         }
         return -EAGAIN;
+}
+
+int npf_slot_read(const npf_shm_ranks_t *table, uint32_t index, npf_slot_view_t *ret_view)
+{
+        return slot_read(table, index, ret_view, true);
+}
+
+int npf_slot_read_current(const npf_shm_ranks_t *table, uint32_t index, npf_slot_view_t *ret_view)
+{
+        return slot_read(table, index, ret_view, false);
 }

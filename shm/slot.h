@@ -56,10 +56,17 @@ void npf_slot_set_state(npf_shm_slot_t *slot, const npf_shm_slot_state_t *st);
  * npf_slot_read() - read slot @index untorn, strings bounded.
  * Return: 0, -ERANGE for a bad index, -EBADMSG if the state is not well-formed, -EAGAIN
  * if no stable copy could be had in a bounded number of tries (it never yields the CPU,
- * whatever a process wrote into the slot).
+ * whatever a process wrote into the slot). On an error @ret_view holds nothing to use.
  * Context: any; the daemon's loop reads every slot this way.
  */
 int npf_slot_read(const npf_shm_ranks_t *table, uint32_t index, npf_slot_view_t *ret_view);
+
+/*
+ * npf_slot_read_current() - npf_slot_read() without the slot's ended windows (@ret_view's
+ * are zeroes; windows_ended is read): a seventh of the copying, for readers that only
+ * want the rank as it is now, or that know no window ended since they last looked.
+ */
+int npf_slot_read_current(const npf_shm_ranks_t *table, uint32_t index, npf_slot_view_t *ret_view);
 
 /*
  * npf_slot_reclaim() - free slot @index if its process is gone or its pid was reused.

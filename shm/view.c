@@ -74,66 +74,182 @@ const char *npf_view_rank_state(const npf_slot_view_t *v, uint64_t now_monotonic
         return npf_shm_window_state_name(v->st.state);
 }
 
-static int by_rank(const void *a, const void *b)
+/* The rank table's columns, in the order of each row (include/npuprof/protocol.h). */
+enum {
+        COL_RANK, COL_PID, COL_STEP, COL_STATE, COL_STATE_STEP, COL_START_STEP, COL_STOP_STEP,
+        COL_GENERATION, COL_HEARTBEAT_AGE_MS, COL_LOCAL_DEVICE, COL_MESSAGE, COL_OUTPUT, COL__COUNT,
+};
+
+static const char *const rank_columns[COL__COUNT] = {
+        "rank", "pid", "step", "state", "state_step", "start_step", "stop_step",
+        "generation", "heartbeat_age_ms", "local_device", "message", "output",
+};
+
+struct npf_rank_view {
+        json_t *table;                  /* {"columns": [...], "rows": [...]} */
+        json_t *rows;                   /* borrowed from table */
+        json_t *row[NPF_SHM_SLOTS];     /* the row of each occupied slot, kept between refreshes */
+        uint64_t order[NPF_SHM_SLOTS];  /* rank << 32 | slot of the rows, sorted */
+};
+
+npf_rank_view_t *npf_rank_view_new(void)
 {
-        int64_t x = json_integer_value(json_object_get(*(json_t *const *) a, "rank"));
-        int64_t y = json_integer_value(json_object_get(*(json_t *const *) b, "rank"));
+        npf_rank_view_t *rv = calloc(1, sizeof(*rv));
+        json_t *columns = json_array();
+
+        for (size_t i = 0; columns && i < COL__COUNT; i++)
+                json_array_append_new(columns, json_string(rank_columns[i]));
+        if (rv && columns)
+                rv->table = json_pack("{s:o, s:[]}", "columns", columns, "rows");
+        else
+                json_decref(columns);
+        if (!rv || !rv->table) {
+                free(rv);
+                return NULL;
+        }
+        rv->rows = json_object_get(rv->table, "rows");
+        return rv;
+}
+
+void npf_rank_view_free(npf_rank_view_t *rv)
+{
+        if (!rv)
+                return;
+        for (uint32_t i = 0; i < NPF_SHM_SLOTS; i++)
+                json_decref(rv->row[i]);
+        json_decref(rv->table);
+        free(rv);
+}
+
+/* Column @col of @row holds @v, or null when not @known: changed in place where it can be. */
+static void set_int(json_t *row, size_t col, bool known, int64_t v)
+{
+        json_t *cur = json_array_get(row, col);
+
+        if (!known)
+                json_array_set_new(row, col, json_null());
+        else if (json_is_integer(cur))
+                json_integer_set(cur, v);
+        else
+                json_array_set_new(row, col, json_integer(v));
+}
+
+/* Column @col of @row holds text @s, or null when @s is empty or not UTF-8 (as a rank wrote it). */
+static void set_text(json_t *row, size_t col, const char *s)
+{
+        json_t *cur = json_array_get(row, col);
+
+        if (json_is_string(cur) && strcmp(json_string_value(cur), s) == 0)
+                return;
+        json_t *t = s[0] ? json_string(s) : NULL;
+        json_array_set_new(row, col, t ? t : json_null());
+}
+
+static void fill_row(json_t *row, const npf_slot_view_t *v, uint64_t now, const char *state)
+{
+        bool has_window = v->st.state != NPF_WINDOW_IDLE && v->st.state != NPF_WINDOW_FILTERED;
+        bool beats = v->heartbeat_ns && now >= v->heartbeat_ns;
+
+        set_int(row, COL_RANK, true, v->rank);
+        set_int(row, COL_PID, true, v->pid);
+        set_int(row, COL_STEP, v->step >= 0, v->step);
+        set_text(row, COL_STATE, state);
+        set_int(row, COL_STATE_STEP, has_window, v->st.state_step);
+        set_int(row, COL_START_STEP, has_window, v->st.window_start);
+        set_int(row, COL_STOP_STEP, has_window, v->st.window_stop);
+        set_int(row, COL_GENERATION, true, (json_int_t) v->st.generation);
+        set_int(row, COL_HEARTBEAT_AGE_MS, beats, beats ? (int64_t) ((now - v->heartbeat_ns) / 1000000u) : 0);
+        set_int(row, COL_LOCAL_DEVICE, v->local_device >= 0, v->local_device);
+        set_text(row, COL_MESSAGE, v->st.message);
+        set_text(row, COL_OUTPUT, v->st.output);
+}
+
+static json_t *new_row(void)
+{
+        json_t *row = json_array();
+
+        for (size_t i = 0; row && i < COL__COUNT; i++)
+                if (json_array_append_new(row, json_null()) < 0) {
+                        json_decref(row);
+                        return NULL;
+                }
+        return row;
+}
+
+static int by_order(const void *a, const void *b)
+{
+        uint64_t x = *(const uint64_t *) a, y = *(const uint64_t *) b;
 
         return (x > y) - (x < y);
 }
 
-static json_t *rank_json(const npf_slot_view_t *v, uint64_t now, const char *state)
+json_t *npf_rank_view_refresh(npf_rank_view_t *rv, const npf_shm_ranks_t *table, uint64_t now_monotonic_ns,
+                              uint64_t stall_ms, const bool *stalled)
 {
-        bool has_window = v->st.state != NPF_WINDOW_IDLE && v->st.state != NPF_WINDOW_FILTERED;
-        json_t *window = has_window ? json_pack("{s:I, s:I}", "start_step", (json_int_t) v->st.window_start,
-                                                "stop_step", (json_int_t) v->st.window_stop)
-                                    : json_null();
+        size_t n = 0;
+        npf_slot_view_t v;
 
-        return json_pack("{s:I, s:I, s:o, s:s, s:o, s:I, s:o, s:o, s:o, s:o, s:o}",
-                         "rank", (json_int_t) v->rank,
-                         "pid", (json_int_t) v->pid,
-                         "step", v->step < 0 ? json_null() : json_integer(v->step),
-                         "state", state,
-                         "heartbeat_age_ms", v->heartbeat_ns && now >= v->heartbeat_ns
-                                                     ? json_integer((json_int_t) ((now - v->heartbeat_ns) / 1000000u))
-                                                     : json_null(),
-                         "generation", (json_int_t) v->st.generation,
-                         "window", window,
-                         "local_device", v->local_device < 0 ? json_null() : json_integer(v->local_device),
-                         "state_step", has_window ? json_integer(v->st.state_step) : json_null(),
-                         "message", v->st.message[0] ? json_string(v->st.message) : json_null(),
-                         "output", v->st.output[0] ? json_string(v->st.output) : json_null());
+        for (uint32_t i = 0; i < NPF_SHM_SLOTS; i++) {
+                bool shown = false;
+                if (NPF_SLOT_PID(atomic_load_explicit((_Atomic uint64_t *) &table->slots[i].claim, memory_order_relaxed)) != 0 &&
+                    npf_slot_read_current(table, i, &v) == 0 && v.pid != 0 && v.pid != NPF_SLOT_RECLAIMING &&
+                    v.rank < NPF_SHM_MAX_RANKS) {
+                        if (!rv->row[i])
+                                rv->row[i] = new_row();
+                        shown = rv->row[i] != NULL;
+                }
+                if (!shown) {           /* free, being reclaimed, or not well-formed */
+                        json_decref(rv->row[i]);
+                        rv->row[i] = NULL;
+                        continue;
+                }
+                const char *state = !stalled ? npf_view_rank_state(&v, now_monotonic_ns, stall_ms)
+                                    : stalled[i] ? "stalled" : npf_shm_window_state_name(v.st.state);
+                fill_row(rv->row[i], &v, now_monotonic_ns, state);
+                rv->order[n++] = (uint64_t) v.rank << 32 | i;
+        }
+        qsort(rv->order, n, sizeof(rv->order[0]), by_order);
+        json_array_clear(rv->rows);
+        for (size_t k = 0; k < n; k++)
+                json_array_append(rv->rows, rv->row[rv->order[k] & 0xffffffffu]);
+        return json_incref(rv->table);
 }
 
 json_t *npf_view_ranks(const npf_shm_ranks_t *table, uint64_t now_monotonic_ns, uint64_t stall_ms,
                        const bool *stalled)
 {
-        json_t *a = json_array();
-        npf_slot_view_t v;
+        npf_rank_view_t *rv = npf_rank_view_new();
+        json_t *t = rv ? npf_rank_view_refresh(rv, table, now_monotonic_ns, stall_ms, stalled) : NULL;
 
-        if (!a)
+        npf_rank_view_free(rv);
+        return t;
+}
+
+json_t *npf_view_table_objects(const json_t *table)
+{
+        json_t *columns = json_object_get(table, "columns"), *rows = json_object_get(table, "rows");
+        json_t *list, *row, *name;
+        size_t i, j;
+
+        if (!json_is_array(columns) || !json_is_array(rows))
                 return NULL;
-        for (uint32_t i = 0; i < NPF_SHM_SLOTS; i++) {
-                if (NPF_SLOT_PID(atomic_load_explicit((_Atomic uint64_t *) &table->slots[i].claim, memory_order_relaxed)) == 0)
-                        continue;
-                if (npf_slot_read(table, i, &v) < 0 || v.pid == 0 || v.pid == NPF_SLOT_RECLAIMING ||
-                    v.rank >= NPF_SHM_MAX_RANKS)
-                        continue;       /* free, being reclaimed, or not well-formed */
-                const char *state = !stalled ? npf_view_rank_state(&v, now_monotonic_ns, stall_ms)
-                                    : stalled[i] ? "stalled" : npf_shm_window_state_name(v.st.state);
-                json_array_append_new(a, rank_json(&v, now_monotonic_ns, state));
+        list = json_array();
+        json_array_foreach(rows, i, row) {
+                json_t *o = json_object();
+                if (!json_is_array(row) || json_array_size(row) != json_array_size(columns)) {
+                        json_decref(o);
+                        json_decref(list);
+                        return NULL;
+                }
+                json_array_foreach(columns, j, name) {
+                        if (!json_is_string(name)) {
+                                json_decref(o);
+                                json_decref(list);
+                                return NULL;
+                        }
+                        json_object_set(o, json_string_value(name), json_array_get(row, j));
+                }
+                json_array_append_new(list, o);
         }
-        /* Sort by rank: jansson arrays have no sort, so sort a copy of the pointers. */
-        size_t n = json_array_size(a);
-        json_t **items = calloc(n ? n : 1, sizeof(*items));
-        if (!items)
-                return a;
-        for (size_t i = 0; i < n; i++)
-                items[i] = json_incref(json_array_get(a, i));
-        qsort(items, n, sizeof(*items), by_rank);
-        json_array_clear(a);
-        for (size_t i = 0; i < n; i++)
-                json_array_append_new(a, items[i]);
-        free(items);
-        return a;
+        return list;
 }

@@ -29,13 +29,42 @@ json_t *npf_view_config(const npf_shm_ctl_t *ctl);
 const char *npf_view_rank_state(const npf_slot_view_t *v, uint64_t now_monotonic_ns, uint64_t stall_ms);
 
 /*
- * npf_view_ranks() - the occupied slots, ordered by rank: [{rank, pid, step, state,
- * heartbeat_age_ms, generation, window, local_device, state_step, message, output}].
+ * npf_view_ranks() - the occupied slots as a table, a row per rank ordered by rank:
+ * {"columns": ["rank", "pid", "step", "state", "state_step", "start_step", "stop_step",
+ * "generation", "heartbeat_age_ms", "local_device", "message", "output"], "rows": [[...]]}.
+ * A table, not an object per rank: at hundreds of ranks the names would be most of a
+ * `status` reply, and writing and parsing them most of its cost.
  * A rank is "stalled" as @stalled (indexed by slot) says, when given (the daemon's sweep
  * judges by watching); else by its heartbeat's age, npf_view_rank_state().
  * Return: a new reference, NULL if out of memory.
  */
 json_t *npf_view_ranks(const npf_shm_ranks_t *table, uint64_t now_monotonic_ns, uint64_t stall_ms,
                        const bool *stalled);
+
+/*
+ * The rank table kept as JSON between reads, each rank's row changed in place: for a
+ * reader that shows the table again and again (the daemon, at every `status`), what
+ * npf_view_ranks() gives without making and freeing every value each time.
+ */
+typedef struct npf_rank_view npf_rank_view_t;
+
+npf_rank_view_t *npf_rank_view_new(void);
+void npf_rank_view_free(npf_rank_view_t *rv);
+
+/*
+ * npf_rank_view_refresh() - read @table again into @rv.
+ * Return: a new reference to the table, as npf_view_ranks() makes it. It is @rv's own and
+ * changes at the next refresh: write it out (json_dumps()) before then.
+ * Context: one thread per @rv.
+ */
+json_t *npf_rank_view_refresh(npf_rank_view_t *rv, const npf_shm_ranks_t *table, uint64_t now_monotonic_ns,
+                              uint64_t stall_ms, const bool *stalled);
+
+/*
+ * npf_view_table_objects() - a table of npf_view_ranks() as an object per row, its keys
+ * the column names: what a person reads and what `npuprofctl --json` prints.
+ * Return: a new reference; NULL if @table is not such a table (or out of memory).
+ */
+json_t *npf_view_table_objects(const json_t *table);
 
 #endif /* NPUPROF_SHM_VIEW_H */

@@ -72,7 +72,7 @@ t_basics() {
                 mj "m['npuprof_generation'] == $g and m['npuprof_config_valid'] == 1"
         check "basics: valid text format 0.0.4 (HELP, TYPE, names, labels, values)" python3 "$promtext" check "$prom"
         check "basics: npuprof_build_info names the daemon's version" \
-                mj "m.get('npuprof_build_info{protocol=\"1\",shm_abi=\"2\",version=\"$("$npuprofd" --version | cut -d' ' -f2)\"}') == 1 and m['npuprof_up'] == 1"
+                mj "m.get('npuprof_build_info{protocol=\"2\",shm_abi=\"2\",version=\"$("$npuprofd" --version | cut -d' ' -f2)\"}') == 1 and m['npuprof_up'] == 1"
         t0=$(jv 'cfg["published_unix_ms"]')
         check "basics: the publication time is the one status shows" \
                 mj "abs(m['npuprof_generation_published_timestamp_seconds'] * 1000 - $t0) < 1 and $t0 > 1700000000000"

@@ -267,7 +267,7 @@ t_ranks() {
         start_driver "$dir/r5.out" --rank 5 --step 42 --state armed --window 100-104 \
                 || { fail "ranks: rank-driver did not claim" "$(cat "$dir/r5.out")"; return; }
         check "ranks: ranks --json shows rank 5 with its pid, step and state" \
-                jsr "R(5) is not None and R(5)['pid'] == $drv_pid and R(5)['step'] == 42 and R(5)['state'] == 'armed' and R(5)['window'] == {'start_step': 100, 'stop_step': 104}"
+                jsr "R(5) is not None and R(5)['pid'] == $drv_pid and R(5)['step'] == 42 and R(5)['state'] == 'armed' and R(5)['start_step'] == 100 and R(5)['stop_step'] == 104"
         check "ranks: status --json shows the same rank" \
                 js "len(o['ranks']) == 1 and R(5)['pid'] == $drv_pid and R(5)['step'] == 42 and R(5)['state'] == 'armed'"
         out=$(ctl status)
@@ -457,16 +457,16 @@ t_metrics() {
 # --- the wire protocol ----------------------------------------------------------------------
 
 cat >"$tmp/proto.py" <<'EOF'
-# proto.py SOCKET CASE: speak the raw protocol; exit 0 if the daemon answers as it must.
-import json, re, socket, sys, time
+# proto.py SOCKET CASE CONFIG: speak the raw protocol; exit 0 if the daemon answers as it must.
+import json, os, re, socket, sys, time
 
-path, case = sys.argv[1], sys.argv[2]
+path, case, conf = sys.argv[1], sys.argv[2], sys.argv[3]
 s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
 s.settimeout(5)
 s.connect(path)
 buf = b""
 
-def line():
+def raw_line():
     global buf
     while b"\n" not in buf:
         d = s.recv(65536)
@@ -474,7 +474,10 @@ def line():
             raise SystemExit("the connection closed without a reply; got %r" % buf[:200])
         buf += d
     l, buf = buf.split(b"\n", 1)
-    return json.loads(l)
+    return l
+
+def line():
+    return json.loads(raw_line())
 
 def closed():
     # The daemon closes after the reply: recv sees EOF within the timeout.
@@ -498,12 +501,12 @@ def need(cond, what, got):
     if not cond:
         raise SystemExit("%s: got %r" % (what, got))
 
-if case == "version2":
-    send(b'{"version": 2, "command": "status"}\n')
+if case == "version1":
+    send(b'{"version": 1, "command": "status"}\n')
     r = line()
     e = r.get("error", "")
-    need(r.get("ok") is False and r.get("version") == 1, "an error reply of version 1", r)
-    need(re.search(r"\b2\b", e) and re.search(r"\b1\b", e) and "version" in e, "the error names versions 2 and 1", e)
+    need(r.get("ok") is False and r.get("version") == 2, "an error reply of version 2", r)
+    need(re.search(r"\b1\b", e) and re.search(r"\b2\b", e) and "version" in e, "the error names versions 1 and 2", e)
     need(closed(), "the connection closes", "open")
 elif case == "noversion":
     send(b'{"command": "status"}\n')
@@ -521,16 +524,16 @@ elif case == "oversize":
     need(r.get("ok") is False and re.search(r"65536|64 ?KiB", r.get("error", "")), "an error naming the cap", r)
     need(closed(), "the connection closes", "open")
 elif case == "exactcap":
-    req = b'{"version": 1, "command": "ranks"'
+    req = b'{"version": 2, "command": "ranks"'
     req += b" " * (65536 - len(req) - 1) + b"}"
     assert len(req) == 65536
     send(req + b"\n")
     r = line()
     need(r.get("ok") is True and "ranks" in r.get("result", {}), "a request of exactly 64 KiB is answered", r)
 elif case == "pipeline":
-    send(b'{"version": 1, "command": "status"}\n{"version": 1, "command": "ranks"}\n'
-         b'{"version": 1, "command": "metrics"}\n{"version": 1, "command": "nosuch"}\n'
-         b'{"version": 1, "command": "config"}\n')
+    send(b'{"version": 2, "command": "status"}\n{"version": 2, "command": "ranks"}\n'
+         b'{"version": 2, "command": "metrics"}\n{"version": 2, "command": "nosuch"}\n'
+         b'{"version": 2, "command": "config"}\n')
     a, b, c, d, e = line(), line(), line(), line(), line()
     need(a["ok"] and "daemon" in a["result"], "status first", a)
     need(b["ok"] and "ranks" in b["result"], "ranks second", b)
@@ -541,7 +544,7 @@ elif case == "pipeline-reload":
     # Many small requests queued behind a reload (which the daemon answers after reading the
     # file): each is far below the cap, so each must be answered, in order.
     n = 3000
-    send(b'{"version": 1, "command": "reload"}\n' + b'{"version": 1, "command": "ranks"}\n' * n)
+    send(b'{"version": 2, "command": "reload"}\n' + b'{"version": 2, "command": "ranks"}\n' * n)
     r = line()
     need(r.get("ok") is True and "generation" in r.get("result", {}), "the reload answered first", r)
     for i in range(n):
@@ -549,21 +552,53 @@ elif case == "pipeline-reload":
         need(r.get("ok") is True and "ranks" in r.get("result", {}), "ranks request %d of %d answered" % (i + 1, n), r)
 elif case == "split":
     # A request that arrives in pieces is one request.
-    for piece in (b'{"vers', b'ion": 1, "comm', b'and": "status"}', b"\n"):
+    for piece in (b'{"vers', b'ion": 2, "comm', b'and": "status"}', b"\n"):
         send(piece)
         time.sleep(0.05)
     r = line()
     need(r.get("ok") is True and "daemon" in r["result"], "the reassembled request is answered", r)
+elif case == "shared":
+    # Requests that wait while the same request is answered share that answer, to the byte.
+    STATUS = b'{"version": 2, "command": "status"}\n'
+    def shared():
+        send(STATUS)
+        return line()["result"]["daemon"]["clients"]["shared_answers"]
+    before = shared()
+    send(STATUS * 50)
+    answers = [raw_line() for _ in range(50)]
+    need(all(json.loads(a)["ok"] is True for a in answers), "50 answers, all ok", answers[0][:200])
+    n = shared() - before
+    # One answer made per read of the socket: the 50 lines come in one read or very few.
+    need(45 <= n <= 49, "45 to 49 of the 50 requests answered with a shared answer", n)
+    need(len(set(answers)) == 50 - n, "as many different answers as answers made", len(set(answers)))
+elif case == "fresh":
+    # A kept answer is never given to a request that came after it was made: asked after a
+    # new configuration is published, the same request tells the new one.
+    STATUS = b'{"version": 2, "command": "status"}\n'
+    send(STATUS)
+    g = line()["result"]["config"]["generation"]
+    with open(conf + ".new", "w") as f:
+        f.write('{"start_step": 777, "steps": 3}\n')
+    os.rename(conf + ".new", conf)
+    deadline = time.monotonic() + 10
+    while True:         # asked with another request, so that the kept status stays the old one
+        send(b'{"version": 2, "command": "config"}\n')
+        if line()["result"]["generation"] > g or time.monotonic() > deadline:
+            break
+        time.sleep(0.01)
+    send(STATUS)
+    c = line()["result"]["config"]
+    need(c["generation"] > g and c["window"]["start_step"] == 777, "the status asked after the change tells it", c)
 else:
     raise SystemExit("no such case " + case)
 EOF
 
-proto() { timeout 20 python3 "$tmp/proto.py" "$sock" "$1" 2>&1; }
+proto() { timeout 20 python3 "$tmp/proto.py" "$sock" "$1" "$conf" 2>&1; }
 
 t_protocol() {
         local c out
         local -A what=(
-                [version2]="version 2 gets an error naming versions 2 and 1, and the connection closes"
+                [version1]="a version 1 request (rank tables as objects) gets an error naming versions 1 and 2, and the connection closes"
                 [noversion]="a request without a version gets an error and the connection closes"
                 [garbage]="garbage gets an error and the connection closes"
                 [oversize]="a request line over 64 KiB gets an error naming the cap"
@@ -571,9 +606,11 @@ t_protocol() {
                 [pipeline]="requests sent together are answered in order; an unknown command is named"
                 [pipeline-reload]="3000 small requests queued behind a reload are all answered"
                 [split]="a request sent in pieces is answered"
+                [shared]="requests waiting while the same request is answered share that answer (daemon.clients.shared_answers)"
+                [fresh]="a kept answer is never given to a request that came after it: status after a publication tells it"
         )
         start_daemon || { fail "protocol: the daemon did not start" "$(diag)"; return; }
-        for c in version2 noversion garbage oversize exactcap pipeline pipeline-reload split; do
+        for c in version1 noversion garbage oversize exactcap pipeline pipeline-reload split shared fresh; do
                 out=$(proto "$c")
                 if [ $? -eq 0 ]; then ok "protocol: ${what[$c]}"; else fail "protocol: ${what[$c]}" "$out"; fi
                 check "protocol: the daemon carries on after $c (status answers)" quiet ctl status

@@ -7,9 +7,9 @@
  * is one line holding one object; a connection may carry any number of requests, answered
  * in order.
  *
- *   request:  {"version": 1, "command": "status"}
- *   reply:    {"version": 1, "ok": true, "result": {...}}
- *   error:    {"version": 1, "ok": false, "error": "what went wrong"}
+ *   request:  {"version": 2, "command": "status"}
+ *   reply:    {"version": 2, "ok": true, "result": {...}}
+ *   error:    {"version": 2, "ok": false, "error": "what went wrong"}
  *
  * A request of another version gets an error reply naming both versions and the connection
  * is closed; so is one that is not JSON, not an object, or longer than
@@ -26,18 +26,31 @@
  * that leaves more than 64 KiB of replies unread has its next requests wait (its idle
  * time runs); more than 4 MiB unread and it is dropped.
  *
+ * Shared answers: the reads (status, ranks, windows, config, metrics) tell the daemon's
+ * state, and an answer made after a request came is as true an answer to it as a new one.
+ * So a request that waited (in a batch sent at once, or while the daemon was busy) gets,
+ * to the byte, the answer made for the same request line since it came, if there is one;
+ * never one made before it came. A client asking faster than the daemon answers costs it
+ * one answer per batch. status daemon.clients.shared_answers counts them.
+ *
  * Commands and their results:
  *   status   {"daemon": {pid, version, uptime_s, uid, socket_activated, inotify,
  *             poll_interval_ms, output_root, stall_timeout_ms, clients: {open, max, evicted,
- *             idle_timeout_ms}}, "shm": {name, adopted},
+ *             shared_answers, idle_timeout_ms}}, "shm": {name, adopted},
  *             "config": {path, generation, valid, state, error, error_count, window, dialect,
  *             ranks (the rank filter: "all" or like "0-7,16")},
- *             "ranks": [{rank, pid, step, state, heartbeat_age_ms, generation, window, ...}],
+ *             "ranks": {"columns": [...], "rows": [[...], ...]},
  *             "windows": {by outcome: count}, "reloads": n}
  *            config.error is null or {message, line, column, key}; config.window is
- *            {enabled, start_step, stop_step, warmup, steps}; a rank's state is one of
- *            NPF_PROTO_RANK_STATES.
- *            windows.recent is the newest 32 entries of the window history, as in `windows`.
+ *            {enabled, start_step, stop_step, warmup, steps}.
+ *            ranks is the rank table, a row per rank ordered by rank, each row's values in
+ *            the order of columns: rank, pid, step, state (one of NPF_PROTO_RANK_STATES),
+ *            state_step, start_step and stop_step (the window; null without one),
+ *            generation, heartbeat_age_ms, local_device, message, output; null where not
+ *            known. Version 1 sent an object per rank: at 256 ranks the names were most of
+ *            the reply and of its cost. npuprofctl --json prints an object per rank.
+ *            windows.recent is the newest NPF_PROTO_STATUS_RECENT entries of the window history,
+ *            as in `windows`.
  *            "analysis": {enabled, analyzer, jobs, timeout_s, memory_bytes, nice, queue_max,
  *            queued, running, done, failed, dropped}: the analyzer runs (npuprof-replay).
  *   ranks    {"ranks": [...]} as in status.
@@ -68,12 +81,13 @@
 #define NPUPROF_PROTOCOL_H
 
 #define NPUPROF_VERSION             "0.1.0"
-#define NPF_PROTO_VERSION           1
+#define NPF_PROTO_VERSION           2
 #define NPF_PROTO_SOCKET_DEFAULT    "/run/npuprof/npuprofd.sock"
 #define NPF_PROTO_REQUEST_MAX       (64 * 1024)     /* bytes of one request line */
 #define NPF_PROTO_CLIENTS_MAX       4096            /* connections at once, by default */
 #define NPF_PROTO_IDLE_MS           30000           /* no complete request: closed, by default */
 #define NPF_PROTO_WINDOWS_KEPT      256             /* windows the `windows` command can list */
+#define NPF_PROTO_STATUS_RECENT     10              /* of them, the newest that `status` shows */
 
 /* Environment variables that give every program of the project its defaults. */
 #define NPF_ENV_SHM                 "NPUPROF_SHM"

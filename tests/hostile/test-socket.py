@@ -40,7 +40,7 @@ WAIT = npftest.WAIT = 10.0      # the longest any condition is waited for, in se
 tmp = tempfile.mkdtemp(prefix="npftest-socket.")
 SHM = "npftest-socket-%d" % os.getpid()
 SOCK = os.path.join(tmp, "npuprofd.sock")
-STATUS = b'{"version": 1, "command": "status"}\n'
+STATUS = b'{"version": 2, "command": "status"}\n'
 
 
 def connect(timeout=WAIT):
@@ -74,7 +74,7 @@ def reply_error(line):
         o = json.loads(line)
     except ValueError:
         return None
-    if isinstance(o, dict) and o.get("version") == 1 and o.get("ok") is False and o.get("error"):
+    if isinstance(o, dict) and o.get("version") == 2 and o.get("ok") is False and o.get("error"):
         return o["error"]
     return None
 
@@ -179,19 +179,19 @@ def abuse_one(name, payload, closes, expect=None):
 
 def test_garbage():
     abuse_one("garbage bytes", bytes(range(256)) * 4 + b"\n", True, "not a JSON object")
-    abuse_one("invalid UTF-8", b'{"version": 1, "command": "\xff\xfe\xc3("}\n', True, "not a JSON object")
+    abuse_one("invalid UTF-8", b'{"version": 2, "command": "\xff\xfe\xc3("}\n', True, "not a JSON object")
     abuse_one("invalid UTF-8 outside a string", b"\xc3\x28\xa0\xa1 nope\n", True, "not a JSON object")
     # jansson quotes the bytes near a bad escape, here half of a two-byte character: the error
     # must still be sent (as valid UTF-8), not swallowed with the connection (found by fuzz-proto).
-    abuse_one("a bad escape before a multibyte character", b'{"version": 1, "command": "\\\xde\x8a"}\n', True,
+    abuse_one("a bad escape before a multibyte character", b'{"version": 2, "command": "\\\xde\x8a"}\n', True,
               "not a JSON object")
     abuse_one("a line that is not JSON", b"status please\n", True, "not a JSON object")
     for text in (b"[1, 2]", b'"status"', b"42", b"null"):
         abuse_one("JSON that is not an object (%s)" % text.decode(), text + b"\n", True, "not a JSON object")
     abuse_one("no protocol version", b'{"command": "status"}\n', True, "no protocol version")
-    abuse_one("another protocol version", b'{"version": 2, "command": "status"}\n', True, "version 2")
-    abuse_one("an unknown command", b'{"version": 1, "command": "rm -rf"}\n', False, "unknown command 'rm -rf'")
-    abuse_one("an unknown command in invalid-looking UTF-8 escapes", b'{"version": 1, "command": "\\u00e9\\u00e9"}\n',
+    abuse_one("another protocol version", b'{"version": 1, "command": "status"}\n', True, "version 1")
+    abuse_one("an unknown command", b'{"version": 2, "command": "rm -rf"}\n', False, "unknown command 'rm -rf'")
+    abuse_one("an unknown command in invalid-looking UTF-8 escapes", b'{"version": 2, "command": "\\u00e9\\u00e9"}\n',
               False, "unknown command")
 
 
@@ -215,7 +215,7 @@ def test_pipelined():
 def test_half_open():
     # Shut down for writing in the middle of a line.
     s = connect()
-    s.sendall(b'{"version": 1, "comm')
+    s.sendall(b'{"version": 2, "comm')
     s.shutdown(socket.SHUT_WR)
     lines, closed = read_lines(s)
     check("half-open mid-line: an error naming the missing newline, then closed",
@@ -234,7 +234,7 @@ def test_half_open():
 def test_never_finishes():
     """A line that never ends, and a slow loris that trickles one: both timed out."""
     quiet = connect(timeout=IDLE_MS / 1000.0 * 3)
-    quiet.sendall(b'{"version": 1, "command": "sta')
+    quiet.sendall(b'{"version": 2, "command": "sta')
     loris = connect(timeout=0.2)
     t0 = time.monotonic()
     sent, closed, lines = 0, False, []
