@@ -154,7 +154,11 @@ t_lost_user() {
         pid=$!
         all_pids+=("$pid") test_pids+=("$pid")
         w=$root/job/rank7_start3_stop4
-        eventually "lost: rank 7 is collecting as $user" test -d "$w"
+        # Its slot says collecting (the directory alone is made before the window is open,
+        # and a rank killed in between has no window to lose).
+        eventually "lost: rank 7 is collecting as $user" \
+                js 'any(r["rank"] == 7 and r["state"] == "collecting" for r in o["ranks"])'
+        check "lost: its window directory is there" test -d "$w"
         kill -KILL "$pid"
         wait "$pid" 2>/dev/null
         eventually "lost: the window is recorded lost" \
@@ -174,7 +178,9 @@ t_lost_link() {
                 --shm-name "$shm" --backend host >"$dir/tl8.out" 2>&1 &
         pid=$!
         all_pids+=("$pid") test_pids+=("$pid")
-        eventually "lost link: rank 8 is collecting" test -d "$root/job/rank8_start3_stop4"
+        eventually "lost link: rank 8 is collecting" \
+                js 'any(r["rank"] == 8 and r["state"] == "collecting" for r in o["ranks"])'
+        check "lost link: its window directory is there" test -d "$root/job/rank8_start3_stop4"
         kill -KILL "$pid"
         wait "$pid" 2>/dev/null
         # The rank's own directory leads out of the root now.
