@@ -66,8 +66,11 @@ typedef struct alive_procs {
         alive_proc_t p[64];
 } alive_procs_t;
 
-/* Whether the holder @pid started at @start is alive, asking /proc only once per process. */
-static bool holder_alive(alive_procs_t *a, uint32_t pid, uint64_t start)
+/*
+ * Whether the process (@pid, @start) is known to run, asking /proc once per process; false
+ * leaves the judgement (a claim still starting, a pid gone or reused) to npf_slot_reclaim().
+ */
+static bool known_running(alive_procs_t *a, uint32_t pid, uint64_t start)
 {
         for (uint32_t k = 0; k < a->n; k++)
                 if (a->p[k].pid == pid && a->p[k].start == start)
@@ -101,7 +104,7 @@ void npf_sweep_run(npf_sweep_t *s, npf_shm_ranks_t *table, uint64_t now_ns, npf_
                 if (reclaim && NPF_SLOT_PID(claim) != 0) {
                         uint64_t start = atomic_load_explicit((_Atomic uint64_t *) &table->slots[i].proc_start,
                                                               memory_order_acquire);
-                        if (!holder_alive(&alive, NPF_SLOT_PID(claim), start) && npf_slot_reclaim(table, i, &v) == 1) {
+                        if (!known_running(&alive, NPF_SLOT_PID(claim), start) && npf_slot_reclaim(table, i, &v) == 1) {
                                 s->reclaimed++;
                                 if (v.st.state == NPF_WINDOW_COLLECTING || v.st.state == NPF_WINDOW_FLUSHING)
                                         record(s, &v, NPF_WINDOW_LOST, cb, data);

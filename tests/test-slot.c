@@ -497,6 +497,47 @@ static void test_state_roundtrip_and_bounds(void **state)
         assert_int_equal(npf_slot_read(f->table, NPF_SHM_SLOTS, &v), -ERANGE);
 }
 
+/*
+ * npf_slot_read_current() gives what npf_slot_read() gives but the ended windows: zeroes
+ * there, whatever the view held and whatever the slot keeps, and the count of them read.
+ */
+static void test_read_current_leaves_ended_out(void **state)
+{
+        fixture_t *f = *state;
+        npf_shm_slot_t *slot;
+        npf_slot_view_t full, cur;
+        npf_shm_slot_state_t failed = { .state = NPF_WINDOW_FAILED, .generation = 2, .window_start = 5,
+                                        .window_stop = 9, .state_step = 6, .message = "disk full" };
+        npf_shm_slot_state_t armed = { .state = NPF_WINDOW_ARMED, .generation = 3, .window_start = 20,
+                                       .window_stop = 24, .state_step = 11 };
+
+        assert_int_equal(npf_slot_claim(f->table, 4, 1, &slot, NULL), 0);
+        uint32_t idx = npf_slot_index(f->table, slot);
+        npf_slot_set_state(slot, &failed);
+        npf_slot_set_state(slot, &armed);
+        npf_slot_step(slot, 12, 5000);
+        assert_int_equal(npf_slot_read(f->table, idx, &full), 0);
+        assert_int_equal(full.windows_ended, 1);
+        assert_int_equal(full.ended[0].state, NPF_WINDOW_FAILED);
+
+        memset(&cur, 0xab, sizeof(cur));
+        assert_int_equal(npf_slot_read_current(f->table, idx, &cur), 0);
+        assert_memory_equal(&cur.st, &full.st, sizeof(cur.st));
+        assert_int_equal(cur.st.state, NPF_WINDOW_ARMED);
+        assert_int_equal(cur.windows_ended, 1);
+        assert_int_equal(cur.step, 12);
+        assert_int_equal(cur.pid, full.pid);
+        assert_int_equal(cur.rank, 4);
+        for (size_t i = 0; i < sizeof(cur.ended); i++)
+                assert_int_equal(((const uint8_t *) cur.ended)[i], 0);
+
+        /* An ended record a hostile rank broke fails the full read, not the current one. */
+        memset(slot->ended[0].output, 'o', sizeof(slot->ended[0].output));
+        assert_int_equal(npf_slot_read(f->table, idx, &full), -EBADMSG);
+        assert_int_equal(npf_slot_read_current(f->table, idx, &cur), 0);
+        assert_int_equal(cur.st.state, NPF_WINDOW_ARMED);
+}
+
 /* The reader's yields, counted: this definition is the one the slot code calls. */
 static unsigned yields;
 int sched_yield(void)
@@ -547,6 +588,7 @@ int main(void)
                 cmocka_unit_test_setup_teardown(test_release_only_own_claim, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_odd_sequence_left_by_dead_writer, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_state_roundtrip_and_bounds, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_read_current_leaves_ended_out, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_odd_sequences_everywhere_cost_no_yield, setup, teardown),
         };
         return cmocka_run_group_tests_name("slot", tests, NULL, NULL);
