@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/queue.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -21,6 +22,7 @@
 #define REPLY_HINT_MIN 512u             /* bytes first allocated for a reply */
 #define WRITE_BACKLOG   (64u << 10)     /* past this much unread, its next requests wait */
 #define LINES_PER_TURN  8               /* a batch of requests is answered this many at a loop turn */
+#define EVICT_SCAN      64              /* when full, how many of the longest idle are looked at */
 
 typedef struct client client_t;
 TAILQ_HEAD(client_list, client);
@@ -531,6 +533,31 @@ static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
                 client_set_reading(c, false);
 }
 
+/* Whether @c waits for nothing from us: no request of it is being answered or written, and none is
+ * waiting unread in its socket (accepting a burst of connections runs before their first reads). */
+static bool client_idle(client_t *c)
+{
+        uv_os_fd_t fd;
+        int unread = 0;
+
+        if (c->pending || c->ready || uv_stream_get_write_queue_size((uv_stream_t *) &c->pipe) > 0)
+                return false;
+        return uv_fileno((uv_handle_t *) &c->pipe, &fd) == 0 && ioctl(fd, FIONREAD, &unread) == 0 &&
+               unread == 0;
+}
+
+/* The connection to close for @newest when the table is full: the longest without a request that
+ * is idle, among the EVICT_SCAN longest; NULL if all of those are busy. */
+static client_t *idlest_client(npf_server_t *s, client_t *newest)
+{
+        client_t *c = TAILQ_LAST(&s->by_activity, client_list);
+
+        for (unsigned i = 0; c && c != newest && i < EVICT_SCAN; i++, c = TAILQ_PREV(c, client_list, by_activity))
+                if (client_idle(c))
+                        return c;
+        return NULL;
+}
+
 static void on_connection(uv_stream_t *listener, int status)
 {
         npf_server_t *s = listener->data;
@@ -561,11 +588,17 @@ static void on_connection(uv_stream_t *listener, int status)
         else
                 c->peer = (npf_peer_t) { .pid = 0, .uid = (uid_t) -1, .gid = (gid_t) -1 };
         /* Full: the connection that has gone longest without a request makes room. */
-        client_t *idlest = TAILQ_LAST(&s->by_activity, client_list);
-        if (s->clients > s->clients_max && idlest != c) {
+        if (s->clients > s->clients_max) {
+                client_t *idlest = idlest_client(s, c);
                 s->evicted++;
-                client_drop(idlest, "closed to admit a new connection: %u are open, the most at once, and this "
-                            "one had been idle longest", s->clients_max);
+                if (idlest)
+                        client_drop(idlest, "closed to admit a new connection: %u are open, the most at once, "
+                                    "and this one had been idle longest", s->clients_max);
+                else {
+                        client_drop(c, "closed: %u connections are open, the most at once, and every one "
+                                    "of the longest idle is being answered", s->clients_max);
+                        return;
+                }
         }
         uv_timer_start(&c->idle, on_idle, s->idle_ms, s->idle_ms);
         client_set_reading(c, true);

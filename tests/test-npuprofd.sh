@@ -589,6 +589,49 @@ elif case == "fresh":
     send(STATUS)
     c = line()["result"]["config"]
     need(c["generation"] > g and c["window"]["start_step"] == 777, "the status asked after the change tells it", c)
+elif case == "evict-busy":
+    # With the table full (--max-clients 3), a connection whose request waits unread is not
+    # idle: the longest idle one that asks nothing is closed instead. The daemon is stopped
+    # while the five connections arrive, so that it accepts them all before reading any.
+    import signal
+    STATUS = b'{"version": 2, "command": "status"}\n'
+    pid = int(os.environ["NPF_DPID"])
+    s.close()
+    def fresh():
+        c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        c.settimeout(5)
+        c.connect(path)
+        return c
+    def reply(c):
+        got = b""
+        while b"\n" not in got:
+            d = c.recv(65536)
+            if not d:
+                return None
+            got += d
+        return json.loads(got.split(b"\n", 1)[0])
+    deadline = time.monotonic() + 10
+    while True:         # only the asking connection open
+        a = fresh()
+        a.sendall(STATUS)
+        n = reply(a)["result"]["daemon"]["clients"]["open"]
+        a.close()
+        if n == 1 or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        busy = fresh()
+        busy.sendall(STATUS)
+        idle = [fresh() for _ in range(4)]
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    r = reply(busy)
+    need(r and r.get("ok") is True and r["result"]["daemon"]["pid"] == pid, "the asking connection is answered", r)
+    first = reply(idle[0])
+    need(first and "to admit a new connection" in first.get("error", ""), "the longest idle is closed, and told why", first)
+    second = reply(idle[1])
+    need(second and "to admit a new connection" in second.get("error", ""), "then the next longest idle", second)
 else:
     raise SystemExit("no such case " + case)
 EOF
@@ -616,6 +659,14 @@ t_protocol() {
                 check "protocol: the daemon carries on after $c (status answers)" quiet ctl status
         done
         check "protocol: the daemon still runs" alive "$dpid"
+}
+
+t_evict_busy() {
+        local out
+        start_daemon --max-clients 3 || { fail "evict: the daemon did not start" "$(diag)"; return; }
+        local what="evict: with the table full, a connection whose request waits unread is answered; the longest idle are closed"
+        if out=$(NPF_DPID=$dpid proto evict-busy); then ok "$what"; else fail "$what" "$out"; fi
+        check "evict: the daemon still runs" alive "$dpid"
 }
 
 # --- start, stop and windows ------------------------------------------------------------------
@@ -988,6 +1039,7 @@ run t_lost_while_down
 run t_stalled
 run t_metrics
 run t_protocol
+run t_evict_busy
 run t_start_stop
 run t_start_torch
 run t_start_mindspore
