@@ -240,20 +240,30 @@ static int open_window(npf_rank_t *h, int64_t step)
                 snprintf(leaf, sizeof(leaf), "rank%" PRId64 "_start%" PRId64 "_stop%" PRId64, h->rank, h->start, h->stop);
         /* The window directory is this window's alone: an earlier run's gets a numbered sibling. */
         size_t base = strlen(leaf);
-        r = 0;
-        for (int n = 1; r == 0; n++) {
-                if (mkdirat(dirfd, leaf, 0755) == 0)
+        for (int n = 1;; n++) {
+                r = mkdirat(dirfd, leaf, 0755) < 0 ? -errno : 0;
+                if (r != -EEXIST || n == 100)
                         break;
-                r = errno == EEXIST && n < 100 ? 0 : -errno;
                 snprintf(leaf + base, sizeof(leaf) - base, ".%d", n);
         }
-        close(dirfd);
         snprintf(h->dir, sizeof(h->dir), "%s/%s", h->win.prof_dir, leaf);
         if (r < 0) {
+                close(dirfd);
                 snprintf(msg, sizeof(msg), "cannot create %.200s: %s", h->dir, strerror(-r));
                 fail_window(h, step, msg);
                 return r;
         }
+        /*
+         * Open from the moment its directory exists, before the backend starts (which can take
+         * long): a rank killed from here on has its window recorded lost and its directory given
+         * a manifest by the daemon.
+         */
+        h->opened_ns = npf_clock_ns(CLOCK_MONOTONIC);
+        h->opened_real_ns = npf_clock_ns(CLOCK_REALTIME);
+        h->last_step = step;
+        h->message[0] = '\0';
+        publish_state(h, NPF_WINDOW_COLLECTING, step);
+        close(dirfd);
         npf_backend_window_t bw = {
                 .dir = h->dir,
                 .args = &h->win.args,
@@ -262,9 +272,6 @@ static int open_window(npf_rank_t *h, int64_t step)
                 .first_step = step,
                 .last_step = h->stop,
         };
-        h->opened_ns = npf_clock_ns(CLOCK_MONOTONIC);
-        h->opened_real_ns = npf_clock_ns(CLOCK_REALTIME);
-        h->last_step = step;
         r = h->backend->window_open(&h->bstate, &bw, err);
         if (r < 0) {
                 snprintf(msg, sizeof(msg), "%s backend: %.200s", h->backend->name, err);
@@ -273,8 +280,6 @@ static int open_window(npf_rank_t *h, int64_t step)
                 publish_state(h, NPF_WINDOW_FAILED, step);
                 return r;
         }
-        h->message[0] = '\0';
-        publish_state(h, NPF_WINDOW_COLLECTING, step);
         return 0;
 }
 

@@ -10,6 +10,8 @@ Cases (each a function, each on its own config directory, shm name and socket):
                   before and during the stop printed); no WATCHDOG=1 while stopped.
   rank_kill       a rank SIGKILLed in its window: its slot reclaimed within two sweeps, the
                   window `lost`, its output kept, an `incomplete` manifest written by npuprofd.
+  rank_kill_opening  a rank SIGKILLed while its backend opens the window (the ACL stand-in
+                  holding aclprofInit): the window `lost`, its directory given the manifest.
   enospc          the output file system full (a 256 KiB tmpfs in a private mount namespace):
                   the window `failed` naming ENOSPC, the loop runs to its end, nothing else lost.
   config_churn    the configuration directory and file broken in every way: the last good
@@ -40,6 +42,7 @@ BUILD = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "build")
 NPUPROFD = os.path.join(BUILD, "npuprofd")
 NPUPROFCTL = os.path.join(BUILD, "npuprofctl")
 TRAIN = os.path.join(BUILD, "train-loop")
+ACL_STUB = os.path.join(BUILD, "tests", "stub-acl", "libascendcl.so")
 FAKETIME_LIBS = ("/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1",
                  "/usr/lib/aarch64-linux-gnu/faketime/libfaketime.so.1",
                  "/usr/lib/faketime/libfaketime.so.1")
@@ -159,9 +162,9 @@ class World:
     def tail(self, n=10):
         return "".join(self.log().splitlines(True)[-n:])
 
-    def rank(self, r, steps, step_ms, prefix=(), env=None):
+    def rank(self, r, steps, step_ms, prefix=(), env=None, backend="host"):
         p = subprocess.Popen(list(prefix) + [TRAIN, "--rank", str(r), "--steps", str(steps), "--step-ms",
-                                             str(step_ms), "--shm-name", self.shm, "--backend", "host"],
+                                             str(step_ms), "--shm-name", self.shm, "--backend", backend],
                              stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                              env=env)
         procs.append(p)
@@ -416,6 +419,41 @@ def test_rank_kill():
     finally:
         for p in ranks:
             p.kill()
+        w.close()
+
+
+def test_rank_kill_opening():
+    """A rank killed while its backend opens the window (a runtime can take long to start):
+    the window is open from the moment its directory exists, so it is recorded lost and the
+    directory gets its manifest, not left behind with neither."""
+    w = World("rank_kill_opening", {"start_step": 10, "steps": 20, "output_dir": "job"}, poll_ms=200)
+    stub_log = os.path.join(w.dir, "acl.log")
+    env = dict(os.environ, NPUPROF_ACL_LIB=ACL_STUB, NPF_ACL_STUB_LOG=stub_log, NPF_ACL_STUB_HOLD="aclprofInit:60000")
+    victim = None
+    try:
+        if not check("rank kill opening: npuprofd starts", w.start(), w.tail()):
+            return
+        victim = w.rank(3, 100, 10, env=env, backend="acl")
+        held = wait_for(lambda: os.path.exists(stub_log) and "aclprofInit held for" in open(stub_log).read())
+        states = w.rank_states()
+        check("rank kill opening: while aclprofInit runs, the slot already says collecting",
+              held and states.get(3) == "collecting", (held, states))
+        pid = victim.pid
+        victim.kill()
+        victim.wait(5)
+        bound = 2 * sweep_interval_ms(w) / 1000 + 1.0
+        seen = wait_for(lambda: "rank 3 (pid %d): window 10..29 lost" % pid in w.log(), timeout=bound, every=0.005)
+        check("rank kill opening: the window is recorded lost", seen and
+              [(x["outcome"], x["pid"]) for x in outcomes_of(w, 3)] == [("lost", pid)], (w.windows(), w.tail()))
+        d = window_dir(w, "job", 3, 10, 29)
+        m = manifest(d)
+        check("rank kill opening: its directory holds npuprofd's incomplete manifest and nothing else",
+              m is not None and m.get("status") == "incomplete" and m.get("written_by") == "npuprofd" and
+              m.get("pid") == pid and os.listdir(d) == ["manifest.json"],
+              (os.listdir(d) if os.path.isdir(d) else "no directory %s" % d, m))
+    finally:
+        if victim:
+            victim.kill()
         w.close()
 
 
@@ -689,6 +727,7 @@ CASES = {
     "daemon_kill": test_daemon_kill,
     "daemon_stop": test_daemon_stop,
     "rank_kill": test_rank_kill,
+    "rank_kill_opening": test_rank_kill_opening,
     "enospc": test_enospc,
     "config_churn": test_config_churn,
     "clock_jump": test_clock_jump,
@@ -697,7 +736,7 @@ CASES = {
 
 def main():
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(130))
-    for b in (NPUPROFD, NPUPROFCTL, TRAIN):
+    for b in (NPUPROFD, NPUPROFCTL, TRAIN, ACL_STUB):
         if not os.access(b, os.X_OK):
             print("test-faults: %s is not built" % b, file=sys.stderr)
             return 2

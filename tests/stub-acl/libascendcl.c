@@ -12,6 +12,8 @@
  *
  * $NPF_ACL_STUB_FAIL=FUNCTION:CODE[,FUNCTION:CODE...] makes FUNCTION return CODE (and
  * aclprofCreateConfig return NULL); every other call returns 0.
+ * $NPF_ACL_STUB_HOLD=FUNCTION:MS[,...] makes FUNCTION take MS milliseconds, as a real runtime
+ * can; it first records "FUNCTION held for MS ms", so that a test can act while it runs.
  *
  * Built as libascendcl.so with all seven calls, and with -DNPF_ACL_STUB_MSPROFILER as
  * libmsprofiler.so with aclprofSetConfig only (its lines say lib=libmsprofiler).
@@ -68,10 +70,10 @@ static void record(const char *fmt, ...)
         close(fd);
 }
 
-/* The code $NPF_ACL_STUB_FAIL names for @function, else 0. */
-static int injected(const char *function)
+/* The number the list in $@variable ("FUNCTION:N,...") gives @function, else 0. */
+static int listed(const char *variable, const char *function)
 {
-        const char *s = getenv("NPF_ACL_STUB_FAIL");
+        const char *s = getenv(variable);
         size_t len = strlen(function);
 
         while (s && *s) {
@@ -82,6 +84,18 @@ static int injected(const char *function)
                         s++;
         }
         return 0;
+}
+
+/* The code $NPF_ACL_STUB_FAIL names for @function, after the time $NPF_ACL_STUB_HOLD gives it. */
+static int injected(const char *function)
+{
+        int ms = listed("NPF_ACL_STUB_HOLD", function);
+
+        if (ms > 0) {
+                record("%s held for %d ms", function, ms);
+                usleep((useconds_t) ms * 1000u);
+        }
+        return listed("NPF_ACL_STUB_FAIL", function);
 }
 
 int aclprofSetConfig(int type, const char *value, size_t length)
