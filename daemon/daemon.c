@@ -861,6 +861,8 @@ int npf_daemon_run(const npf_daemon_options_t *opt)
         d->started_ns = npf_clock_ns(CLOCK_MONOTONIC);
         d->started_real_ns = npf_clock_ns(CLOCK_REALTIME);
         npf_log_init(opt->log_target, opt->config_path);
+        /* The loop never waits on the log; without a writer thread it still logs, at once. */
+        npf_log_start_writer();
 
         d->rank_view = npf_rank_view_new();
         if (!d->rank_view) {
@@ -985,5 +987,6 @@ out:
         free(d->state_dir);
         npf_rank_view_free(d->rank_view);
         free(d);
+        npf_log_stop_writer();
         return status;
 }

@@ -10,9 +10,33 @@
 #include <sys/uio.h>
 #include <systemd/sd-journal.h>
 #include <time.h>
+#include <uv.h>
+
+#define QUEUE_LINES 512         /* lines that may wait for the writer; more are dropped and counted */
+
+typedef struct entry {
+        int priority;
+        int64_t generation, rank;
+        struct timespec when;
+        char msg[1024];
+} entry_t;
 
 static bool journal;
 static const char *config = "";
+
+/* The writer thread and the lines waiting for it: a ring, under @lock. */
+static struct {
+        bool running;
+        bool stopping;
+        uv_thread_t thread;
+        uv_mutex_t lock;
+        uv_cond_t more;         /* signalled when a line is queued, or on stop */
+        uv_cond_t drained;      /* signalled when the writer has written all it took */
+        entry_t ring[QUEUE_LINES];
+        unsigned head, count;
+        bool writing;           /* the writer holds lines taken from the ring */
+        uint64_t dropped;       /* since the last line written */
+} q;
 
 /* JOURNAL_STREAM is "DEVICE:INODE" of the stream systemd connected stderr to. */
 static bool stderr_is_journal(void)
@@ -37,19 +61,15 @@ bool npf_log_to_journal(void)
         return journal;
 }
 
-void npf_log(int priority, int64_t generation, int64_t rank, const char *fmt, ...)
+static void write_entry(const entry_t *e)
 {
         static const char *const level[] = { "emerg", "alert", "crit", "error", "warning", "notice", "info", "debug" };
-        char msg[1024], gen[32] = "", rk[32] = "";
-        va_list ap;
+        char gen[32] = "", rk[32] = "";
 
-        va_start(ap, fmt);
-        vsnprintf(msg, sizeof(msg), fmt, ap);
-        va_end(ap);
-        if (generation != NPF_LOG_NONE)
-                snprintf(gen, sizeof(gen), "%" PRId64, generation);
-        if (rank != NPF_LOG_NONE)
-                snprintf(rk, sizeof(rk), "%" PRId64, rank);
+        if (e->generation != NPF_LOG_NONE)
+                snprintf(gen, sizeof(gen), "%" PRId64, e->generation);
+        if (e->rank != NPF_LOG_NONE)
+                snprintf(rk, sizeof(rk), "%" PRId64, e->rank);
 
         if (journal) {
                 char f_msg[1100], f_prio[32], f_config[4200], f_gen[64], f_rank[64];
@@ -57,8 +77,8 @@ void npf_log(int priority, int64_t generation, int64_t rank, const char *fmt, ..
                 int n = 0;
 #define FIELD(buf, ...) (snprintf(buf, sizeof(buf), __VA_ARGS__), \
                          iov[n++] = (struct iovec) { .iov_base = buf, .iov_len = strlen(buf) })
-                FIELD(f_msg, "MESSAGE=%s", msg);
-                FIELD(f_prio, "PRIORITY=%d", priority);
+                FIELD(f_msg, "MESSAGE=%s", e->msg);
+                FIELD(f_prio, "PRIORITY=%d", e->priority);
                 iov[n++] = (struct iovec) { .iov_base = (char *) "SYSLOG_IDENTIFIER=npuprofd", .iov_len = 26 };
                 if (config[0])
                         FIELD(f_config, "NPUPROF_CONFIG=%s", config);
@@ -70,12 +90,129 @@ void npf_log(int priority, int64_t generation, int64_t rank, const char *fmt, ..
                 sd_journal_sendv(iov, n);
                 return;
         }
-        struct timespec ts;
         struct tm tm;
         char when[32];
-        clock_gettime(CLOCK_REALTIME, &ts);
-        localtime_r(&ts.tv_sec, &tm);
+        localtime_r(&e->when.tv_sec, &tm);
         strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%S", &tm);
-        fprintf(stderr, "%s.%03ld npuprofd %s: %s%s%s%s%s\n", when, ts.tv_nsec / 1000000,
-                level[priority & 7], msg, gen[0] ? " generation=" : "", gen, rk[0] ? " rank=" : "", rk);
+        fprintf(stderr, "%s.%03ld npuprofd %s: %s%s%s%s%s\n", when, e->when.tv_nsec / 1000000,
+                level[e->priority & 7], e->msg, gen[0] ? " generation=" : "", gen, rk[0] ? " rank=" : "", rk);
+}
+
+static void write_dropped(uint64_t dropped)
+{
+        entry_t e = { .priority = LOG_WARNING, .generation = NPF_LOG_NONE, .rank = NPF_LOG_NONE };
+
+        clock_gettime(CLOCK_REALTIME, &e.when);
+        snprintf(e.msg, sizeof(e.msg), "%" PRIu64 " log lines were dropped: the log did not take them fast enough",
+                 dropped);
+        write_entry(&e);
+}
+
+/* The writer: takes what is queued, a batch at a time, and writes it outside the lock. */
+static void writer(void *arg)
+{
+        static entry_t batch[64];
+
+        (void) arg;
+        uv_mutex_lock(&q.lock);
+        for (;;) {
+                while (q.count == 0 && !q.stopping)
+                        uv_cond_wait(&q.more, &q.lock);
+                if (q.count == 0 && q.stopping)
+                        break;
+                unsigned n = q.count < 64 ? q.count : 64;
+                for (unsigned i = 0; i < n; i++)
+                        batch[i] = q.ring[(q.head + i) % QUEUE_LINES];
+                q.head = (q.head + n) % QUEUE_LINES;
+                q.count -= n;
+                uint64_t dropped = q.count == 0 ? q.dropped : 0;
+                if (dropped)
+                        q.dropped = 0;
+                q.writing = true;
+                uv_mutex_unlock(&q.lock);
+                for (unsigned i = 0; i < n; i++)
+                        write_entry(&batch[i]);
+                if (dropped)
+                        write_dropped(dropped);
+                uv_mutex_lock(&q.lock);
+                q.writing = false;
+                if (q.count == 0)
+                        uv_cond_broadcast(&q.drained);
+        }
+        uv_mutex_unlock(&q.lock);
+}
+
+int npf_log_start_writer(void)
+{
+        int r;
+
+        if (q.running)
+                return 0;
+        if ((r = uv_mutex_init(&q.lock)) < 0)
+                return r;
+        if ((r = uv_cond_init(&q.more)) < 0 || (r = uv_cond_init(&q.drained)) < 0 ||
+            (r = uv_thread_create(&q.thread, writer, NULL)) < 0) {
+                /* Lines are then written where they are logged, as before the writer. */
+                return r;
+        }
+        q.running = true;
+        return 0;
+}
+
+void npf_log_flush(void)
+{
+        if (!q.running)
+                return;
+        uv_mutex_lock(&q.lock);
+        while (q.count > 0 || q.writing)
+                uv_cond_wait(&q.drained, &q.lock);
+        uv_mutex_unlock(&q.lock);
+}
+
+void npf_log_stop_writer(void)
+{
+        if (!q.running)
+                return;
+        uv_mutex_lock(&q.lock);
+        q.stopping = true;
+        uv_cond_signal(&q.more);
+        uv_mutex_unlock(&q.lock);
+        uv_thread_join(&q.thread);
+        q.running = q.stopping = false;
+        if (q.dropped)
+                write_dropped(q.dropped);
+        q.dropped = 0;
+        fflush(stderr);
+}
+
+void npf_log(int priority, int64_t generation, int64_t rank, const char *fmt, ...)
+{
+        entry_t *e, direct;
+        va_list ap;
+
+        if (q.running) {
+                uv_mutex_lock(&q.lock);
+                if (q.count == QUEUE_LINES) {
+                        q.dropped++;
+                        uv_mutex_unlock(&q.lock);
+                        return;
+                }
+                e = &q.ring[(q.head + q.count) % QUEUE_LINES];
+        } else {
+                e = &direct;
+        }
+        e->priority = priority;
+        e->generation = generation;
+        e->rank = rank;
+        clock_gettime(CLOCK_REALTIME, &e->when);
+        va_start(ap, fmt);
+        vsnprintf(e->msg, sizeof(e->msg), fmt, ap);
+        va_end(ap);
+        if (!q.running) {
+                write_entry(e);
+                return;
+        }
+        q.count++;
+        uv_cond_signal(&q.more);
+        uv_mutex_unlock(&q.lock);
 }

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The daemon's log: one plain line per event on stderr, or the journal with structured
- * fields (NPUPROF_GENERATION, NPUPROF_CONFIG, NPUPROF_RANK) through sd_journal_send().
+ * fields (NPUPROF_GENERATION, NPUPROF_CONFIG, NPUPROF_RANK) through sd_journal_send(),
+ * written by a thread of its own once npf_log_start_writer() has started it.
  */
 #ifndef NPUPROF_DAEMON_LOG_H
 #define NPUPROF_DAEMON_LOG_H
@@ -19,6 +20,21 @@ void npf_log_init(int target, const char *config_path);
 
 /* Return: true if logs go to the journal. */
 bool npf_log_to_journal(void);
+
+/*
+ * Hand the writing to a thread of its own, so that a slow log (a file on a disk busy with
+ * other writers' fsyncs, a journal that does not read) never holds the caller: npf_log()
+ * then queues the line, and when 512 wait, drops it and counts it, saying so in the log
+ * once it catches up. Without it, or if it cannot start, lines are written at once.
+ * Return: 0, or a negative errno (and lines stay written at once).
+ */
+int npf_log_start_writer(void);
+
+/* Wait until every line logged so far is written. */
+void npf_log_flush(void);
+
+/* Write what waits, then stop the writer: lines are written at once again. */
+void npf_log_stop_writer(void);
 
 /* Log one event at syslog @priority; @generation and @rank may be NPF_LOG_NONE. */
 void npf_log(int priority, int64_t generation, int64_t rank, const char *fmt, ...)

@@ -12,6 +12,8 @@ Cases (each a function, each on its own config directory, shm name and socket):
                   window `lost`, its output kept, an `incomplete` manifest written by npuprofd.
   rank_kill_opening  a rank SIGKILLed while its backend opens the window (the ACL stand-in
                   holding aclprofInit): the window `lost`, its directory given the manifest.
+  log_stuck       the daemon's stderr a pipe nobody reads: every request still answered, the
+                  lines that did not fit counted and reported once the log is read again.
   enospc          the output file system full (a 256 KiB tmpfs in a private mount namespace):
                   the window `failed` naming ENOSPC, the loop runs to its end, nothing else lost.
   config_churn    the configuration directory and file broken in every way: the last good
@@ -23,12 +25,14 @@ Cases (each a function, each on its own config directory, shm name and socket):
 Timings are printed ("figure: ..."), never asserted against a stopwatch; what is asserted are
 states and counts, with bounded waits. Ends with "faults: N passed, N failed".
 """
+import fcntl
 import glob
 import json
 import os
 import re
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -103,14 +107,15 @@ class World:
             f.write(text)
         os.rename(self.conf + ".tmp~", self.conf)
 
-    def start(self, env=None, prefix=()):
-        """npuprofd on this world; returns once it answers with the file read once."""
+    def start(self, env=None, prefix=(), stderr=None):
+        """npuprofd on this world; returns once it answers with the file read once. Its log
+        goes to self.logpath, or to the descriptor @stderr."""
         e = dict(os.environ)
         for k in ("NOTIFY_SOCKET", "WATCHDOG_USEC", "WATCHDOG_PID", "LISTEN_FDS", "LISTEN_PID", "NPUPROF_SHM",
                   "NPUPROF_SOCKET"):
             e.pop(k, None)
         e.update(env or {})
-        log = open(self.logpath, "a")
+        log = open(self.logpath, "a") if stderr is None else os.fdopen(os.dup(stderr), "w")
         self.daemon = subprocess.Popen(list(prefix) + [NPUPROFD, "--config", self.conf, "--shm-name", self.shm,
                                                        "--socket", self.sock, "--log", "stderr", "--output-root",
                                                        self.root, "--poll-interval", str(self.poll_ms),
@@ -254,6 +259,7 @@ def test_daemon_kill():
                   for r in (0, 1)), json.dumps([seg0, seg1])[:1500])
         pubs_before = w.log().count("published generation")
         check("daemon kill: the restarted npuprofd answers", w.start(), w.tail())
+        wait_for(lambda: "adopted segment" in w.log())  # the log is written by a thread of the daemon's own
         figure("daemon kill: restarted %.2f s after the SIGKILL" % (time.monotonic() - killed))
         st = w.status() or {}
         check("daemon kill: the restarted daemon adopted the segment at the same generation, no republish",
@@ -454,6 +460,65 @@ def test_rank_kill_opening():
     finally:
         if victim:
             victim.kill()
+        w.close()
+
+
+def test_log_stuck():
+    """The daemon's log takes nothing (its stderr a pipe nobody reads, as a journal that has
+    stopped reading): the daemon still answers every request; the lines it could not queue
+    are dropped and counted, and the log says how many once it is read again."""
+    w = World("log_stuck", {"start_step": 100000, "steps": 2})
+    rfd, wfd = os.pipe()
+    fcntl.fcntl(wfd, 1031, 4096)            # F_SETPIPE_SZ: full after a few dozen lines
+    n = 3000                                # reloads, logged a line each but those that share one
+    try:
+        started = w.start(stderr=wfd)
+        os.close(wfd)
+        wfd = -1
+        if not check("log stuck: npuprofd starts, its stderr a 4 KiB pipe nobody reads", started):
+            return
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.settimeout(WAIT)
+        s.connect(w.sock)
+        s.sendall(b'{"version": 2, "command": "reload"}\n' * n)      # each reload logs a line
+        buf, answered, wrong = b"", 0, []
+        try:
+            while answered < n:
+                d = s.recv(65536)
+                if not d:
+                    break
+                buf += d
+                lines = buf.split(b"\n")
+                buf = lines.pop()
+                for x in lines:
+                    r = json.loads(x)
+                    answered += 1
+                    # More than the daemon keeps waiting at once are told to try again: an answer too.
+                    if r.get("ok") is not True and r.get("error") != "too many reloads waiting; try again":
+                        wrong.append(r)
+        except socket.timeout:
+            pass
+        s.close()
+        check("log stuck: %d reloads asked at once, all answered while the log takes nothing" % n,
+              answered == n and not wrong, "%d answered; %r" % (answered, wrong[:3]))
+        st = w.status() or {}
+        check("log stuck: status answers", (st.get("daemon") or {}).get("pid") == w.daemon.pid, st)
+        text = ""
+        os.set_blocking(rfd, False)
+        deadline = time.monotonic() + WAIT
+        while "log lines were dropped" not in text and time.monotonic() < deadline:
+            try:
+                text += os.read(rfd, 65536).decode(errors="replace")
+            except BlockingIOError:
+                time.sleep(0.01)
+        m = re.search(r"warning: (\d+) log lines were dropped", text)
+        figure("log stuck: %s log lines dropped of %d reloads" % (m.group(1) if m else "no", n))
+        check("log stuck: read again, the log says how many lines it dropped, after those it kept",
+              m is not None and 0 < int(m.group(1)) < n and text.count("reloading") >= 512, text[-500:])
+    finally:
+        if wfd >= 0:
+            os.close(wfd)
+        os.close(rfd)
         w.close()
 
 
@@ -728,6 +793,7 @@ CASES = {
     "daemon_stop": test_daemon_stop,
     "rank_kill": test_rank_kill,
     "rank_kill_opening": test_rank_kill_opening,
+    "log_stuck": test_log_stuck,
     "enospc": test_enospc,
     "config_churn": test_config_churn,
     "clock_jump": test_clock_jump,

@@ -276,7 +276,7 @@ npf_json_print 'import json, sys; f = json.loads(sys.argv[2])' \
         fleet_metrics
 spread 3 "$e2" "${live// /,}"
 spread 3 "$e2" "$(seq -s , 0 $((K - 1)))"
-if grep -q "adopted segment $(shm_of "$X") at generation 2 with $M ranks attached" "$logs/node$X.log"; then
+if wait_for grep -q "adopted segment $(shm_of "$X") at generation 2 with $M ranks attached" "$logs/node$X.log"; then
         ok "restart: its log says it adopted the segment at generation 2 with $M ranks"
 else fail "restart: no adoption in node $X's log" "$(tail -n 6 "$logs/node$X.log")"; fi
 window_checks "restart (node $X's ranks and new daemon too)" 3 "$S2"

@@ -190,6 +190,8 @@ if alive && ! grep -q 'Sanitizer\|runtime error:' "$log"; then
 else
         fail "npuprofd ran the whole battery without a crash or a sanitizer report" "$(tail -n 20 "$log")"
 fi
+# The log is written by a thread of the daemon's own: wait for the second line, then count.
+wait_for test "$(grep -c 'published generation' "$log")" -ge 2
 if [ "$(grep -c 'published generation' "$log")" = 2 ]; then
         ok "npuprofd published exactly twice: G and G2"
 else
