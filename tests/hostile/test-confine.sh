@@ -42,8 +42,9 @@ W = json.loads(sys.argv[2]).get("windows") or []
 jw() { npf_json_holds "$py_windows" "$1" ctl windows --json; }
 
 # write_conf OUTPUT_DIR: the window 3..4 of every rank, written atomically.
+# write_conf DIR [STEPS]: a window from step 3, of STEPS steps (2), into output_dir DIR.
 write_conf() {
-        printf '{\n  "start_step": 3,\n  "steps": 2,\n  "output_dir": "%s"\n}\n' "$1" >"$conf.tmp~"
+        printf '{\n  "start_step": 3,\n  "steps": %d,\n  "output_dir": "%s"\n}\n' "${2:-2}" "$1" >"$conf.tmp~"
         mv -f "$conf.tmp~" "$conf"
 }
 
@@ -148,14 +149,14 @@ t_rank_user() {
 t_lost_user() {
         local w pid
         chmod 1777 "$root"
+        # A window of 10 s (50 steps of 200 ms): still open when the rank is killed, however slow the check.
+        write_conf job 50
         start_daemon --analyze-jobs 0 --poll-interval 100 || { fail "lost: the daemon did not start" "$(diag)"; return; }
         setpriv --reuid="$uid" --regid="$gid" --clear-groups "$trainloop" --rank 7 --steps 100 --step-ms 200 \
                 --shm-name "$shm" --backend host >"$dir/tl7.out" 2>&1 &
         pid=$!
         all_pids+=("$pid") test_pids+=("$pid")
-        w=$root/job/rank7_start3_stop4
-        # Its slot says collecting (the directory alone is made before the window is open,
-        # and a rank killed in between has no window to lose).
+        w=$root/job/rank7_start3_stop52
         eventually "lost: rank 7 is collecting as $user" \
                 js 'any(r["rank"] == 7 and r["state"] == "collecting" for r in o["ranks"])'
         check "lost: its window directory is there" test -d "$w"
@@ -171,6 +172,7 @@ t_lost_user() {
 t_lost_link() {
         local pid
         chmod 1777 "$root"
+        write_conf job 50
         # Sweeps on request only: the window is found lost at the first `windows` below.
         start_daemon --analyze-jobs 0 --poll-interval 86400000 \
                 || { fail "lost link: the daemon did not start" "$(diag)"; return; }
@@ -180,7 +182,7 @@ t_lost_link() {
         all_pids+=("$pid") test_pids+=("$pid")
         eventually "lost link: rank 8 is collecting" \
                 js 'any(r["rank"] == 8 and r["state"] == "collecting" for r in o["ranks"])'
-        check "lost link: its window directory is there" test -d "$root/job/rank8_start3_stop4"
+        check "lost link: its window directory is there" test -d "$root/job/rank8_start3_stop52"
         kill -KILL "$pid"
         wait "$pid" 2>/dev/null
         # The rank's own directory leads out of the root now.
@@ -188,7 +190,7 @@ t_lost_link() {
         eventually "lost link: the window is recorded lost" \
                 jw 'any(w["rank"] == 8 and w["outcome"] == "lost" for w in W)'
         check "lost link: no manifest was written through the link" \
-                test ! -e "$dir/outside/job/rank8_start3_stop4/manifest.json"
+                test ! -e "$dir/outside/job/rank8_start3_stop52/manifest.json"
         eventually "lost link: the log says why" grep -q "no manifest written: .*symbolic link" "$log"
 }
 
