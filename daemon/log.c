@@ -13,6 +13,7 @@
 #include <uv.h>
 
 #define QUEUE_LINES 512         /* lines that may wait for the writer; more are dropped and counted */
+#define BATCH_LINES 64          /* lines the writer takes from the queue at once */
 
 typedef struct entry {
         int priority;
@@ -31,10 +32,8 @@ static struct {
         uv_thread_t thread;
         uv_mutex_t lock;
         uv_cond_t more;         /* signalled when a line is queued, or on stop */
-        uv_cond_t drained;      /* signalled when the writer has written all it took */
         entry_t ring[QUEUE_LINES];
         unsigned head, count;
-        bool writing;           /* the writer holds lines taken from the ring */
         uint64_t dropped;       /* since the last line written */
 } q;
 
@@ -111,7 +110,7 @@ static void write_dropped(uint64_t dropped)
 /* The writer: takes what is queued, a batch at a time, and writes it outside the lock. */
 static void writer(void *arg)
 {
-        static entry_t batch[64];
+        static entry_t batch[BATCH_LINES];
 
         (void) arg;
         uv_mutex_lock(&q.lock);
@@ -120,7 +119,7 @@ static void writer(void *arg)
                         uv_cond_wait(&q.more, &q.lock);
                 if (q.count == 0 && q.stopping)
                         break;
-                unsigned n = q.count < 64 ? q.count : 64;
+                unsigned n = q.count < BATCH_LINES ? q.count : BATCH_LINES;
                 for (unsigned i = 0; i < n; i++)
                         batch[i] = q.ring[(q.head + i) % QUEUE_LINES];
                 q.head = (q.head + n) % QUEUE_LINES;
@@ -128,16 +127,12 @@ static void writer(void *arg)
                 uint64_t dropped = q.count == 0 ? q.dropped : 0;
                 if (dropped)
                         q.dropped = 0;
-                q.writing = true;
                 uv_mutex_unlock(&q.lock);
                 for (unsigned i = 0; i < n; i++)
                         write_entry(&batch[i]);
                 if (dropped)
                         write_dropped(dropped);
                 uv_mutex_lock(&q.lock);
-                q.writing = false;
-                if (q.count == 0)
-                        uv_cond_broadcast(&q.drained);
         }
         uv_mutex_unlock(&q.lock);
 }
@@ -148,25 +143,20 @@ int npf_log_start_writer(void)
 
         if (q.running)
                 return 0;
+        /* On failure, lines stay written where they are logged. */
         if ((r = uv_mutex_init(&q.lock)) < 0)
                 return r;
-        if ((r = uv_cond_init(&q.more)) < 0 || (r = uv_cond_init(&q.drained)) < 0 ||
-            (r = uv_thread_create(&q.thread, writer, NULL)) < 0) {
-                /* Lines are then written where they are logged, as before the writer. */
+        if ((r = uv_cond_init(&q.more)) < 0) {
+                uv_mutex_destroy(&q.lock);
+                return r;
+        }
+        if ((r = uv_thread_create(&q.thread, writer, NULL)) < 0) {
+                uv_cond_destroy(&q.more);
+                uv_mutex_destroy(&q.lock);
                 return r;
         }
         q.running = true;
         return 0;
-}
-
-void npf_log_flush(void)
-{
-        if (!q.running)
-                return;
-        uv_mutex_lock(&q.lock);
-        while (q.count > 0 || q.writing)
-                uv_cond_wait(&q.drained, &q.lock);
-        uv_mutex_unlock(&q.lock);
 }
 
 void npf_log_stop_writer(void)
@@ -178,6 +168,8 @@ void npf_log_stop_writer(void)
         uv_cond_signal(&q.more);
         uv_mutex_unlock(&q.lock);
         uv_thread_join(&q.thread);
+        uv_cond_destroy(&q.more);
+        uv_mutex_destroy(&q.lock);
         q.running = q.stopping = false;
         if (q.dropped)
                 write_dropped(q.dropped);

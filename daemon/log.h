@@ -30,9 +30,6 @@ bool npf_log_to_journal(void);
  */
 int npf_log_start_writer(void);
 
-/* Wait until every line logged so far is written. */
-void npf_log_flush(void);
-
 /* Write what waits, then stop the writer: lines are written at once again. */
 void npf_log_stop_writer(void);
 
