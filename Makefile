@@ -101,7 +101,7 @@ UNIT_TESTS := $(BUILD)/tests/test-shm $(BUILD)/tests/test-slot $(BUILD)/tests/te
               $(BUILD)/tests/test-rank $(BUILD)/tests/test-outroot $(BUILD)/tests/test-analyze
 UNIT_TESTS += $(BUILD)/tests/test-svg
 UNIT_TESTS += $(BUILD)/tests/test-pickle $(BUILD)/tests/test-value
-UNIT_TESTS += $(BUILD)/tests/test-trace
+UNIT_TESTS += $(BUILD)/tests/test-trace $(BUILD)/tests/test-view
 # The stand-in for the CANN runtime, which cannot exist here: it records every call.
 ACL_STUB    := $(BUILD)/tests/stub-acl/libascendcl.so
 MSPROF_STUB := $(BUILD)/tests/stub-acl/libmsprofiler.so
@@ -160,6 +160,9 @@ $(BUILD)/tests/test-shm: $(BUILD)/tests/test-shm.o $(SHM_OBJS)
 
 $(BUILD)/tests/test-slot: $(BUILD)/tests/test-slot.o $(SHM_OBJS)
 	$(CC) $(LDFLAGS) -o $@ $^ $(CMOCKA_LIBS)
+
+$(BUILD)/tests/test-view: $(BUILD)/tests/test-view.o $(VIEW_OBJS) $(CONF_OBJS) $(SHM_OBJS)
+	$(CC) $(LDFLAGS) -o $@ $^ $(CMOCKA_LIBS) $(JANSSON_LIBS)
 
 $(BUILD)/tests/test-proc: $(BUILD)/tests/test-proc.o $(BUILD)/shm/proc.o
 	$(CC) $(LDFLAGS) -o $@ $^ $(CMOCKA_LIBS)
