@@ -273,6 +273,12 @@ static void client_drop(client_t *c, const char *fmt, ...)
         client_close(c);
 }
 
+/* Whether the answer now being sent to @c is its last: it half-closed after its last request. */
+static bool client_last_answer(const client_t *c)
+{
+        return c->eof && c->in.start == c->in.len;
+}
+
 /* Keep the answer @t to the read @req, unless a newer one is kept. */
 static void keep_answer(npf_server_t *s, const npf_request_t *req, const reply_text_t *t)
 {
@@ -312,7 +318,7 @@ static bool share_answer(client_t *c, npf_command_t command, const char *line, s
                 return false;
         memcpy(t.w->data, a->reply, a->reply_len);
         s->shared++;
-        client_write(c, &t, c->eof && c->in.start == c->in.len);
+        client_write(c, &t, client_last_answer(c));
         return true;
 }
 
@@ -336,7 +342,7 @@ static void finish_request(npf_request_t *req, json_t *reply, bool ok)
                 keep_answer(c->server, req, &t);
         free(req);
         /* A client that half-closed after its last request still gets the answer. */
-        client_write(c, &t, c->eof && c->in.start == c->in.len);
+        client_write(c, &t, client_last_answer(c));
         client_resume(c);
 }
 
@@ -587,14 +593,14 @@ static void on_connection(uv_stream_t *listener, int status)
                 c->peer = (npf_peer_t) { .pid = cred.pid, .uid = cred.uid, .gid = cred.gid };
         else
                 c->peer = (npf_peer_t) { .pid = 0, .uid = (uid_t) -1, .gid = (gid_t) -1 };
-        /* Full: the connection that has gone longest without a request makes room. */
+        /* Full: the connection that has gone longest without a request makes room, or this one goes. */
         if (s->clients > s->clients_max) {
                 client_t *idlest = idlest_client(s, c);
-                s->evicted++;
-                if (idlest)
+                if (idlest) {
+                        s->evicted++;
                         client_drop(idlest, "closed to admit a new connection: %u are open, the most at once, "
                                     "and this one had been idle longest", s->clients_max);
-                else {
+                } else {
                         client_drop(c, "closed: %u connections are open, the most at once, and every one "
                                     "of the longest idle is being answered", s->clients_max);
                         return;

@@ -594,8 +594,9 @@ elif case == "fresh":
     need(c["generation"] > g and c["window"]["start_step"] == 777, "the status asked after the change tells it", c)
 elif case == "evict-busy":
     # With the table full (--max-clients 3), a connection whose request waits unread is not
-    # idle: the longest idle one that asks nothing is closed instead. The daemon is stopped
-    # while the five connections arrive, so that it accepts them all before reading any.
+    # idle: the longest idle one that asks nothing is closed instead; and when every one is
+    # asking, the newcomer is. The daemon is stopped while each burst of connections arrives,
+    # so that it accepts them all before reading any.
     import signal
     STATUS = b'{"version": 2, "command": "status"}\n'
     pid = int(os.environ["NPF_DPID"])
@@ -613,28 +614,42 @@ elif case == "evict-busy":
                 return None
             got += d
         return json.loads(got.split(b"\n", 1)[0])
-    deadline = time.monotonic() + 10
-    while True:         # only the asking connection open
-        a = fresh()
-        a.sendall(STATUS)
-        n = reply(a)["result"]["daemon"]["clients"]["open"]
-        a.close()
-        if n == 1 or time.monotonic() > deadline:
-            break
-        time.sleep(0.05)
-    os.kill(pid, signal.SIGSTOP)
-    try:
-        busy = fresh()
-        busy.sendall(STATUS)
-        idle = [fresh() for _ in range(4)]
-    finally:
-        os.kill(pid, signal.SIGCONT)
-    r = reply(busy)
+    def burst(asking, idle):
+        deadline = time.monotonic() + 10
+        while True:     # only the connection that asks this is open
+            a = fresh()
+            a.sendall(STATUS)
+            n = reply(a)["result"]["daemon"]["clients"]["open"]
+            a.close()
+            if n == 1 or time.monotonic() > deadline:
+                break
+            time.sleep(0.05)
+        os.kill(pid, signal.SIGSTOP)
+        try:
+            ask = [fresh() for _ in range(asking)]
+            for c in ask:
+                c.sendall(STATUS)
+            return ask, [fresh() for _ in range(idle)]
+        finally:
+            os.kill(pid, signal.SIGCONT)
+    busy, idle = burst(1, 4)
+    r = reply(busy[0])
     need(r and r.get("ok") is True and r["result"]["daemon"]["pid"] == pid, "the asking connection is answered", r)
+    need(r["result"]["daemon"]["clients"]["evicted"] == 2, "two evicted, counted", r["result"]["daemon"]["clients"])
     first = reply(idle[0])
     need(first and "to admit a new connection" in first.get("error", ""), "the longest idle is closed, and told why", first)
     second = reply(idle[1])
     need(second and "to admit a new connection" in second.get("error", ""), "then the next longest idle", second)
+    for c in busy + idle:
+        c.close()
+    busy, idle = burst(3, 1)
+    for c in busy:
+        r = reply(c)
+        need(r and r.get("ok") is True and r["result"]["daemon"]["clients"]["evicted"] == 2,
+             "all three asking connections answered, none evicted", r)
+    r = reply(idle[0])
+    need(r and "every one of the longest idle is being answered" in r.get("error", ""),
+         "the newcomer is closed when all the others ask, and told why", r)
 else:
     raise SystemExit("no such case " + case)
 EOF
@@ -667,7 +682,7 @@ t_protocol() {
 t_evict_busy() {
         local out
         start_daemon --max-clients 3 || { fail "evict: the daemon did not start" "$(diag)"; return; }
-        local what="evict: with the table full, a connection whose request waits unread is answered; the longest idle are closed"
+        local what="evict: with the table full, a connection whose request waits unread is answered; the longest idle are closed; when all ask, the newcomer is"
         if out=$(NPF_DPID=$dpid proto evict-busy); then ok "$what"; else fail "$what" "$out"; fi
         check "evict: the daemon still runs" alive "$dpid"
 }

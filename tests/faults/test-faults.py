@@ -469,7 +469,7 @@ def test_log_stuck():
     are dropped and counted, and the log says how many once it is read again."""
     w = World("log_stuck", {"start_step": 100000, "steps": 2})
     rfd, wfd = os.pipe()
-    fcntl.fcntl(wfd, 1031, 4096)            # F_SETPIPE_SZ: full after a few dozen lines
+    fcntl.fcntl(wfd, fcntl.F_SETPIPE_SZ, 4096)      # full after a few dozen lines
     n = 3000                                # reloads, logged a line each but those that share one
     try:
         started = w.start(stderr=wfd)
