@@ -427,6 +427,13 @@ static void on_timer(uv_timer_t *t)
                 finish(run);
                 return;
         }
+        /* The loop's clock is cached: a timer can fire a little before the limit has passed. */
+        uint64_t limit_ns = run->a->opt.timeout_s * 1000000000u;
+        uint64_t ran_ns = npf_clock_ns(CLOCK_MONOTONIC) - run->rec->started_ns;
+        if (ran_ns < limit_ns) {
+                uv_timer_start(&run->timer, on_timer, (limit_ns - ran_ns) / 1000000u + 1, 0);
+                return;
+        }
         run->timed_out = true;
         kill_group(run);
 }
@@ -559,6 +566,7 @@ static void start(npf_analyze_t *a, record_t *rec)
                                             .dir = rec->dir, .pid = run->proc.pid };
                 a->cb(&ev, a->data);
         }
+        uv_update_time(a->loop);
         uv_timer_start(&run->timer, on_timer, a->opt.timeout_s * 1000u, 0);
         uv_read_start((uv_stream_t *) &run->err, on_alloc, on_read);
 }
