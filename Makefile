@@ -125,6 +125,10 @@ $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -MMD -MP -c $< -o $@
 
+# The pickle reader's dispatch, one jump per opcode handler, must not be merged back into one.
+NO_CROSSJUMP := $(shell $(CC) -fno-crossjumping -E -x c /dev/null >/dev/null 2>&1 && echo -fno-crossjumping)
+$(BUILD)/replay/pickle.o: CFLAGS += $(NO_CROSSJUMP)
+
 $(BUILD)/npuprofctl: $(NPUPROFCTL_OBJS)
 	$(CC) $(LDFLAGS) -o $@ $^ $(JANSSON_LIBS)
 

@@ -2,6 +2,7 @@
 /* The data-only pickle machine: a stack, marks and the tree's memo; nothing is executed. */
 #include "replay/pickle.h"
 
+#include <endian.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
@@ -75,10 +76,26 @@ static const uint8_t *take(vm_t *vm, uint64_t n)
         return p;
 }
 
+static inline uint64_t load64(const uint8_t *p)
+{
+        uint64_t v;
+
+        memcpy(&v, p, sizeof(v));
+        return v;
+}
+
+/* An unsigned integer of @n (at most 8) little-endian bytes. */
 static inline uint64_t le(const uint8_t *p, unsigned n)
 {
         uint64_t v = 0;
 
+        if (n == 8)
+                return le64toh(load64(p));
+        if (n == 4) {
+                uint32_t w;
+                memcpy(&w, p, sizeof(w));
+                return le32toh(w);
+        }
         for (unsigned i = n; i-- > 0;)
                 v = v << 8 | p[i];
         return v;
@@ -404,206 +421,24 @@ static int text_memo(vm_t *vm, bool put)
         return put ? memo_put(vm, idx) : memo_get(vm, idx);
 }
 
-/* Runs one opcode. Return: 1 at STOP, 0 to go on, or a negative errno. */
-static int step(vm_t *vm)
+static int mark(vm_t *vm)
 {
-        const uint8_t *a;
-        size_t from = 0, len;
-        uint8_t op;
-        int r;
+        if (vm->n_marks == NPF_PICKLE_DEPTH_MAX)
+                return fail(vm, -E2BIG, "more than %u open marks", NPF_PICKLE_DEPTH_MAX);
+        if (vm->n_marks == vm->marks_cap) {
+                size_t cap = vm->marks_cap ? vm->marks_cap * 2 : 64;
+                size_t *m = realloc(vm->marks, cap * sizeof(*m));
+                if (!m)
+                        return fail(vm, -ENOMEM, "out of memory");
+                vm->marks = m;
+                vm->marks_cap = cap;
+        }
+        vm->marks[vm->n_marks++] = vm->sp;
+        return 0;
+}
 
-        vm->op = vm->p;
-        op = *vm->p++;
-        switch (op) {
-        case 0x80: /* PROTO */
-                if (!(a = take(vm, 1)))
-                        return truncated(vm);
-                if (*a > 5)
-                        return fail(vm, -EINVAL, "pickle protocol %u is newer than 5, the newest this reader knows", *a);
-                vm->proto = *a;
-                return 0;
-        case 0x95: /* FRAME: a length hint for buffering; it must not promise more than is there */
-                if (!(a = take(vm, 8)))
-                        return truncated(vm);
-                if (le(a, 8) > (uint64_t) (vm->end - vm->p))
-                        return fail(vm, -EINVAL, "FRAME of %" PRIu64 " bytes, only %zu left: truncated pickle",
-                                    le(a, 8), (size_t) (vm->end - vm->p));
-                return 0;
-        case '.': /* STOP */
-                if (vm->sp != 1 || vm->n_marks)
-                        return fail(vm, -EINVAL, "STOP with %zu values and %zu marks on the stack (expected one value)",
-                                    vm->sp, vm->n_marks);
-                return 1;
-        case '(': /* MARK */
-                if (vm->n_marks == NPF_PICKLE_DEPTH_MAX)
-                        return fail(vm, -E2BIG, "more than %u open marks", NPF_PICKLE_DEPTH_MAX);
-                if (vm->n_marks == vm->marks_cap) {
-                        size_t cap = vm->marks_cap ? vm->marks_cap * 2 : 64;
-                        size_t *m = realloc(vm->marks, cap * sizeof(*m));
-                        if (!m)
-                                return fail(vm, -ENOMEM, "out of memory");
-                        vm->marks = m;
-                        vm->marks_cap = cap;
-                }
-                vm->marks[vm->n_marks++] = vm->sp;
-                return 0;
-        case '0': /* POP: a value, or the mark itself when none is above it (as Python does) */
-                if (vm->n_marks && vm->sp == vm->marks[vm->n_marks - 1]) {
-                        vm->n_marks--;
-                        return 0;
-                }
-                if ((r = need(vm, 1)) < 0)
-                        return r;
-                vm->sp--;
-                return 0;
-        case '1': /* POP_MARK */
-                if ((r = pop_mark(vm, &from)) < 0)
-                        return r;
-                vm->sp = from;
-                return 0;
-        case '2': /* DUP */
-                if ((r = need(vm, 1)) < 0)
-                        return r;
-                npf_vtree_share(vm->stack[vm->sp - 1]);
-                return push(vm, vm->stack[vm->sp - 1]);
-        case 'N':
-                return push(vm, (npf_value_t) { .kind = NPF_V_NONE });
-        case 0x88: /* NEWTRUE */
-        case 0x89: /* NEWFALSE */
-                return push(vm, (npf_value_t) { .kind = NPF_V_BOOL, .as.i = op == 0x88 });
-        case 'J': /* BININT */
-                if (!(a = take(vm, 4)))
-                        return truncated(vm);
-                return push(vm, (npf_value_t) { .kind = NPF_V_INT, .as.i = (int32_t) (uint32_t) le(a, 4) });
-        case 'K': /* BININT1 */
-                if (!(a = take(vm, 1)))
-                        return truncated(vm);
-                return push(vm, (npf_value_t) { .kind = NPF_V_INT, .as.i = a[0] });
-        case 'M': /* BININT2 */
-                if (!(a = take(vm, 2)))
-                        return truncated(vm);
-                return push(vm, (npf_value_t) { .kind = NPF_V_INT, .as.i = (int64_t) le(a, 2) });
-        case 0x8a: /* LONG1 */
-        case 0x8b: { /* LONG4 */
-                if (!(a = take(vm, op == 0x8a ? 1 : 4)))
-                        return truncated(vm);
-                int64_t n = op == 0x8a ? (int64_t) a[0] : (int64_t) (int32_t) (uint32_t) le(a, 4);
-                if (n < 0)
-                        return fail(vm, -EINVAL, "LONG4 with a negative length");
-                if (!(a = take(vm, (uint64_t) n)))
-                        return truncated(vm);
-                return push(vm, long_value(a, (uint64_t) n));
-        }
-        case 'I': /* INT */
-        case 'L': /* LONG */
-                if (!(a = take_line(vm, &len)))
-                        return truncated(vm);
-                return text_int(vm, a, len, op == 'L');
-        case 'F': /* FLOAT */
-                if (!(a = take_line(vm, &len)))
-                        return truncated(vm);
-                return text_float(vm, a, len);
-        case 'G': { /* BINFLOAT: big-endian */
-                if (!(a = take(vm, 8)))
-                        return truncated(vm);
-                uint64_t u = 0;
-                double f;
-                for (int i = 0; i < 8; i++)
-                        u = u << 8 | a[i];
-                memcpy(&f, &u, sizeof(f));
-                return push(vm, (npf_value_t) { .kind = NPF_V_FLOAT, .as.f = f });
-        }
-        case 'S': /* STRING */
-                if (!(a = take_line(vm, &len)))
-                        return truncated(vm);
-                return text_string(vm, a, len);
-        case 'V': /* UNICODE */
-                if (!(a = take_line(vm, &len)))
-                        return truncated(vm);
-                return text_unicode(vm, a, len);
-        case 'U': /* SHORT_BINSTRING */
-        case 0x8c: /* SHORT_BINUNICODE */
-        case 'C': /* SHORT_BINBYTES */
-                if (!(a = take(vm, 1)))
-                        return truncated(vm);
-                return push_bytes(vm, op == 'C' ? NPF_V_BYTES : NPF_V_STR, a[0]);
-        case 'T': /* BINSTRING */
-        case 'X': /* BINUNICODE */
-        case 'B': /* BINBYTES */
-                if (!(a = take(vm, 4)))
-                        return truncated(vm);
-                if (op == 'T' && (int32_t) (uint32_t) le(a, 4) < 0)
-                        return fail(vm, -EINVAL, "BINSTRING with a negative length");
-                return push_bytes(vm, op == 'B' ? NPF_V_BYTES : NPF_V_STR, le(a, 4));
-        case 0x8d: /* BINUNICODE8 */
-        case 0x8e: /* BINBYTES8 */
-        case 0x96: /* BYTEARRAY8 */
-                if (!(a = take(vm, 8)))
-                        return truncated(vm);
-                return push_bytes(vm, op == 0x8d ? NPF_V_STR : NPF_V_BYTES, le(a, 8));
-        case ']': /* EMPTY_LIST */
-                return push_container(vm, NPF_V_LIST);
-        case ')': /* EMPTY_TUPLE */
-                return push_container(vm, NPF_V_TUPLE);
-        case '}': /* EMPTY_DICT */
-                return push_container(vm, NPF_V_DICT);
-        case 0x8f: /* EMPTY_SET */
-                return push_container(vm, NPF_V_SET);
-        case 'a': /* APPEND */
-                if ((r = need(vm, 2)) < 0)
-                        return r;
-                return add_to_container(vm, vm->sp - 1, NPF_V_LIST, NPF_V_LIST, false);
-        case 's': /* SETITEM */
-                if ((r = need(vm, 3)) < 0)
-                        return r;
-                return add_to_container(vm, vm->sp - 2, NPF_V_DICT, NPF_V_DICT, true);
-        case 'e': /* APPENDS */
-        case 'u': /* SETITEMS */
-        case 0x90: /* ADDITEMS */
-                if ((r = pop_mark(vm, &from)) < 0)
-                        return r;
-                if (op == 'e')
-                        return add_to_container(vm, from, NPF_V_LIST, NPF_V_LIST, false);
-                if (op == 'u')
-                        return add_to_container(vm, from, NPF_V_DICT, NPF_V_DICT, true);
-                return add_to_container(vm, from, NPF_V_SET, NPF_V_SET, false);
-        case 'l': /* LIST */
-        case 't': /* TUPLE */
-        case 'd': /* DICT */
-        case 0x91: /* FROZENSET */
-                if ((r = pop_mark(vm, &from)) < 0)
-                        return r;
-                return build(vm, from, op == 'l' ? NPF_V_LIST : op == 't' ? NPF_V_TUPLE
-                                                         : op == 'd' ? NPF_V_DICT : NPF_V_SET);
-        case 0x85: /* TUPLE1 */
-        case 0x86: /* TUPLE2 */
-        case 0x87: /* TUPLE3 */
-                if ((r = need(vm, (size_t) (op - 0x84))) < 0)
-                        return r;
-                return build(vm, vm->sp - (size_t) (op - 0x84), NPF_V_TUPLE);
-        case 'h': /* BINGET */
-                if (!(a = take(vm, 1)))
-                        return truncated(vm);
-                return memo_get(vm, a[0]);
-        case 'j': /* LONG_BINGET */
-                if (!(a = take(vm, 4)))
-                        return truncated(vm);
-                return memo_get(vm, le(a, 4));
-        case 'q': /* BINPUT */
-                if (!(a = take(vm, 1)))
-                        return truncated(vm);
-                return memo_put(vm, a[0]);
-        case 'r': /* LONG_BINPUT */
-                if (!(a = take(vm, 4)))
-                        return truncated(vm);
-                return memo_put(vm, le(a, 4));
-        case 0x94: /* MEMOIZE */
-                return memo_put(vm, npf_vtree_memo_len(vm->tree));
-        case 'g': /* GET */
-                return text_memo(vm, false);
-        case 'p': /* PUT */
-                return text_memo(vm, true);
-        }
+static int refuse(vm_t *vm, uint8_t op)
+{
         for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++)
                 if (refused[i].op == op)
                         return fail(vm, -EPERM, "opcode %s (0x%02x) would %s; refused", refused[i].name, op,
@@ -611,32 +446,253 @@ static int step(vm_t *vm)
         return fail(vm, -EINVAL, "unknown opcode 0x%02x: not a pickle, or a newer one", op);
 }
 
+/*
+ * Runs the opcodes until STOP. Each opcode's handler ends in a dispatch of its own (GCC's
+ * labels as values, as CPython's interpreter does): a snapshot is millions of the same few
+ * sequences, and one indirect jump per handler lets the branch predictor learn which opcode
+ * follows which. Return: 0 at STOP, or a negative errno.
+ */
+static int run(vm_t *vm, npf_pickle_progress_cb progress, void *userdata)
+{
+        const void *table[256];
+        size_t next_progress = PROGRESS_EVERY, from = 0, len;
+        const uint8_t *progress_at = vm->base + (vm->end - vm->base < PROGRESS_EVERY ? vm->end - vm->base
+                                                                                        : PROGRESS_EVERY);
+        const uint8_t *a;
+        uint8_t op;
+        int r;
+
+        for (size_t i = 0; i < 256; i++)
+                table[i] = &&op_refused;
+        table[0x80] = &&op_proto;
+        table[0x95] = &&op_frame;
+        table['.'] = &&op_stop;
+        table['('] = &&op_mark;
+        table['0'] = &&op_pop;
+        table['1'] = &&op_pop_mark;
+        table['2'] = &&op_dup;
+        table['N'] = &&op_none;
+        table[0x88] = table[0x89] = &&op_bool;
+        table['J'] = &&op_binint;
+        table['K'] = &&op_binint1;
+        table['M'] = &&op_binint2;
+        table[0x8a] = table[0x8b] = &&op_long;
+        table['I'] = table['L'] = &&op_text_int;
+        table['F'] = &&op_text_float;
+        table['G'] = &&op_binfloat;
+        table['S'] = &&op_string;
+        table['V'] = &&op_unicode;
+        table['U'] = table[0x8c] = table['C'] = &&op_short_bytes;
+        table['T'] = table['X'] = table['B'] = &&op_bytes4;
+        table[0x8d] = table[0x8e] = table[0x96] = &&op_bytes8;
+        table[']'] = table[')'] = table['}'] = table[0x8f] = &&op_empty;
+        table['a'] = &&op_append;
+        table['s'] = &&op_setitem;
+        table['e'] = table['u'] = table[0x90] = &&op_add_marked;
+        table['l'] = table['t'] = table['d'] = table[0x91] = &&op_build_marked;
+        table[0x85] = table[0x86] = table[0x87] = &&op_tuple_n;
+        table['h'] = &&op_binget;
+        table['j'] = &&op_long_binget;
+        table['q'] = &&op_binput;
+        table['r'] = &&op_long_binput;
+        table[0x94] = &&op_memoize;
+        table['g'] = table['p'] = &&op_text_memo;
+
+/* The next opcode; progress is reported, and the end of the input caught, off the fast path. */
+#define DISPATCH()                                                                              \
+        do {                                                                                    \
+                if (vm->p >= progress_at)                                                       \
+                        goto checkpoint;                                                        \
+                vm->op = vm->p;                                                                 \
+                op = *vm->p++;                                                                  \
+                goto *table[op];                                                                \
+        } while (0)
+/* Ends a handler: stops on an error, dispatches otherwise. */
+#define NEXT(expr)                                                                              \
+        do {                                                                                    \
+                if ((r = (expr)) < 0)                                                           \
+                        return r;                                                               \
+                DISPATCH();                                                                     \
+        } while (0)
+#define TAKE(n)                                                                                 \
+        do {                                                                                    \
+                if (!(a = take(vm, (n))))                                                       \
+                        return truncated(vm);                                                   \
+        } while (0)
+
+        DISPATCH();
+checkpoint:
+        if (vm->p == vm->end) {
+                vm->op = NULL;
+                return fail(vm, -EINVAL, "the input ends before STOP: truncated pickle");
+        }
+        if (progress && (size_t) (vm->p - vm->base) >= next_progress) {
+                progress(userdata, (size_t) (vm->p - vm->base), (size_t) (vm->end - vm->base));
+                next_progress += PROGRESS_EVERY;
+        }
+        progress_at = (size_t) (vm->end - vm->p) > PROGRESS_EVERY ? vm->p + PROGRESS_EVERY : vm->end;
+        vm->op = vm->p;
+        op = *vm->p++;
+        goto *table[op];
+
+op_proto:
+        TAKE(1);
+        if (*a > 5)
+                return fail(vm, -EINVAL, "pickle protocol %u is newer than 5, the newest this reader knows", *a);
+        vm->proto = *a;
+        DISPATCH();
+op_frame: /* a length hint for buffering; it must not promise more than is there */
+        TAKE(8);
+        if (le(a, 8) > (uint64_t) (vm->end - vm->p))
+                return fail(vm, -EINVAL, "FRAME of %" PRIu64 " bytes, only %zu left: truncated pickle", le(a, 8),
+                            (size_t) (vm->end - vm->p));
+        DISPATCH();
+op_stop:
+        if (vm->sp != 1 || vm->n_marks)
+                return fail(vm, -EINVAL, "STOP with %zu values and %zu marks on the stack (expected one value)",
+                            vm->sp, vm->n_marks);
+        return 0;
+op_mark:
+        NEXT(mark(vm));
+op_pop: /* a value, or the mark itself when none is above it (as Python does) */
+        if (vm->n_marks && vm->sp == vm->marks[vm->n_marks - 1]) {
+                vm->n_marks--;
+                DISPATCH();
+        }
+        if ((r = need(vm, 1)) < 0)
+                return r;
+        vm->sp--;
+        DISPATCH();
+op_pop_mark:
+        if ((r = pop_mark(vm, &from)) < 0)
+                return r;
+        vm->sp = from;
+        DISPATCH();
+op_dup:
+        if ((r = need(vm, 1)) < 0)
+                return r;
+        npf_vtree_share(vm->stack[vm->sp - 1]);
+        NEXT(push(vm, vm->stack[vm->sp - 1]));
+op_none:
+        NEXT(push(vm, (npf_value_t) { .kind = NPF_V_NONE }));
+op_bool: /* NEWTRUE, NEWFALSE */
+        NEXT(push(vm, (npf_value_t) { .kind = NPF_V_BOOL, .as.i = op == 0x88 }));
+op_binint:
+        TAKE(4);
+        NEXT(push(vm, (npf_value_t) { .kind = NPF_V_INT, .as.i = (int32_t) (uint32_t) le(a, 4) }));
+op_binint1:
+        TAKE(1);
+        NEXT(push(vm, (npf_value_t) { .kind = NPF_V_INT, .as.i = a[0] }));
+op_binint2:
+        TAKE(2);
+        NEXT(push(vm, (npf_value_t) { .kind = NPF_V_INT, .as.i = (int64_t) le(a, 2) }));
+op_long: { /* LONG1, LONG4 */
+        TAKE(op == 0x8a ? 1 : 4);
+        int64_t n = op == 0x8a ? (int64_t) a[0] : (int64_t) (int32_t) (uint32_t) le(a, 4);
+        if (n < 0)
+                return fail(vm, -EINVAL, "LONG4 with a negative length");
+        TAKE((uint64_t) n);
+        NEXT(push(vm, long_value(a, (uint64_t) n)));
+}
+op_text_int: /* INT, LONG */
+        if (!(a = take_line(vm, &len)))
+                return truncated(vm);
+        NEXT(text_int(vm, a, len, op == 'L'));
+op_text_float:
+        if (!(a = take_line(vm, &len)))
+                return truncated(vm);
+        NEXT(text_float(vm, a, len));
+op_binfloat: { /* big-endian */
+        TAKE(8);
+        uint64_t u = be64toh(load64(a));
+        double f;
+        memcpy(&f, &u, sizeof(f));
+        NEXT(push(vm, (npf_value_t) { .kind = NPF_V_FLOAT, .as.f = f }));
+}
+op_string: /* STRING */
+        if (!(a = take_line(vm, &len)))
+                return truncated(vm);
+        NEXT(text_string(vm, a, len));
+op_unicode: /* UNICODE */
+        if (!(a = take_line(vm, &len)))
+                return truncated(vm);
+        NEXT(text_unicode(vm, a, len));
+op_short_bytes: /* SHORT_BINSTRING, SHORT_BINUNICODE, SHORT_BINBYTES */
+        TAKE(1);
+        NEXT(push_bytes(vm, op == 'C' ? NPF_V_BYTES : NPF_V_STR, a[0]));
+op_bytes4: /* BINSTRING, BINUNICODE, BINBYTES */
+        TAKE(4);
+        if (op == 'T' && (int32_t) (uint32_t) le(a, 4) < 0)
+                return fail(vm, -EINVAL, "BINSTRING with a negative length");
+        NEXT(push_bytes(vm, op == 'B' ? NPF_V_BYTES : NPF_V_STR, le(a, 4)));
+op_bytes8: /* BINUNICODE8, BINBYTES8, BYTEARRAY8 */
+        TAKE(8);
+        NEXT(push_bytes(vm, op == 0x8d ? NPF_V_STR : NPF_V_BYTES, le(a, 8)));
+op_empty: /* EMPTY_LIST, EMPTY_TUPLE, EMPTY_DICT, EMPTY_SET */
+        NEXT(push_container(vm, op == ']' ? NPF_V_LIST : op == ')' ? NPF_V_TUPLE : op == '}' ? NPF_V_DICT
+                                                                                       : NPF_V_SET));
+op_append:
+        if ((r = need(vm, 2)) < 0)
+                return r;
+        NEXT(add_to_container(vm, vm->sp - 1, NPF_V_LIST, NPF_V_LIST, false));
+op_setitem:
+        if ((r = need(vm, 3)) < 0)
+                return r;
+        NEXT(add_to_container(vm, vm->sp - 2, NPF_V_DICT, NPF_V_DICT, true));
+op_add_marked: /* APPENDS, SETITEMS, ADDITEMS */
+        if ((r = pop_mark(vm, &from)) < 0)
+                return r;
+        if (op == 'e')
+                NEXT(add_to_container(vm, from, NPF_V_LIST, NPF_V_LIST, false));
+        if (op == 'u')
+                NEXT(add_to_container(vm, from, NPF_V_DICT, NPF_V_DICT, true));
+        NEXT(add_to_container(vm, from, NPF_V_SET, NPF_V_SET, false));
+op_build_marked: /* LIST, TUPLE, DICT, FROZENSET */
+        if ((r = pop_mark(vm, &from)) < 0)
+                return r;
+        NEXT(build(vm, from, op == 'l' ? NPF_V_LIST : op == 't' ? NPF_V_TUPLE : op == 'd' ? NPF_V_DICT
+                                                                                     : NPF_V_SET));
+op_tuple_n: /* TUPLE1, TUPLE2, TUPLE3 */
+        if ((r = need(vm, (size_t) (op - 0x84))) < 0)
+                return r;
+        NEXT(build(vm, vm->sp - (size_t) (op - 0x84), NPF_V_TUPLE));
+op_binget:
+        TAKE(1);
+        NEXT(memo_get(vm, a[0]));
+op_long_binget:
+        TAKE(4);
+        NEXT(memo_get(vm, le(a, 4)));
+op_binput:
+        TAKE(1);
+        NEXT(memo_put(vm, a[0]));
+op_long_binput:
+        TAKE(4);
+        NEXT(memo_put(vm, le(a, 4)));
+op_memoize:
+        NEXT(memo_put(vm, npf_vtree_memo_len(vm->tree)));
+op_text_memo: /* GET, PUT */
+        NEXT(text_memo(vm, op == 'p'));
+op_refused:
+        return refuse(vm, op);
+#undef TAKE
+#undef NEXT
+#undef DISPATCH
+}
+
 int npf_pickle_load(const void *buf, size_t len, npf_vtree_t *tree, npf_pickle_progress_cb progress,
                     void *userdata, npf_value_t *ret, char *err)
 {
         vm_t vm = { .base = buf, .p = buf, .end = (const uint8_t *) buf + len, .tree = tree, .err = err };
-        size_t next_progress = PROGRESS_EVERY;
         npf_value_t root;
-        int r = 0;
+        int r;
 
         err[0] = '\0';
         /* The stack exists from the start: a MARK then LIST on an empty stack is an empty list. */
         if (!(vm.stack = malloc(256 * sizeof(*vm.stack))))
                 return -ENOMEM;
         vm.stack_cap = 256;
-        while (r == 0) {
-                if (vm.p == vm.end) {
-                        vm.op = NULL;
-                        r = fail(&vm, -EINVAL, "the input ends before STOP: truncated pickle");
-                        break;
-                }
-                r = step(&vm);
-                if (progress && (size_t) (vm.p - vm.base) >= next_progress) {
-                        progress(userdata, (size_t) (vm.p - vm.base), len);
-                        next_progress += PROGRESS_EVERY;
-                }
-        }
-        if (r == 1) {
+        r = run(&vm, progress, userdata);
+        if (r == 0) {
                 root = vm.stack[0];
                 r = npf_vtree_finish(tree, &root, err, NPF_PICKLE_ERR_MAX);
         }
