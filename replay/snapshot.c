@@ -50,7 +50,7 @@ typedef struct loader {
 enum key {
         K_OTHER,
         K_ACTION, K_ADDR, K_SIZE, K_STREAM, K_DEVICE_FREE, K_TIME_US, K_FRAMES, K_COMPILE_CONTEXT,
-        K_USER_METADATA, K_FILENAME, K_LINE, K_STATE,
+        K_USER_METADATA, K_FILENAME, K_LINE, K_STATE, K_NAME, K_ADDRESS, K_REQUESTED_SIZE, K_HISTORY,
         K__COUNT
 };
 
@@ -58,8 +58,23 @@ static const char *const key_names[K__COUNT] = {
         [K_ACTION] = "action", [K_ADDR] = "addr", [K_SIZE] = "size", [K_STREAM] = "stream",
         [K_DEVICE_FREE] = "device_free", [K_TIME_US] = "time_us", [K_FRAMES] = "frames",
         [K_COMPILE_CONTEXT] = "compile_context", [K_USER_METADATA] = "user_metadata",
-        [K_FILENAME] = "filename", [K_LINE] = "line", [K_STATE] = "state",
+        [K_FILENAME] = "filename", [K_LINE] = "line", [K_STATE] = "state", [K_NAME] = "name",
+        [K_ADDRESS] = "address", [K_REQUESTED_SIZE] = "requested_size", [K_HISTORY] = "history",
 };
+
+/* The values of the keys above in one dict, read in one pass; a later duplicate wins. */
+typedef struct fields {
+        npf_value_t v[K__COUNT];
+        unsigned present;       /* 1 << key */
+} fields_t;
+
+static bool field(const fields_t *f, enum key k, npf_value_t *ret)
+{
+        if (!(f->present & 1u << k))
+                return false;
+        *ret = f->v[k];
+        return true;
+}
 
 /* Which key @k is. A pickle names each key by the same bytes every time (the memo hands out
  * the first copy), so a string seen at the same address is not compared again. */
@@ -196,12 +211,12 @@ static int time_of(npf_value_t v, size_t idx, int64_t *ret, char *err)
         return say(err, -EINVAL, "trace entry %zu: time_us is a %s, not a number", idx, npf_value_kind_name(v));
 }
 
-static int reduce_event(loader_t *l, npf_value_t d, npf_value_t *ret, char *err)
+static int reduce_event(loader_t *l, const fields_t *f, npf_value_t *ret, char *err)
 {
         size_t idx = l->n_events;
-        npf_event_t e = { .time_us = NPF_TIME_UNKNOWN, .action = NPF_ACT_UNKNOWN };
-        npf_value_t k, v;
-        int r = 0;
+        npf_event_t e = { .time_us = NPF_TIME_UNKNOWN };
+        npf_value_t v;
+        int r;
 
         if (idx == l->cap_events) {
                 size_t cap = l->cap_events ? l->cap_events * 2 : 4096;
@@ -211,63 +226,44 @@ static int reduce_event(loader_t *l, npf_value_t d, npf_value_t *ret, char *err)
                 l->events = p;
                 l->cap_events = cap;
         }
-        for (size_t i = 0; r == 0 && npf_value_pair(d, i, &k, &v); i++) {
-                switch (key_of(l, k)) {
-                case K_ACTION:
-                        if (v.kind != NPF_V_STR)
-                                return say(err, -EINVAL, "trace entry %zu: action is a %s, not a str", idx,
-                                           npf_value_kind_name(v));
-                        e.action = (uint8_t) action_of(l, v);
-                        break;
-                case K_ADDR:
-                        r = get_u64(v, "addr", "trace entry", idx, &e.addr, err);
-                        break;
-                case K_SIZE:
-                        r = get_u64(v, "size", "trace entry", idx, &e.size, err);
-                        break;
-                case K_STREAM:
-                        r = get_u64(v, "stream", "trace entry", idx, &e.stream, err);
-                        break;
-                case K_DEVICE_FREE:
-                        r = get_u64(v, "device_free", "trace entry", idx, &e.addr, err);
-                        break;
-                case K_TIME_US:
-                        r = time_of(v, idx, &e.time_us, err);
-                        break;
-                case K_FRAMES:
-                        r = stack_of(v, "trace entry", idx, &e.stack, err);
-                        break;
-                case K_COMPILE_CONTEXT:
-                        r = intern_str(l, v, "compile_context", "trace entry", idx, &e.context, err);
-                        break;
-                case K_USER_METADATA:
-                        r = intern_str(l, v, "user_metadata", "trace entry", idx, &e.user, err);
-                        break;
-                default:
-                        break;
-                }
-        }
-        if (r < 0)
+        e.action = (uint8_t) action_of(l, f->v[K_ACTION]);
+        if (field(f, K_ADDR, &v) && (r = get_u64(v, "addr", "trace entry", idx, &e.addr, err)) < 0)
+                return r;
+        if (field(f, K_DEVICE_FREE, &v) && (r = get_u64(v, "device_free", "trace entry", idx, &e.addr, err)) < 0)
+                return r;
+        if (field(f, K_SIZE, &v) && (r = get_u64(v, "size", "trace entry", idx, &e.size, err)) < 0)
+                return r;
+        if (field(f, K_STREAM, &v) && (r = get_u64(v, "stream", "trace entry", idx, &e.stream, err)) < 0)
+                return r;
+        if (field(f, K_TIME_US, &v) && (r = time_of(v, idx, &e.time_us, err)) < 0)
+                return r;
+        if (field(f, K_FRAMES, &v) && (r = stack_of(v, "trace entry", idx, &e.stack, err)) < 0)
+                return r;
+        if (field(f, K_COMPILE_CONTEXT, &v) &&
+            (r = intern_str(l, v, "compile_context", "trace entry", idx, &e.context, err)) < 0)
+                return r;
+        if (field(f, K_USER_METADATA, &v) &&
+            (r = intern_str(l, v, "user_metadata", "trace entry", idx, &e.user, err)) < 0)
                 return r;
         l->events[l->n_events++] = e;
         *ret = record(R_EVENT, idx);
         return 1;
 }
 
-static int reduce_frame(loader_t *l, npf_value_t d, npf_value_t *ret, char *err)
+static int reduce_frame(loader_t *l, const fields_t *f, npf_value_t *ret, char *err)
 {
-        npf_frame_t f = { 0 };
+        npf_frame_t fr = { 0 };
         npf_value_t v;
         int64_t id;
         int r;
 
-        if (npf_value_get(d, "name", &v) && (r = intern_str(l, v, "name", "frame", 0, &f.name, err)) < 0)
+        if (field(f, K_NAME, &v) && (r = intern_str(l, v, "name", "frame", 0, &fr.name, err)) < 0)
                 return r;
-        if (npf_value_get(d, "filename", &v) && (r = intern_str(l, v, "filename", "frame", 0, &f.filename, err)) < 0)
+        if ((r = intern_str(l, f->v[K_FILENAME], "filename", "frame", 0, &fr.filename, err)) < 0)
                 return r;
-        if (npf_value_get(d, "line", &v) && !npf_value_int64(v, &f.line))
-                return say(err, -EINVAL, "a frame's line is a %s, not an int", npf_value_kind_name(v));
-        if ((id = npf_intern_frame(l->in, f)) < 0)
+        if (!npf_value_int64(f->v[K_LINE], &fr.line))
+                return say(err, -EINVAL, "a frame's line is a %s, not an int", npf_value_kind_name(f->v[K_LINE]));
+        if ((id = npf_intern_frame(l->in, fr)) < 0)
                 return say(err, (int) id, "out of memory");
         *ret = record(R_FRAME, (uint64_t) id);
         return 1;
@@ -297,7 +293,7 @@ static int reduce_stack(loader_t *l, npf_value_t list, npf_value_t *ret, char *e
         return 1;
 }
 
-static int reduce_block(loader_t *l, npf_value_t d, npf_value_t *ret, char *err)
+static int reduce_block(loader_t *l, const fields_t *f, npf_value_t *ret, char *err)
 {
         size_t idx = l->n_blocks;
         npf_block_t b = { 0 };
@@ -317,18 +313,18 @@ static int reduce_block(loader_t *l, npf_value_t d, npf_value_t *ret, char *err)
                 l->block_has_addr = q;
                 l->cap_blocks = cap;
         }
-        if ((npf_value_get(d, "address", &v) || npf_value_get(d, "addr", &v)) && v.kind != NPF_V_NONE) {
+        if ((field(f, K_ADDRESS, &v) || field(f, K_ADDR, &v)) && v.kind != NPF_V_NONE) {
                 if ((r = get_u64(v, "address", "block", idx, &b.addr, err)) < 0)
                         return r;
                 has_addr = true;
         }
-        if (npf_value_get(d, "size", &v) && (r = get_u64(v, "size", "block", idx, &b.size, err)) < 0)
+        if ((r = get_u64(f->v[K_SIZE], "size", "block", idx, &b.size, err)) < 0)
                 return r;
         b.requested = b.size;
-        if (npf_value_get(d, "requested_size", &v) &&
+        if (field(f, K_REQUESTED_SIZE, &v) &&
             (r = get_u64(v, "requested_size", "block", idx, &b.requested, err)) < 0)
                 return r;
-        if (npf_value_get(d, "state", &v)) {
+        if (field(f, K_STATE, &v)) {
                 if (npf_value_streq(v, "active_allocated"))
                         b.state = NPF_BLOCK_ALLOCATED;
                 else if (npf_value_streq(v, "active_pending_free") || npf_value_streq(v, "active_awaiting_free"))
@@ -339,12 +335,12 @@ static int reduce_block(loader_t *l, npf_value_t d, npf_value_t *ret, char *err)
                         return say(err, -EINVAL, "block %zu: state is not active_allocated, active_pending_free or "
                                    "inactive", idx);
         }
-        if (npf_value_get(d, "frames", &v) && (r = stack_of(v, "block", idx, &b.stack, err)) < 0)
+        if (field(f, K_FRAMES, &v) && (r = stack_of(v, "block", idx, &b.stack, err)) < 0)
                 return r;
         /* Legacy snapshots keep the stack in the block's history, newest last. */
-        if (b.stack == 0 && npf_value_get(d, "history", &v) && npf_value_len(v) > 0) {
-                npf_value_t h = npf_value_at(v, npf_value_len(v) - 1), f;
-                if (npf_value_get(h, "frames", &f) && (r = stack_of(f, "block", idx, &b.stack, err)) < 0)
+        if (b.stack == 0 && field(f, K_HISTORY, &v) && npf_value_len(v) > 0) {
+                npf_value_t h = npf_value_at(v, npf_value_len(v) - 1), frames;
+                if (npf_value_get(h, "frames", &frames) && (r = stack_of(frames, "block", idx, &b.stack, err)) < 0)
                         return r;
         }
         l->blocks[idx] = b;
@@ -359,10 +355,9 @@ static int reduce_block(loader_t *l, npf_value_t d, npf_value_t *ret, char *err)
  * and size a block. */
 static int reduce(void *userdata, const npf_value_t *v, npf_value_t *ret, char *err, size_t err_size)
 {
-        enum { ACTION = 1, FILENAME = 2, LINE = 4, STATE = 8, SIZE = 16 };
         loader_t *l = userdata;
         npf_value_t k, x;
-        unsigned seen = 0;
+        fields_t f;
 
         (void) err_size;        /* every message here is at most NPF_SNAPSHOT_ERR_MAX <= err_size */
         if (v->kind == NPF_V_LIST || v->kind == NPF_V_TUPLE)
@@ -370,33 +365,20 @@ static int reduce(void *userdata, const npf_value_t *v, npf_value_t *ret, char *
                                                                                       : 0;
         if (v->kind != NPF_V_DICT)
                 return 0;
+        f.present = 0;
         for (size_t i = 0; npf_value_pair(*v, i, &k, &x); i++) {
-                switch (key_of(l, k)) {
-                case K_LINE:
-                        seen |= LINE;
-                        break;
-                case K_SIZE:
-                        seen |= SIZE;
-                        break;
-                case K_STATE:
-                        seen |= STATE;
-                        break;
-                case K_ACTION:
-                        seen |= x.kind == NPF_V_STR ? ACTION : 0;
-                        break;
-                case K_FILENAME:
-                        seen |= FILENAME;
-                        break;
-                default:
-                        break;
-                }
+                enum key key = key_of(l, k);
+                f.v[key] = x;
+                f.present |= 1u << key;
         }
-        if (seen & ACTION)
-                return reduce_event(l, *v, ret, err);
-        if ((seen & (FILENAME | LINE)) == (FILENAME | LINE))
-                return reduce_frame(l, *v, ret, err);
-        if ((seen & (STATE | SIZE)) == (STATE | SIZE))
-                return reduce_block(l, *v, ret, err);
+#define HAS(k) (f.present & 1u << (k))
+        if (HAS(K_ACTION) && f.v[K_ACTION].kind == NPF_V_STR)
+                return reduce_event(l, &f, ret, err);
+        if (HAS(K_FILENAME) && HAS(K_LINE))
+                return reduce_frame(l, &f, ret, err);
+        if (HAS(K_STATE) && HAS(K_SIZE))
+                return reduce_block(l, &f, ret, err);
+#undef HAS
         return 0;
 }
 
