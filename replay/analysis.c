@@ -199,12 +199,56 @@ typedef struct tensor {
         span_t span;
 } tensor_t;
 
-static int by_tensor_size_desc(const void *a, const void *b)
+#define RADIX_BITS 11u
+#define RADIX (1u << RADIX_BITS)
+#define DIGITS ((64u + RADIX_BITS - 1) / RADIX_BITS)    /* of one 64-bit key */
+
+/* Digit @d of the sort keys of @t: the start's first, then the inverted size's. */
+static size_t tensor_digit(const tensor_t *t, unsigned d)
 {
-        const tensor_t *x = a, *y = b;
-        if (x->size != y->size)
-                return x->size < y->size ? 1 : -1;
-        return x->span.from < y->span.from ? -1 : x->span.from > y->span.from;
+        uint64_t key = d < DIGITS ? (uint64_t) t->span.from : ~t->size;
+
+        return (size_t) (key >> (d % DIGITS * RADIX_BITS)) & (RADIX - 1);
+}
+
+/*
+ * Largest first, earliest first among equals: a stable radix sort, least significant digit
+ * first, on the start and then on the inverted size. All digits are counted in one pass;
+ * a digit every tensor shares is skipped, so a run costs a few passes over the tensors.
+ * Return: 0 and the sorted array in @t (the other one freed), or -ENOMEM.
+ */
+static int sort_tensors(tensor_t **t, size_t n)
+{
+        size_t (*count)[RADIX] = calloc(2 * DIGITS, sizeof(*count));
+        tensor_t *from = *t, *to = malloc((n + 1) * sizeof(*to));
+
+        if (!count || !to) {
+                free(count);
+                free(to);
+                return -ENOMEM;
+        }
+        for (size_t i = 0; i < n; i++)
+                for (unsigned d = 0; d < 2 * DIGITS; d++)
+                        count[d][tensor_digit(&from[i], d)]++;
+        for (unsigned d = 0; d < 2 * DIGITS; d++) {
+                if (n == 0 || count[d][tensor_digit(&from[0], d)] == n)
+                        continue;
+                size_t at = 0;
+                for (size_t k = 0; k < RADIX; k++) {
+                        size_t c = count[d][k];
+                        count[d][k] = at;
+                        at += c;
+                }
+                for (size_t i = 0; i < n; i++)
+                        to[count[d][tensor_digit(&from[i], d)]++] = from[i];
+                tensor_t *x = from;
+                from = to;
+                to = x;
+        }
+        free(to);
+        free(count);
+        *t = from;
+        return 0;
 }
 
 /* Where @t would go in @p's spans, or SIZE_MAX when it overlaps one. */
@@ -319,7 +363,8 @@ int npf_plan_lifetimes(const npf_replay_t *r, npf_plan_t *ret)
                 if (l->size && sp.to > sp.from)
                         t[nt++] = (tensor_t) { l->size, sp };
         }
-        qsort(t, nt, sizeof(*t), by_tensor_size_desc);
+        if (sort_tensors(&t, nt) < 0)
+                goto out;
         for (size_t i = 0; i < nt; i++) {
                 size_t at, p = first_fit(&occ, parts, np, t[i].span, &at);
                 if (p == np) {
