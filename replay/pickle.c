@@ -491,8 +491,7 @@ static int run(vm_t *vm, npf_pickle_progress_cb progress, void *userdata)
         table['e'] = table['u'] = table[0x90] = &&op_add_marked;
         table['l'] = table['t'] = table['d'] = table[0x91] = &&op_build_marked;
         table[0x85] = table[0x86] = table[0x87] = &&op_tuple_n;
-        table['h'] = &&op_binget;
-        table['j'] = &&op_long_binget;
+        table['h'] = table['j'] = &&op_get;
         table['q'] = &&op_binput;
         table['r'] = &&op_long_binput;
         table[0x94] = &&op_memoize;
@@ -656,12 +655,30 @@ op_tuple_n: /* TUPLE1, TUPLE2, TUPLE3 */
         if ((r = need(vm, (size_t) (op - 0x84))) < 0)
                 return r;
         NEXT(build(vm, vm->sp - (size_t) (op - 0x84), NPF_V_TUPLE));
-op_binget:
-        TAKE(1);
-        NEXT(memo_get(vm, a[0]));
-op_long_binget:
-        TAKE(4);
-        NEXT(memo_get(vm, le(a, 4)));
+op_get: /* BINGET, LONG_BINGET */
+        /* Runs of memo reads (a stack's frames, a dict's keys) are read in a loop, the width of
+         * each index chosen without a branch: which of the two comes next follows the data. */
+        for (;;) {
+                bool wide = op == 'j';
+                uint64_t idx;
+                if (vm->end - vm->p >= 4) {
+                        uint32_t w;
+                        memcpy(&w, vm->p, sizeof(w));
+                        w = le32toh(w);
+                        idx = wide ? w : w & 0xffu;
+                        vm->p += wide ? 4 : 1;
+                } else {
+                        TAKE(wide ? 4 : 1);
+                        idx = le(a, wide ? 4 : 1);
+                }
+                if ((r = memo_get(vm, idx)) < 0)
+                        return r;
+                if (vm->p >= progress_at || (*vm->p != 'h' && *vm->p != 'j'))
+                        break;
+                vm->op = vm->p;
+                op = *vm->p++;
+        }
+        DISPATCH();
 op_binput:
         TAKE(1);
         NEXT(memo_put(vm, a[0]));

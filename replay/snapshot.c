@@ -23,6 +23,9 @@ enum record_kind {
         R_BLOCK,
 };
 
+#define SEEN_KEYS 256u             /* a power of two */
+#define SEEN_KEYS_PROBE 8u
+
 typedef struct loader {
         npf_snapshot_t *s;
         npf_intern_t *in;
@@ -43,7 +46,7 @@ typedef struct loader {
                 const char *s;
                 uint32_t len;
                 uint8_t key;
-        } seen_keys[64];
+        } seen_keys[SEEN_KEYS];
 } loader_t;
 
 /* The keys the reduce callback looks at. */
@@ -77,14 +80,21 @@ static bool field(const fields_t *f, enum key k, npf_value_t *ret)
 }
 
 /* Which key @k is. A pickle names each key by the same bytes every time (the memo hands out
- * the first copy), so a string seen at the same address is not compared again. */
+ * the first copy), so a string seen at the same address is not compared again; the few
+ * addresses a snapshot uses are kept in a small open-addressed table. */
 static enum key key_of(loader_t *l, npf_value_t k)
 {
         if (k.kind != NPF_V_STR)
                 return K_OTHER;
-        struct seen_key *c = &l->seen_keys[((uintptr_t) k.as.s * UINT64_C(0x9e3779b97f4a7c15)) >> 58];
-        if (c->s == k.as.s && c->len == k.len)
-                return (enum key) c->key;
+        size_t h = (size_t) (((uintptr_t) k.as.s * UINT64_C(0x9e3779b97f4a7c15)) >> 56);
+        struct seen_key *c = NULL;
+        for (size_t i = 0; i < SEEN_KEYS_PROBE; i++) {
+                c = &l->seen_keys[(h + i) & (SEEN_KEYS - 1)];
+                if (c->s == k.as.s && c->len == k.len)
+                        return (enum key) c->key;
+                if (!c->s)
+                        break;
+        }
         enum key key = K_OTHER;
         for (int i = K_OTHER + 1; i < K__COUNT; i++)
                 if (npf_value_streq(k, key_names[i]))
@@ -152,6 +162,10 @@ static int get_u64(npf_value_t v, const char *key, const char *what, size_t idx,
 {
         int64_t i;
 
+        if (v.kind == NPF_V_INT && !v.flags) {         /* nearly always */
+                *ret = (uint64_t) v.as.i;
+                return 0;
+        }
         if (npf_value_uint64(v, ret))
                 return 0;
         /* Streams and pool ids may be negative handles: keep their bits. */
@@ -281,8 +295,9 @@ static int reduce_stack(loader_t *l, npf_value_t list, npf_value_t *ret, char *e
                 l->frames = p;
                 l->cap_frames = n;
         }
+        const npf_value_t *items = npf_value_items(list);
         for (size_t i = 0; i < n; i++) {
-                npf_value_t f = npf_value_at(list, i);
+                npf_value_t f = npf_value_resolve(items[i]);
                 if (!is_record(f, R_FRAME))
                         return 0;       /* not a list of frames: leave it */
                 l->frames[i] = (uint32_t) f.as.u;
@@ -356,7 +371,6 @@ static int reduce_block(loader_t *l, const fields_t *f, npf_value_t *ret, char *
 static int reduce(void *userdata, const npf_value_t *v, npf_value_t *ret, char *err, size_t err_size)
 {
         loader_t *l = userdata;
-        npf_value_t k, x;
         fields_t f;
 
         (void) err_size;        /* every message here is at most NPF_SNAPSHOT_ERR_MAX <= err_size */
@@ -366,9 +380,10 @@ static int reduce(void *userdata, const npf_value_t *v, npf_value_t *ret, char *
         if (v->kind != NPF_V_DICT)
                 return 0;
         f.present = 0;
-        for (size_t i = 0; npf_value_pair(*v, i, &k, &x); i++) {
-                enum key key = key_of(l, k);
-                f.v[key] = x;
+        const npf_value_t *items = npf_value_items(*v);
+        for (size_t i = 0, n = npf_value_len(*v); i < n; i++) {
+                enum key key = key_of(l, npf_value_resolve(items[2 * i]));
+                f.v[key] = npf_value_resolve(items[2 * i + 1]);
                 f.present |= 1u << key;
         }
 #define HAS(k) (f.present & 1u << (k))

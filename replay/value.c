@@ -41,10 +41,9 @@ npf_vtree_t *npf_vtree_new(npf_vtree_reduce_cb reduce, void *userdata)
 /* The recycling class of an items array of @cap values, -1 when it is not recycled. */
 static int item_class(size_t cap)
 {
-        for (int k = 0; k < NPF__ITEM_CLASSES; k++)
-                if (cap == (size_t) 4 << k)
-                        return k;
-        return -1;
+        if (cap < 4 || cap > (size_t) 4 << (NPF__ITEM_CLASSES - 1) || (cap & (cap - 1)))
+                return -1;
+        return __builtin_ctzll(cap) - 2;
 }
 
 /* A recycled array's first value links to the next one of its class. */
@@ -224,17 +223,23 @@ int npf_vtree_append(npf_vtree_t *t, npf_value_t cv, npf_value_t *items, size_t 
                 c->u.list.items = p;
                 c->u.list.cap = (uint32_t) cap;
         }
+        if (n == 0)
+                return 0;
+        npf_value_t *dst = c->u.list.items + c->u.list.n;
         for (size_t i = 0; i < n; i++) {
                 npf_value_t v = items[i];
                 if (is_container(v)) {
                         /* A container placed into itself is still being built. */
-                        if (v.as.c == c)
+                        if (v.as.c == c) {
                                 v.as.c->shared = 1;
-                        else if ((r = complete(t, &v, err, err_size)) < 0)
+                        } else if ((r = complete(t, &v, err, err_size)) < 0) {
+                                c->u.list.n += (uint32_t) i;
                                 return r;
+                        }
                 }
-                c->u.list.items[c->u.list.n++] = v;
+                dst[i] = v;
         }
+        c->u.list.n += (uint32_t) n;
         return 0;
 }
 

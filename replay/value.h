@@ -153,9 +153,13 @@ struct npf_vtree {
         size_t bytes;                   /* items arrays, slabs, chunks, memo */
 };
 
+/* The container kinds are contiguous: one comparison tells them. */
+_Static_assert(NPF_V_TUPLE == NPF_V_LIST + 1 && NPF_V_DICT == NPF_V_LIST + 2 && NPF_V_SET == NPF_V_LIST + 3,
+               "container kinds are contiguous");
+
 static inline bool npf__value_is_container(npf_value_t v)
 {
-        return v.kind == NPF_V_LIST || v.kind == NPF_V_TUPLE || v.kind == NPF_V_DICT || v.kind == NPF_V_SET;
+        return (unsigned) (v.kind - NPF_V_LIST) <= NPF_V_SET - NPF_V_LIST;
 }
 
 /* @v itself, or what it was reduced to. */
@@ -173,6 +177,14 @@ static inline size_t npf_value_len(npf_value_t v)
         if (!npf__value_is_container(v))
                 return 0;
         return v.kind == NPF_V_DICT ? v.as.c->u.list.n / 2 : v.as.c->u.list.n;
+}
+
+/* The items of a container (a dict's are key, value, key, value...): npf_value_len() of them,
+ * twice that for a dict; NULL when there are none. Resolve each before use. */
+static inline const npf_value_t *npf_value_items(npf_value_t v)
+{
+        v = npf_value_resolve(v);
+        return npf__value_is_container(v) ? v.as.c->u.list.items : NULL;
 }
 
 /* Item @i of a list, tuple or set; the kind NPF_V_NONE when out of range or not a sequence. */
