@@ -458,7 +458,7 @@ static int run(vm_t *vm, npf_pickle_progress_cb progress, void *userdata)
         size_t next_progress = PROGRESS_EVERY, from = 0, len;
         const uint8_t *progress_at = vm->base + (vm->end - vm->base < PROGRESS_EVERY ? vm->end - vm->base
                                                                                         : PROGRESS_EVERY);
-        const uint8_t *a;
+        const uint8_t *a, *const end = vm->end;
         uint8_t op;
         int r;
 
@@ -655,30 +655,36 @@ op_tuple_n: /* TUPLE1, TUPLE2, TUPLE3 */
         if ((r = need(vm, (size_t) (op - 0x84))) < 0)
                 return r;
         NEXT(build(vm, vm->sp - (size_t) (op - 0x84), NPF_V_TUPLE));
-op_get: /* BINGET, LONG_BINGET */
-        /* Runs of memo reads (a stack's frames, a dict's keys) are read in a loop, the width of
-         * each index chosen without a branch: which of the two comes next follows the data. */
+op_get: { /* BINGET, LONG_BINGET */
+        /* Runs of memo reads (a stack's frames, a dict's keys) are read in a loop, the cursor in
+         * a register and the width of each index chosen without a branch: which of the two
+         * comes next follows the data. */
+        const uint8_t *p = vm->p;
         for (;;) {
                 bool wide = op == 'j';
                 uint64_t idx;
-                if (vm->end - vm->p >= 4) {
+                if (end - p >= 4) {
                         uint32_t w;
-                        memcpy(&w, vm->p, sizeof(w));
+                        memcpy(&w, p, sizeof(w));
                         w = le32toh(w);
                         idx = wide ? w : w & 0xffu;
-                        vm->p += wide ? 4 : 1;
+                        p += wide ? 4 : 1;
                 } else {
+                        vm->p = p;
                         TAKE(wide ? 4 : 1);
+                        p = vm->p;
                         idx = le(a, wide ? 4 : 1);
                 }
                 if ((r = memo_get(vm, idx)) < 0)
                         return r;
-                if (vm->p >= progress_at || (*vm->p != 'h' && *vm->p != 'j'))
+                if (p >= progress_at || (*p != 'h' && *p != 'j'))
                         break;
-                vm->op = vm->p;
-                op = *vm->p++;
+                vm->op = p;
+                op = *p++;
         }
+        vm->p = p;
         DISPATCH();
+}
 op_binput:
         TAKE(1);
         NEXT(memo_put(vm, a[0]));
