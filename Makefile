@@ -37,6 +37,8 @@ endif
 # relaxed atomics, so TSan sees no race there, and its warning about the fences is noise.
 ifeq ($(SANITIZER),thread)
 SAN_FLAGS += -Wno-tsan
+# A race ends the process that has it, as ASan and UBSan end theirs: the suite then fails.
+CHECK_ENV := TSAN_OPTIONS=halt_on_error=1
 endif
 
 WARN := -Wall -Wextra -Wformat=2 -Wmissing-prototypes -Wstrict-prototypes -Wshadow \
@@ -238,7 +240,7 @@ $(SCRIBBLER): $(BUILD)/tests/hostile/scribbler.o $(SHM_OBJS)
 # The units are tested under a real systemd with the plain build only: a sanitizer's
 # runtime is not what the hardened unit is meant to run.
 check: all $(UNIT_TESTS) $(TORTURE) $(RANK_DRIVER) $(MANY_RANKS) $(SCRIBBLER) fuzz-build
-	@NPF_SKIP_SYSTEMD=$(SANITIZER) tests/run-tests $(BUILD) build/fuzz $(FUZZ_CHECK_SECONDS)
+	@NPF_SKIP_SYSTEMD=$(SANITIZER) $(CHECK_ENV) tests/run-tests $(BUILD) build/fuzz $(FUZZ_CHECK_SECONDS)
 
 demo: all
 	@scripts/demo $(BUILD)
