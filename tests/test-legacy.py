@@ -12,7 +12,6 @@ Python loops that behave as those readers do: attach to the hour's object, check
 time and header against their own start, parse the JSON, and collect at the steps it names.
 Clocks: TZ=UTC, and --legacy-clock-offset moves the daemon's hour to the edge of the next.
 """
-import ctypes
 import grp
 import json
 import re
@@ -90,7 +89,11 @@ def read_torch_npu(name):
         return None
     try:
         stamp = struct.unpack("<I", bytes(shm.buf[:4]))[0]
-        body = bytes(shm.buf[4:SIZE]).decode("utf-8").strip(" \0")
+        body = bytes(shm.buf[4:SIZE]).decode("utf-8", "replace").strip(" \0")
+        # A header of 0 is withdrawn for a rewrite, and a header that changed during the read
+        # raced one: as torch_npu, take the body only under a header that held throughout.
+        if stamp == 0 or struct.unpack("<I", bytes(shm.buf[:4]))[0] != stamp:
+            return stamp, None
         return stamp, (json.loads(body) if body else None)
     finally:
         shm.close()
