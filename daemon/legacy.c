@@ -222,6 +222,13 @@ static object_t *track(npf_legacy_t *l, publisher_t *p, const char *name, time_t
         o->map = map;
         o->error = 0;
         o->owned = st.st_uid == geteuid();
+        /* An object of ours left by an earlier run takes this run's group and mode. */
+        if (!created && o->owned && l->opt.group != (gid_t) -1 && st.st_gid != l->opt.group &&
+            fchown(fd, (uid_t) -1, l->opt.group) < 0)
+                npf_log(LOG_WARNING, NPF_LOG_NONE, NPF_LOG_NONE, "%s: cannot give %s to group %u: %s", p->name,
+                        name, (unsigned) l->opt.group, strerror(errno));
+        if (!created && o->owned)
+                fchmod(fd, object_mode(l));
         o->blank = created;
         o->refreshed_ns = npf_clock_ns(CLOCK_MONOTONIC);
         if (p->kind == NPF_LEGACY_TORCH_NPU) {

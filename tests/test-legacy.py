@@ -504,8 +504,14 @@ def test_hour_boundary():
 
 def test_group():
     g = grp.getgrnam("nogroup")
-    d = Daemon("group", "torch_npu", ["--legacy-group", "nogroup"])
     name = hour_name(TORCH, time.time())
+    # As an earlier run without the option leaves it: root's, 0666. The daemon adopts it.
+    fd = os.open("/dev/shm/" + name, os.O_RDWR | os.O_CREAT, 0o666)
+    os.ftruncate(fd, SIZE)
+    os.fchown(fd, 0, 0)
+    os.fchmod(fd, 0o666)
+    os.close(fd)
+    d = Daemon("group", "torch_npu", ["--legacy-group", "nogroup"])
     st = os.stat("/dev/shm/" + name)
     check(st.st_gid == g.gr_gid and (st.st_mode & 0o777) == 0o660, "--legacy-group: the group's, mode 0660",
           "gid %d mode %o" % (st.st_gid, st.st_mode & 0o777))
