@@ -167,6 +167,15 @@ static mode_t object_mode(const npf_legacy_t *l)
         return l->opt.group == (gid_t) -1 ? 0666 : 0660;
 }
 
+/* The object at @fd, ours, gets this run's group (with --legacy-group) and mode. Return: 0 or -1
+ * with errno set. */
+static int set_group_and_mode(const npf_legacy_t *l, int fd)
+{
+        if (l->opt.group != (gid_t) -1 && fchown(fd, (uid_t) -1, l->opt.group) < 0)
+                return -1;
+        return fchmod(fd, object_mode(l));
+}
+
 /* Open (creating it when @create) the object @name. A failure is kept in the object. */
 static object_t *track(npf_legacy_t *l, publisher_t *p, const char *name, time_t hour, bool create)
 {
@@ -197,8 +206,7 @@ static object_t *track(npf_legacy_t *l, publisher_t *p, const char *name, time_t
         }
         if (created) {
                 /* The mode and group are set here, not left to the umask. */
-                if ((l->opt.group != (gid_t) -1 && fchown(fd, (uid_t) -1, l->opt.group) < 0) ||
-                    fchmod(fd, object_mode(l)) < 0 || ftruncate(fd, NPF_LEGACY_SIZE) < 0) {
+                if (set_group_and_mode(l, fd) < 0 || ftruncate(fd, NPF_LEGACY_SIZE) < 0) {
                         o->error = errno;
                         shm_unlink(path);
                         close(fd);
@@ -223,12 +231,9 @@ static object_t *track(npf_legacy_t *l, publisher_t *p, const char *name, time_t
         o->error = 0;
         o->owned = st.st_uid == geteuid();
         /* An object of ours left by an earlier run takes this run's group and mode. */
-        if (!created && o->owned && l->opt.group != (gid_t) -1 && st.st_gid != l->opt.group &&
-            fchown(fd, (uid_t) -1, l->opt.group) < 0)
-                npf_log(LOG_WARNING, NPF_LOG_NONE, NPF_LOG_NONE, "%s: cannot give %s to group %u: %s", p->name,
-                        name, (unsigned) l->opt.group, strerror(errno));
-        if (!created && o->owned)
-                fchmod(fd, object_mode(l));
+        if (!created && o->owned && set_group_and_mode(l, fd) < 0)
+                npf_log(LOG_WARNING, NPF_LOG_NONE, NPF_LOG_NONE, "%s: cannot give %s this run's group and mode: %s",
+                        p->name, name, strerror(errno));
         o->blank = created;
         o->refreshed_ns = npf_clock_ns(CLOCK_MONOTONIC);
         if (p->kind == NPF_LEGACY_TORCH_NPU) {

@@ -88,11 +88,11 @@ static inline uint64_t load64(const uint8_t *p)
 static inline uint64_t le(const uint8_t *p, unsigned n)
 {
         uint64_t v = 0;
+        uint32_t w;
 
         if (n == 8)
                 return le64toh(load64(p));
         if (n == 4) {
-                uint32_t w;
                 memcpy(&w, p, sizeof(w));
                 return le32toh(w);
         }
@@ -664,9 +664,7 @@ op_get: { /* BINGET, LONG_BINGET */
                 bool wide = op == 'j';
                 uint64_t idx;
                 if (end - p >= 4) {
-                        uint32_t w;
-                        memcpy(&w, p, sizeof(w));
-                        w = le32toh(w);
+                        uint64_t w = le(p, 4);
                         idx = wide ? w : w & 0xffu;
                         p += wide ? 4 : 1;
                 } else {

@@ -359,9 +359,12 @@ def compare_with_ref(name, d, ref, rows):
        ref.peak("allocated")[0])
     delays = sorted(ref.delays)
     fd = d["free_delay"]
-    eq("%s: free_requested -> free_completed count, max, pending at dump" % name,
-       (fd["events"]["count"], fd["events"]["max"], fd["pending_at_dump"]),
-       (len(delays), delays[-1] if delays else None, ref.pending_at_dump))
+    eq("%s: free_requested -> free_completed count, median, p99, max, pending at dump" % name,
+       (fd["events"]["count"], fd["events"]["median"], fd["events"]["p99"], fd["events"]["max"],
+        fd["pending_at_dump"]),
+       (len(delays), delays[(len(delays) - 1) // 2] if delays else None,
+        delays[int((len(delays) - 1) * 0.99 + 0.5)] if delays else None, delays[-1] if delays else None,
+        ref.pending_at_dump))
     acts, churn, streams = {}, {}, {}
     for e in ref.events:
         a = e["action"] if e["action"] in ACTIONS else "unknown"
@@ -786,6 +789,29 @@ def test_plan():
     eq_rows("plan: timeline", [v[1] for v in timeline_vals(r)], [100, 160, 60, 60, 110, 150, 90, 90, 40, 40, 0, 0])
 
 
+def test_plan_order():
+    """Largest first, whatever the order of the starts: 40 over [1,3), 100 over [2,6), 60 over
+    [5,8). The 100 opens a partition, the 60 overlaps it and opens one of its own, the 40 fits
+    after the 60: 160 bytes, as many as are live at once. Taken by start instead, the 40 would
+    open the first partition and the 60 land in it: a plan of 140 that cannot hold it. At a
+    scale of 2^20 the sizes differ only above the radix sort's lowest digit."""
+    for scale in (1, 1 << 20):
+        base, total = 0x10000000, 256 << 20
+        a, b, c = base, base + (64 << 20), base + (192 << 20)
+        s = snapshot([seg(base, total, [blk(base, total)])],
+                     [ev("alloc", a, 40 * scale), ev("alloc", b, 100 * scale), ev("free_requested", a, 40 * scale),
+                      ev("free_completed", a, 40 * scale), ev("alloc", c, 60 * scale),
+                      ev("free_requested", b, 100 * scale), ev("free_completed", b, 100 * scale),
+                      ev("free_requested", c, 60 * scale), ev("free_completed", c, 60 * scale)])
+        r = analyse("plan-order-%d" % scale, s, 4)
+        if r is None:
+            return
+        p = r.devices()[0]["plan"]
+        eq("plan order (scale %d): plan_bytes, peak_live_bytes, partitions, tensors" % scale,
+           (p["plan_bytes"], p["peak_live_bytes"], p["partitions"], p["tensors"]),
+           (160 * scale, 160 * scale, 2, 3))
+
+
 def test_streams():
     s = snapshot([seg(0x10000, 4096, [blk(0x10000, 256), blk(0x10100, 256, "active_allocated", 200),
                                       blk(0x10200, 3584)], stream=1),
@@ -938,7 +964,7 @@ def main():
         return 1
     try:
         for t in (test_real, test_actions, test_expandable, test_workspace, test_inconsistencies, test_ghosts,
-                  test_leaks, test_legacy, test_times_and_free_delay, test_plan, test_streams, test_two_devices,
+                  test_leaks, test_legacy, test_times_and_free_delay, test_plan, test_plan_order, test_streams, test_two_devices,
                   test_hostile, test_forms):
             try:
                 t()
