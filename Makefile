@@ -86,6 +86,8 @@ NPUPROFCTL_OBJS := $(BUILD)/client/npuprofctl.o $(BUILD)/client/validate.o $(BUI
 # npuprof-replay: the analyzer, a program of its own that the daemon runs on each window.
 REPLAY_CORE_OBJS := $(BUILD)/replay/input.o $(BUILD)/replay/value.o $(BUILD)/replay/pickle.o $(BUILD)/replay/intern.o \
                     $(BUILD)/replay/snapshot.o $(BUILD)/replay/replay.o $(BUILD)/replay/analysis.o
+# The analyses run the static plan on a thread of their own.
+REPLAY_LIBS := $(JANSSON_LIBS) -lm -pthread
 # The charts (memory.svg, the cluster chart): no dependency beyond libc.
 SVG_OBJS := $(BUILD)/replay/svg.o
 # Chrome trace analysis (the host backend's trace.json, torch.profiler's); jsonpos places its errors.
@@ -113,6 +115,7 @@ BENCH_DAEMON := $(BUILD)/bench/bench-daemon
 BENCH_RANK := $(BUILD)/bench/bench-rank
 RANK_DRIVER := $(BUILD)/tests/rank-driver
 MANY_RANKS := $(BUILD)/tests/many-ranks
+STATUS_LOAD := $(BUILD)/tests/status-load
 SCRIBBLER := $(BUILD)/tests/scribbler
 FUZZ_CONF  := build/fuzz/fuzz-conf
 FUZZ_TRACE := build/fuzz/fuzz-trace
@@ -135,7 +138,7 @@ $(BUILD)/npuprofctl: $(NPUPROFCTL_OBJS)
 	$(CC) $(LDFLAGS) -o $@ $^ $(JANSSON_LIBS)
 
 $(BUILD)/npuprof-replay: $(REPLAY_OBJS)
-	$(CC) $(LDFLAGS) -o $@ $^ $(JANSSON_LIBS) -lm
+	$(CC) $(LDFLAGS) -o $@ $^ $(REPLAY_LIBS)
 
 $(BUILD)/npuprofd: $(NPUPROFD_OBJS)
 	$(CC) $(LDFLAGS) -o $@ $^ $(DAEMON_LIBS)
@@ -233,13 +236,17 @@ $(RANK_DRIVER): $(BUILD)/tests/rank-driver.o $(SHM_OBJS)
 $(MANY_RANKS): $(BUILD)/tests/fleet/many-ranks.o $(BUILD)/libnpuprof.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(RANK_LIBS)
 
+# The monitoring agent that asks status 1,000 times a second during the scale test.
+$(STATUS_LOAD): $(BUILD)/tests/fleet/status-load.o
+	$(CC) $(LDFLAGS) -o $@ $^ $(JANSSON_LIBS)
+
 # A hostile rank that scribbles over the rank table (tests/hostile/test-scribble.sh).
 $(SCRIBBLER): $(BUILD)/tests/hostile/scribbler.o $(SHM_OBJS)
 	$(CC) $(LDFLAGS) -o $@ $^
 
 # The units are tested under a real systemd with the plain build only: a sanitizer's
 # runtime is not what the hardened unit is meant to run.
-check: all $(UNIT_TESTS) $(TORTURE) $(RANK_DRIVER) $(MANY_RANKS) $(SCRIBBLER) fuzz-build
+check: all $(UNIT_TESTS) $(TORTURE) $(RANK_DRIVER) $(MANY_RANKS) $(STATUS_LOAD) $(SCRIBBLER) fuzz-build
 	@NPF_SKIP_SYSTEMD=$(SANITIZER) $(CHECK_ENV) tests/run-tests $(BUILD) build/fuzz $(FUZZ_CHECK_SECONDS)
 
 demo: all
@@ -250,7 +257,7 @@ BENCH_REPLAY := $(BUILD)/bench/bench-replay
 BENCH_SNAPSHOT := build/bench/snapshot-2M.pkl
 $(BENCH_REPLAY): $(BUILD)/bench/bench-replay.o $(BUILD)/bench/stats.o $(REPLAY_CORE_OBJS) $(BUILD)/replay/report.o \
                  $(SVG_OBJS)
-	$(CC) $(LDFLAGS) -o $@ $^ $(JANSSON_LIBS) -lm
+	$(CC) $(LDFLAGS) -o $@ $^ $(REPLAY_LIBS)
 $(BENCH_SNAPSHOT): bench/gen-snapshot.py
 	@mkdir -p $(dir $@)
 	$(PYTHON) bench/gen-snapshot.py $@ 2100000 >/dev/null
@@ -288,7 +295,7 @@ FUZZ_SNAPSHOT_SRCS := tests/fuzz/fuzz-snapshot.c replay/snapshot.c replay/input.
 $(FUZZ_SNAPSHOT): $(FUZZ_SNAPSHOT_SRCS) replay/snapshot.h replay/pickle.h replay/value.h replay/intern.h \
                   replay/replay.h replay/analysis.h
 	@mkdir -p $(dir $@)
-	$(CLANG) $(FUZZ_FLAGS) -o $@ $(FUZZ_SNAPSHOT_SRCS) $(JANSSON_LIBS)
+	$(CLANG) $(FUZZ_FLAGS) -o $@ $(FUZZ_SNAPSHOT_SRCS) $(REPLAY_LIBS)
 
 # The control socket's request path, as daemon/server.c runs it on every connection.
 FUZZ_PROTO_SRCS := tests/fuzz/fuzz-proto.c daemon/request.c

@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -427,6 +428,22 @@ out:
 
 /* --- the per-device report ------------------------------------------------------------------ */
 
+/* The plan takes most of a device's analysis time and reads only the lifetimes: it runs on
+ * a thread of its own while the rest is worked out, or inline if no thread can be had. */
+typedef struct plan_job {
+        const npf_replay_t *r;
+        npf_plan_t plan;
+        int result;
+} plan_job_t;
+
+static void *plan_job_run(void *userdata)
+{
+        plan_job_t *job = userdata;
+
+        job->result = npf_plan_lifetimes(job->r, &job->plan);
+        return NULL;
+}
+
 static json_t *peak_json(const npf_replay_t *r, const uint64_t *v, uint64_t start, int64_t *ret_index)
 {
         uint64_t best = start;
@@ -621,10 +638,12 @@ json_t *npf_analysis_device(const npf_snapshot_t *s, const npf_replay_t *r, cons
         bool timed = false;
         int64_t peak_alloc, peak_active, peak_reserved;
         size_t *leak_idx = NULL, n_leaks = 0;
-        npf_plan_t plan;
+        plan_job_t job = { .r = r };
+        pthread_t planner;
 
         if (!d || !acts || !oom || !issues)
                 goto fail;
+        bool threaded = pthread_create(&planner, NULL, plan_job_run, &job) == 0;
         for (size_t i = 0; i < r->n; i++) {
                 const npf_event_t *e = &r->events[i];
                 actions[e->action]++;
@@ -692,7 +711,12 @@ json_t *npf_analysis_device(const npf_snapshot_t *s, const npf_replay_t *r, cons
         json_object_set_new(d, "streams", streams(r));
         json_object_set_new(d, "free_delay", free_delay(r));
         json_object_set_new(d, "top_sites", sites(s, r, NULL, r->n_lives, by_weight_desc, o));
-        if (npf_plan_lifetimes(r, &plan) == 0) {
+        if (threaded)
+                pthread_join(planner, NULL);
+        else
+                plan_job_run(&job);
+        if (job.result == 0) {
+                const npf_plan_t plan = job.plan;
                 uint64_t peak_reserved_bytes = peak_reserved < 0 ? r->start_reserved : r->reserved[peak_reserved];
                 json_object_set_new(d, "plan", json_pack("{s:o,s:o,s:f,s:o,s:f,s:I,s:I}",
                         "plan_bytes", u64(plan.plan_bytes), "peak_live_bytes", u64(plan.peak_live_bytes),
