@@ -1,20 +1,25 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# Scale: 256 live ranks of libnpuprof on one node (tests/many-ranks: 4 processes of 4 threads,
-# each rank stepped every millisecond for STEPS steps), one window configured for all ranks,
-# the real npuprofd sweeping, and a client asking `status` 1,000 times a second throughout
-# (NPF_SCALE_RATE a second, to find the rate this machine sustains).
+# Scale: 256 live ranks of libnpuprof on one node (tests/many-ranks: 4 processes, each rank
+# stepped every millisecond for STEPS steps), one window configured for all ranks,
+# the real npuprofd sweeping, and a client (tests/status-load) asking `status` 1,000 times a
+# second throughout (NPF_SCALE_RATE a second, to find the rate this machine sustains).
 #   tests/fleet/test-scale.sh BUILD_DIR
 # Asserted: every rank did its window at exactly the configured steps (what libnpuprof says,
 # the output on disk, and `npuprofctl windows --json`), none missed, and every status was
 # answered. The status latency and the rate reached are printed, never asserted.
 set -u
 build=${1:?usage: tests/fleet/test-scale.sh BUILD_DIR}
-npuprofd=$build/npuprofd npuprofctl=$build/npuprofctl many=$build/tests/many-ranks
-for b in "$npuprofd" "$npuprofctl" "$many"; do
+npuprofd=$build/npuprofd npuprofctl=$build/npuprofctl many=$build/tests/many-ranks load=$build/tests/status-load
+for b in "$npuprofd" "$npuprofctl" "$many" "$load"; do
         [ -x "$b" ] || { echo "test-scale: $b is not built" >&2; exit 2; }
 done
 RANKS=256 STEPS=${NPF_SCALE_STEPS:-10000} RATE=${NPF_SCALE_RATE:-1000} START=3000 WINDOW=5
+# Threads per process that step the ranks. On a real node every rank has cores of its own;
+# here the simulation shares two with the daemon, so it steps its 64 ranks a process from
+# one thread (64 steps a tick, about 6 us): 16 threads would wake 16,000 times a second and
+# take from the daemon the time they spend being scheduled (NPF_SCALE_THREADS=4 to see it).
+THREADS=${NPF_SCALE_THREADS:-1}
 STOP=$((START + WINDOW - 1))
 
 . "$(dirname "$0")/../lib.sh"
@@ -34,75 +39,11 @@ if ! wait_for npf_json_holds 'import json, sys; o = json.loads(sys.argv[2])' 'o[
         exit 1
 fi
 
-# The status client: one connection and an open loop, as a monitoring agent asks: a request
-# due every millisecond at absolute deadlines and sent whether or not the last was answered
-# (the protocol answers in order), so a slow answer cannot slow the asking and hide itself.
-# A latency runs from the moment the request was sent to its answer; how late the client's
-# own timer sent it is printed apart (it is this machine's, not the daemon's). Each answer
-# is checked in full.
-python3 - "$sock" "$tmp/ranks.done" "$RATE" >"$tmp/status.out" 2>"$tmp/status.err" <<'EOF' &
-import collections, json, os, select, socket, sys, time
-sock, done, period = sys.argv[1], sys.argv[2], 1.0 / int(sys.argv[3])
-REQUEST = b'{"version": 2, "command": "status"}\n'
-s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-s.connect(sock)
-s.setblocking(False)            # never blocked sending while answers wait to be read
-due = collections.deque()       # the deadline of each request not sent whole yet
-sent_at = collections.deque()   # when each request not answered yet was sent
-lat, late, bad, sent, out, buf, last, good = [], [], 0, 0, b"", b"", None, False
-by_second = {}                  # the latencies of the requests sent in each second
-t0 = next_t = time.monotonic()
-asking = True
-while True:
-    now = time.monotonic()
-    if asking and (os.path.exists(done) or now - t0 > 120):
-        asking = False
-    if not (asking or due or sent_at):
-        break
-    while asking and now >= next_t:
-        due.append(next_t)
-        out += REQUEST
-        next_t += period
-    wait = max(0.0, next_t - time.monotonic()) if asking else 5.0
-    readable, writable, _ = select.select([s], [s] if out else [], [], wait)
-    if writable:
-        n = s.send(out)
-        out = out[n:]
-        now = time.monotonic()
-        while len(due) * len(REQUEST) > len(out):   # the requests now sent whole
-            late.append(now - due.popleft())
-            sent_at.append(now)
-            sent += 1
-    if not readable:
-        if not asking and not writable:
-            break               # an answer that never comes: counted as unanswered
-        continue
-    chunk = s.recv(65536)
-    if not chunk:
-        break
-    now = time.monotonic()
-    *lines, buf = (buf + chunk).split(b"\n")
-    for line in lines:
-        asked = sent_at.popleft()
-        lat.append(now - asked)
-        by_second.setdefault(int(asked - t0), []).append(now - asked)
-        # Every answer is checked in full: ok, and the whole rank table in it, every row whole
-        # (an answer the same to the byte as the one before is the same answer: shared).
-        if line != last:
-            try:
-                o = json.loads(line)
-                t = o["result"]["ranks"]
-                good = o["ok"] is True and all(len(r) == len(t["columns"]) for r in t["rows"])
-            except (ValueError, KeyError, TypeError):
-                good = False
-            last = line
-        bad += not good
-elapsed = time.monotonic() - t0
-q = lambda v, p: sorted(v)[min(len(v) - 1, int(p * len(v)))] * 1000 if v else float("nan")
-print("sent %d answered %d bad %d seconds %.2f rate %.0f p50 %.2f p99 %.2f max %.2f late-p50 %.2f late-p99 %.2f"
-      % (sent, len(lat), bad, elapsed, len(lat) / elapsed, q(lat, 0.5), q(lat, 0.99), q(lat, 1), q(late, 0.5), q(late, 0.99)))
-print(" ".join("%.1f" % q(by_second[k], 0.99) for k in sorted(by_second)))
-EOF
+# The status client (tests/fleet/status-load.c): one connection and an open loop, as a
+# monitoring agent asks, every answer checked in full. It is C so that what is measured is
+# the daemon, not the client's own interpreter: a latency runs from the moment a request was
+# sent to its answer, and how late the client's timer sent it is printed apart.
+"$load" "$sock" "$tmp/ranks.done" "$RATE" >"$tmp/status.out" 2>"$tmp/status.err" &
 spid=$!
 all_pids+=("$spid")
 
@@ -110,7 +51,7 @@ all_pids+=("$spid")
 cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$dpid/stat"; }
 cpu0=$(cpu_ticks)
 t0=$(now_ms)
-"$many" --shm "$shm" --ranks "$RANKS" --procs 4 --threads 4 --steps "$STEPS" --step-ms 1 >"$tmp/ranks.out" 2>"$tmp/ranks.err"
+"$many" --shm "$shm" --ranks "$RANKS" --procs 4 --threads "$THREADS" --steps "$STEPS" --step-ms 1 >"$tmp/ranks.out" 2>"$tmp/ranks.err"
 rc=$?
 t1=$(now_ms)
 touch "$tmp/ranks.done"
