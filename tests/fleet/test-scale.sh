@@ -54,9 +54,10 @@ t0=$(now_ms)
 "$many" --shm "$shm" --ranks "$RANKS" --procs 4 --threads "$THREADS" --steps "$STEPS" --step-ms 1 >"$tmp/ranks.out" 2>"$tmp/ranks.err"
 rc=$?
 t1=$(now_ms)
+cpu1=$(cpu_ticks)
 touch "$tmp/ranks.done"
 wait "$spid"
-cpu1=$(cpu_ticks)
+load_rc=$?
 echo "#   $RANKS ranks x $STEPS steps took $((t1 - t0)) ms (the steps' own pace: $STEPS ms)"
 
 if [ "$rc" -eq 0 ] && [ "$(wc -l <"$tmp/ranks.out")" -eq "$RANKS" ]; then
@@ -101,7 +102,7 @@ echo "#   answers shared by requests that waited (daemon.clients.shared_answers)
 awk -v t="$((cpu1 - cpu0))" -v hz="$(getconf CLK_TCK)" -v n="${answered:-0}" -v ms="$((t1 - t0))" 'BEGIN {
         printf "#   the daemon used %.2f s of CPU in %.1f s (%.0f%% of a core), %.2f ms per status answered with its sweeps\n",
                t / hz, ms / 1000, 100 * t / hz / (ms / 1000), n ? 1000 * t / hz / n : 0 }'
-if [ -n "${sent:-}" ] && [ "$sent" -gt 0 ] && [ "$sent" = "$answered" ] && [ "$bad" = 0 ]; then
+if [ "$load_rc" -eq 0 ] && [ -n "${sent:-}" ] && [ "$sent" -gt 0 ] && [ "$sent" = "$answered" ] && [ "$bad" = 0 ]; then
         ok "every status was answered, each with the rank table ($sent)"
 else
         fail "every status was answered" "$(cat "$tmp/status.out" "$tmp/status.err"; tail -5 "$tmp/npuprofd.log")"
