@@ -444,6 +444,21 @@ static void *plan_job_run(void *userdata)
         return NULL;
 }
 
+/* Starts @job on a thread with a small stack (the analyzer may run under an address-space
+ * limit). Return: whether it did. */
+static bool plan_job_start(plan_job_t *job, pthread_t *ret)
+{
+        pthread_attr_t attr;
+        bool started;
+
+        if (pthread_attr_init(&attr) != 0)
+                return false;
+        started = pthread_attr_setstacksize(&attr, 256 * 1024) == 0 &&
+                  pthread_create(ret, &attr, plan_job_run, job) == 0;
+        pthread_attr_destroy(&attr);
+        return started;
+}
+
 static json_t *peak_json(const npf_replay_t *r, const uint64_t *v, uint64_t start, int64_t *ret_index)
 {
         uint64_t best = start;
@@ -643,7 +658,7 @@ json_t *npf_analysis_device(const npf_snapshot_t *s, const npf_replay_t *r, cons
 
         if (!d || !acts || !oom || !issues)
                 goto fail;
-        bool threaded = pthread_create(&planner, NULL, plan_job_run, &job) == 0;
+        bool threaded = plan_job_start(&job, &planner);
         for (size_t i = 0; i < r->n; i++) {
                 const npf_event_t *e = &r->events[i];
                 actions[e->action]++;
