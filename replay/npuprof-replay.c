@@ -19,6 +19,7 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -137,6 +138,11 @@ typedef struct run {
         npf_snapshot_t *snaps[MAX_INPUTS];
         size_t n_snaps;
         npf_replay_t **replays;
+        struct replay_of {                      /* where each replay came from */
+                const char *path;
+                const npf_snapshot_t *snapshot;
+                json_t *devices;                /* its analysis goes here (borrowed) */
+        } *of;
         size_t n_replays;
         npf_trace_t *trace_objs[MAX_INPUTS];
         size_t n_traces;
@@ -153,10 +159,10 @@ static void input_failed(run_t *run, const char *path, int r, const char *err)
         }
 }
 
-static void analyse_snapshot(run_t *run, const char *path)
+/* Loads the snapshot at @path and replays each of its devices; the analyses come later. */
+static void replay_snapshot(run_t *run, const char *path)
 {
         char err[NPF_SNAPSHOT_ERR_MAX > NPF_REPLAY_ERR_MAX ? NPF_SNAPSHOT_ERR_MAX : NPF_REPLAY_ERR_MAX];
-        npf_analysis_opts_t ao = { .top = run->o->top, .max_frames = 32 };
         npf_snapshot_t *s;
         int64_t *devices;
         size_t nd;
@@ -176,13 +182,17 @@ static void analyse_snapshot(run_t *run, const char *path)
                                  "devices", devs);
         json_array_append_new(run->snapshots, snap);
         nd = npf_replay_devices(s, &devices);
-        npf_replay_t **rp = realloc(run->replays, (run->n_replays + nd + 1) * sizeof(*rp));
-        if (!rp) {
+        size_t want = run->n_replays + nd + 1;
+        npf_replay_t **rp = realloc(run->replays, want * sizeof(*rp));
+        if (rp)
+                run->replays = rp;
+        struct replay_of *of = rp ? realloc(run->of, want * sizeof(*of)) : NULL;
+        if (!of) {
                 free(devices);
                 input_failed(run, path, -ENOMEM, "out of memory");
                 return;
         }
-        run->replays = rp;
+        run->of = of;
         for (size_t k = 0; k < nd; k++) {
                 char what[64];
                 snprintf(what, sizeof(what), "replaying device %" PRId64, devices[k]);
@@ -192,15 +202,27 @@ static void analyse_snapshot(run_t *run, const char *path)
                         input_failed(run, path, r, err);
                         continue;
                 }
+                run->of[run->n_replays] = (struct replay_of) { path, s, devs };
                 run->replays[run->n_replays++] = r1;
-                json_t *d = npf_analysis_device(s, r1, &ao);
-                if (!d) {
-                        input_failed(run, path, -ENOMEM, "out of memory");
-                        continue;
-                }
-                json_array_append_new(devs, d);
         }
         free(devices);
+}
+
+/* The analyses of every replayed device, into its snapshot's "devices". */
+static void analyse_replays(run_t *run)
+{
+        npf_analysis_opts_t ao = { .top = run->o->top, .max_frames = 32 };
+
+        if (run->n_replays)
+                phase("analysing");
+        for (size_t i = 0; i < run->n_replays; i++) {
+                json_t *d = npf_analysis_device(run->of[i].snapshot, run->replays[i], &ao);
+                if (!d) {
+                        input_failed(run, run->of[i].path, -ENOMEM, "out of memory");
+                        continue;
+                }
+                json_array_append_new(run->of[i].devices, d);
+        }
 }
 
 static void analyse_trace(run_t *run, const char *path)
@@ -227,57 +249,90 @@ static void analyse_trace(run_t *run, const char *path)
         json_array_append_new(run->traces, j);
 }
 
-static int write_outputs(run_t *run, const char *dir)
+/* timeline.csv, one row per event of every replay, written on a thread of its own while
+ * the analyses run: it needs only the replays, and is as long to write as they are to do. */
+typedef struct timeline_job {
+        const run_t *run;
+        out_t out;
+        pthread_t thread;
+        bool threaded;
+        int result;
+} timeline_job_t;
+
+static void *timeline_write(void *userdata)
 {
-        out_t o;
+        timeline_job_t *job = userdata;
+        int r = npf_report_timeline_header(job->out.f);
+
+        for (size_t i = 0; r == 0 && i < job->run->n_replays; i++)
+                r = npf_report_timeline(job->out.f, job->run->replays[i]);
+        job->result = r;
+        return NULL;
+}
+
+/* Starts writing timeline.csv into @dir (a thread if one can be had, else at once). */
+static int timeline_start(timeline_job_t *job, const run_t *run, const char *dir)
+{
+        int r;
+
+        *job = (timeline_job_t) { .run = run };
+        if ((r = out_open(&job->out, dir, "timeline.csv")) < 0)
+                return r;
+        job->threaded = pthread_create(&job->thread, NULL, timeline_write, job) == 0;
+        if (!job->threaded)
+                timeline_write(job);
+        return 0;
+}
+
+/* Waits for timeline.csv and puts it in place. */
+static int timeline_finish(timeline_job_t *job)
+{
+        if (job->threaded)
+                pthread_join(job->thread, NULL);
+        return out_close(&job->out, job->result);
+}
+
+/* report.txt, memory.svg and report.json into @dir; @o names the file that failed, if one did. */
+static int write_outputs(run_t *run, const char *dir, out_t *o)
+{
         int r;
 
         phase("writing the report");
-        if ((r = out_open(&o, dir, "report.txt")) < 0)
+        if ((r = out_open(o, dir, "report.txt")) < 0)
                 return r;
-        fprintf(o.f, "npuprof-replay %s: %s\n", NPUPROF_VERSION,
+        fprintf(o->f, "npuprof-replay %s: %s\n", NPUPROF_VERSION,
                 json_string_value(json_object_get(run->report, "input")));
         size_t i;
         json_t *x;
         json_array_foreach (run->snapshots, i, x) {
-                fputc('\n', o.f);
-                if ((r = npf_report_snapshot_text(o.f, x)) < 0)
+                fputc('\n', o->f);
+                if ((r = npf_report_snapshot_text(o->f, x)) < 0)
                         break;
         }
         for (i = 0; r == 0 && i < run->n_traces; i++) {
-                fprintf(o.f, "\nTrace %s\n", json_string_value(json_object_get(json_array_get(run->traces, i), "file")));
-                r = npf_trace_report_text(run->trace_objs[i], o.f, run->o->top);
+                fprintf(o->f, "\nTrace %s\n", json_string_value(json_object_get(json_array_get(run->traces, i), "file")));
+                r = npf_trace_report_text(run->trace_objs[i], o->f, run->o->top);
         }
         json_array_foreach (run->errors, i, x)
-                fprintf(o.f, "%sCould not analyse %s: %s\n", i == 0 ? "\n" : "",
+                fprintf(o->f, "%sCould not analyse %s: %s\n", i == 0 ? "\n" : "",
                         json_string_value(json_object_get(x, "file")), json_string_value(json_object_get(x, "error")));
-        if ((r = out_close(&o, r)) < 0)
+        if ((r = out_close(o, r)) < 0)
                 return r;
 
-        if (run->n_snaps) {
-                phase("writing timeline.csv");
-                if ((r = out_open(&o, dir, "timeline.csv")) < 0)
-                        return r;
-                r = npf_report_timeline_header(o.f);
-                for (i = 0; r == 0 && i < run->n_replays; i++)
-                        r = npf_report_timeline(o.f, run->replays[i]);
-                if ((r = out_close(&o, r)) < 0)
-                        return r;
-        }
         phase("writing memory.svg");
-        if ((r = out_open(&o, dir, "memory.svg")) < 0)
+        if ((r = out_open(o, dir, "memory.svg")) < 0)
                 return r;
-        r = npf_report_memory_svg(o.f, json_string_value(json_object_get(run->report, "input")), run->replays,
+        r = npf_report_memory_svg(o->f, json_string_value(json_object_get(run->report, "input")), run->replays,
                                   run->n_replays);
-        if ((r = out_close(&o, r)) < 0)
+        if ((r = out_close(o, r)) < 0)
                 return r;
 
         /* report.json last: its presence says the analysis is complete. */
-        if ((r = out_open(&o, dir, "report.json")) < 0)
+        if ((r = out_open(o, dir, "report.json")) < 0)
                 return r;
-        r = json_dumpf(run->report, o.f, JSON_INDENT(1) | JSON_REAL_PRECISION(15)) < 0 ? -EIO : 0;
-        fputc('\n', o.f);
-        return out_close(&o, r);
+        r = json_dumpf(run->report, o->f, JSON_INDENT(1) | JSON_REAL_PRECISION(15)) < 0 ? -EIO : 0;
+        fputc('\n', o->f);
+        return out_close(o, r);
 }
 
 static json_t *read_manifest(const char *dir)
@@ -342,11 +397,11 @@ static int analyse(const char *path, const options_t *o)
                                "snapshots", run.snapshots, "traces", run.traces, "errors", run.errors);
         for (size_t i = 0; i < n; i++) {
                 if (in[i].kind == NPF_INPUT_SNAPSHOT)
-                        analyse_snapshot(&run, in[i].path);
+                        replay_snapshot(&run, in[i].path);
                 else
                         analyse_trace(&run, in[i].path);
         }
-        /* Nothing analysed: no report, which would look like one of an empty window. */
+        /* Nothing read: no report, which would look like one of an empty window. */
         if (run.n_snaps == 0 && run.n_traces == 0) {
                 status = fail(status_of(run.worst), "%s", run.reason);
                 goto out;
@@ -355,9 +410,19 @@ static int analyse(const char *path, const options_t *o)
                 status = fail(EXIT_INPUT, "%s: cannot create: %s", outdir, strerror(errno));
                 goto out;
         }
-        if ((r = write_outputs(&run, outdir)) < 0) {
-                status = fail(r == -ENOMEM ? EXIT_NOMEM : EXIT_INPUT, "%s: cannot write the report: %s", outdir,
-                              strerror(-r));
+        timeline_job_t timeline;
+        if (run.n_snaps && (r = timeline_start(&timeline, &run, outdir)) < 0) {
+                status = fail(EXIT_INPUT, "cannot write %s: %s", timeline.out.path, strerror(-r));
+                goto out;
+        }
+        analyse_replays(&run);
+        if (run.n_snaps && (r = timeline_finish(&timeline)) < 0) {
+                status = fail(status_of(r), "cannot write %s: %s", timeline.out.path, strerror(-r));
+                goto out;
+        }
+        out_t written;
+        if ((r = write_outputs(&run, outdir, &written)) < 0) {
+                status = fail(status_of(r), "cannot write %s: %s", written.path, strerror(-r));
                 goto out;
         }
         if (o->json) {
@@ -373,6 +438,7 @@ out:
         for (size_t i = 0; i < run.n_replays; i++)
                 npf_replay_free(run.replays[i]);
         free(run.replays);
+        free(run.of);
         for (size_t i = 0; i < run.n_snaps; i++)
                 npf_snapshot_free(run.snaps[i]);
         for (size_t i = 0; i < run.n_traces; i++)

@@ -956,6 +956,18 @@ def test_forms():
           "-o creates the output directory with report.json, timeline.csv and memory.svg", r.last)
     eq("a snapshot file: kind", r.report and r.report["kind"], "snapshot")
 
+    # An output that cannot be written (its temporary's name taken by a directory): a clear
+    # error, exit 1, and no report.json, which would say the analysis is complete.
+    for k, name in enumerate(("timeline.csv", "report.txt", "memory.svg", "report.json")):
+        outdir = os.path.join(tmp, "blocked-%d" % k)
+        os.makedirs(os.path.join(outdir, "." + name + ".tmp"))
+        r = run(os.path.join(win, "memory_snapshot.pkl"), outdir=outdir)
+        check(r.rc == 1 and "cannot write %s/%s" % (outdir, name) in r.last and "Is a directory" in r.last and
+              r.report is None and
+              not os.path.exists(os.path.join(outdir, "report.json")) and r.sanitizer_clean(),
+              "%s cannot be written: exit 1, the error names it, no report.json" % name,
+              "exit %d, %s" % (r.rc, r.last))
+
 
 def main():
     if not os.access(REPLAY, os.X_OK):
