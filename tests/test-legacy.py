@@ -67,6 +67,13 @@ def hour_name(prefix, t):
     return prefix + time.strftime("%Y%m%d%H", time.localtime(t))
 
 
+def this_hour(prefix):
+    """The object a reader starting now opens: named again at every read, since a test may
+    run across the hour (the daemon then publishes into the new hour's object, made ahead,
+    and removes the old one once nothing maps it)."""
+    return hour_name(prefix, time.time())
+
+
 # --- the frameworks' readers, from the formats of issue 7 ---------------------------------
 
 def attach(name):
@@ -188,7 +195,7 @@ MS_FILE = {"start_step": 10, "stop_step": 14, "aic_metrics": 3, "profiler_level"
 def test_layouts():
     d = Daemon("layouts", "torch_npu,mindspore-json")
     now = time.time()
-    tname, mname = hour_name(TORCH, now), hour_name(MS, now)
+    tname = hour_name(TORCH, now)
     check(os.path.exists("/dev/shm/" + hour_name(TORCH, now + 3600)) and
           os.path.exists("/dev/shm/" + hour_name(MS, now + 3600)), "the next hour's objects exist already")
     st = os.stat("/dev/shm/" + tname)
@@ -198,7 +205,7 @@ def test_layouts():
 
     def published(expect_torch, expect_ms):
         def pred():
-            t, m = read_torch_npu(tname), read_mindspore_json(mname)
+            t, m = read_torch_npu(this_hour(TORCH)), read_mindspore_json(this_hour(MS))
             return t and t[1] and expect_torch(t[1]) and m and expect_ms(m) and (t, m)
         return wait_for(pred)
 
@@ -277,10 +284,10 @@ def test_layouts():
         stamps.append(stamp)
         check(t["is_valid"] is True and m["stop_step"] == -1, "off: torch_npu start_step 0, MindSpore -1/-1")
     d.write('{"start_step": 12, "steps": }')
-    got = wait_for(lambda: (lambda t: t and t[1] == {"is_valid": False} and t)(read_torch_npu(tname)))
+    got = wait_for(lambda: (lambda t: t and t[1] == {"is_valid": False} and t)(read_torch_npu(this_hour(TORCH))))
     if check(got, "a broken file: torch_npu is told {\"is_valid\": false}"):
         stamps.append(got[0])
-        m = read_mindspore_json(mname)
+        m = read_mindspore_json(this_hour(MS))
         check(m and m["start_step"] == -1, "a broken file: MindSpore's JSON keeps the last good one", m)
     check(all(b > a for a, b in zip(stamps, stamps[1:])), "torch_npu headers strictly increase", stamps)
     d.stop()
@@ -288,9 +295,8 @@ def test_layouts():
 
 def test_packed():
     d = Daemon("packed", "mindspore-packed")
-    name = hour_name(MS, time.time())
     d.write(MS_FILE)
-    got = wait_for(lambda: (lambda p: p and p["start_step"] == 10 and p)(read_mindspore_packed(name)))
+    got = wait_for(lambda: (lambda p: p and p["start_step"] == 10 and p)(read_mindspore_packed(this_hour(MS))))
     if check(got, "packed: a MindSpore file is published"):
         want = {"start_step": 10, "stop_step": 14, "aicore_metrics": 3, "profiler_level": 2, "analyse_mode": 0,
                 "activities": 2, "parallel_strategy": True, "with_stack": True, "data_simplification": False,
@@ -298,16 +304,16 @@ def test_packed():
         for k, v in want.items():
             check(got[k] == v, "packed: %s" % k, (got[k], v))
     d.write(NATIVE)
-    got = wait_for(lambda: (lambda p: p and p["start_step"] == 1000 and p)(read_mindspore_packed(name)))
+    got = wait_for(lambda: (lambda p: p and p["start_step"] == 1000 and p)(read_mindspore_packed(this_hour(MS))))
     check(got and got["stop_step"] == 1005 and got["activities"] == 2 and got["aicore_metrics"] == 4 and
           got["profiler_level"] == 2 and got["analyse_mode"] == 1, "packed: a native file in MindSpore's integers", got)
     d.write({"start_step": "next", "steps": 3})
-    got = wait_for(lambda: (lambda p: p and p["start_step"] == -1 and p)(read_mindspore_packed(name)))
+    got = wait_for(lambda: (lambda p: p and p["start_step"] == -1 and p)(read_mindspore_packed(this_hour(MS))))
     check(got and got["is_valid"] and got["stop_step"] == -1, "packed: a window at the next step is published off")
     note = d.publishers().get("mindspore-packed", {}).get("note") or ""
     check("next step" in note, "status says why it is off", note)
     d.write("{ broken")
-    got = wait_for(lambda: (lambda p: p and not p["is_valid"] and p)(read_mindspore_packed(name)))
+    got = wait_for(lambda: (lambda p: p and not p["is_valid"] and p)(read_mindspore_packed(this_hour(MS))))
     check(got, "packed: a broken file makes is_valid false")
     d.stop()
 
@@ -346,7 +352,7 @@ print("reads", reads, "headers", len(seen))
     check(child.returncode == 0 and "reads" in out,
           "a reader, even one slowed between header and body, never sees a torn body, nor two under one header",
           out.strip())
-    got = wait_for(lambda: (lambda t: t and t[1] and t[1]["start_step"] == 219 and t)(read_torch_npu(name)))
+    got = wait_for(lambda: (lambda t: t and t[1] and t[1]["start_step"] == 219 and t)(read_torch_npu(this_hour(TORCH))))
     check(got, "edits faster than the settle time end with the newest one published")
     d.stop()
 
