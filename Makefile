@@ -85,7 +85,8 @@ NPUPROFCTL_OBJS := $(BUILD)/client/npuprofctl.o $(BUILD)/client/validate.o $(BUI
 
 # npuprof-replay: the analyzer, a program of its own that the daemon runs on each window.
 REPLAY_CORE_OBJS := $(BUILD)/replay/input.o $(BUILD)/replay/value.o $(BUILD)/replay/pickle.o $(BUILD)/replay/intern.o \
-                    $(BUILD)/replay/snapshot.o $(BUILD)/replay/replay.o $(BUILD)/replay/analysis.o
+                    $(BUILD)/replay/snapshot.o $(BUILD)/replay/replay.o $(BUILD)/replay/analysis.o \
+                    $(BUILD)/replay/beside.o
 # The analyses run the static plan on a thread of their own.
 REPLAY_LIBS := $(JANSSON_LIBS) -lm -pthread
 # The charts (memory.svg, the cluster chart): no dependency beyond libc.
@@ -291,9 +292,9 @@ $(FUZZ_PICKLE): $(FUZZ_PICKLE_SRCS) replay/pickle.h replay/value.h
 	$(CLANG) $(FUZZ_FLAGS) -o $@ $(FUZZ_PICKLE_SRCS) $(JANSSON_LIBS)
 
 FUZZ_SNAPSHOT_SRCS := tests/fuzz/fuzz-snapshot.c replay/snapshot.c replay/input.c replay/pickle.c replay/value.c replay/intern.c \
-                      replay/replay.c replay/analysis.c
+                      replay/replay.c replay/analysis.c replay/beside.c
 $(FUZZ_SNAPSHOT): $(FUZZ_SNAPSHOT_SRCS) replay/snapshot.h replay/pickle.h replay/value.h replay/intern.h \
-                  replay/replay.h replay/analysis.h
+                  replay/replay.h replay/analysis.h replay/beside.h
 	@mkdir -p $(dir $@)
 	$(CLANG) $(FUZZ_FLAGS) -o $@ $(FUZZ_SNAPSHOT_SRCS) $(REPLAY_LIBS)
 

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /* The per-device analyses of a replayed snapshot, as JSON. */
 #include "replay/analysis.h"
+#include "replay/beside.h"
 
 #include <errno.h>
 #include <inttypes.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -428,8 +428,8 @@ out:
 
 /* --- the per-device report ------------------------------------------------------------------ */
 
-/* The plan takes most of a device's analysis time and reads only the lifetimes: it runs on
- * a thread of its own while the rest is worked out, or inline if no thread can be had. */
+/* The plan takes most of a device's analysis time and reads only the lifetimes: it runs
+ * beside the rest. */
 typedef struct plan_job {
         const npf_replay_t *r;
         npf_plan_t plan;
@@ -442,21 +442,6 @@ static void *plan_job_run(void *userdata)
 
         job->result = npf_plan_lifetimes(job->r, &job->plan);
         return NULL;
-}
-
-/* Starts @job on a thread with a small stack (the analyzer may run under an address-space
- * limit). Return: whether it did. */
-static bool plan_job_start(plan_job_t *job, pthread_t *ret)
-{
-        pthread_attr_t attr;
-        bool started;
-
-        if (pthread_attr_init(&attr) != 0)
-                return false;
-        started = pthread_attr_setstacksize(&attr, 256 * 1024) == 0 &&
-                  pthread_create(ret, &attr, plan_job_run, job) == 0;
-        pthread_attr_destroy(&attr);
-        return started;
 }
 
 static json_t *peak_json(const npf_replay_t *r, const uint64_t *v, uint64_t start, int64_t *ret_index)
@@ -654,11 +639,11 @@ json_t *npf_analysis_device(const npf_snapshot_t *s, const npf_replay_t *r, cons
         int64_t peak_alloc, peak_active, peak_reserved;
         size_t *leak_idx = NULL, n_leaks = 0;
         plan_job_t job = { .r = r };
-        pthread_t planner;
+        npf_beside_t planner;
 
         if (!d || !acts || !oom || !issues)
                 goto fail;
-        bool threaded = plan_job_start(&job, &planner);
+        npf_beside_start(&planner, plan_job_run, &job);
         for (size_t i = 0; i < r->n; i++) {
                 const npf_event_t *e = &r->events[i];
                 actions[e->action]++;
@@ -726,10 +711,7 @@ json_t *npf_analysis_device(const npf_snapshot_t *s, const npf_replay_t *r, cons
         json_object_set_new(d, "streams", streams(r));
         json_object_set_new(d, "free_delay", free_delay(r));
         json_object_set_new(d, "top_sites", sites(s, r, NULL, r->n_lives, by_weight_desc, o));
-        if (threaded)
-                pthread_join(planner, NULL);
-        else
-                plan_job_run(&job);
+        npf_beside_wait(&planner);
         if (job.result == 0) {
                 const npf_plan_t plan = job.plan;
                 uint64_t peak_reserved_bytes = peak_reserved < 0 ? r->start_reserved : r->reserved[peak_reserved];

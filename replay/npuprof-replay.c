@@ -6,6 +6,7 @@
  */
 #include "npuprof/protocol.h"
 #include "replay/analysis.h"
+#include "replay/beside.h"
 #include "replay/cluster.h"
 #include "replay/input.h"
 #include "replay/report.h"
@@ -19,7 +20,6 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <limits.h>
-#include <pthread.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -254,8 +254,7 @@ static void analyse_trace(run_t *run, const char *path)
 typedef struct timeline_job {
         const run_t *run;
         out_t out;
-        pthread_t thread;
-        bool threaded;
+        npf_beside_t writer;
         int result;
 } timeline_job_t;
 
@@ -270,7 +269,7 @@ static void *timeline_write(void *userdata)
         return NULL;
 }
 
-/* Starts writing timeline.csv into @dir (a thread if one can be had, else at once). */
+/* Starts writing timeline.csv into @dir, beside the analyses. */
 static int timeline_start(timeline_job_t *job, const run_t *run, const char *dir)
 {
         int r;
@@ -278,17 +277,14 @@ static int timeline_start(timeline_job_t *job, const run_t *run, const char *dir
         *job = (timeline_job_t) { .run = run };
         if ((r = out_open(&job->out, dir, "timeline.csv")) < 0)
                 return r;
-        job->threaded = pthread_create(&job->thread, NULL, timeline_write, job) == 0;
-        if (!job->threaded)
-                timeline_write(job);
+        npf_beside_start(&job->writer, timeline_write, job);
         return 0;
 }
 
 /* Waits for timeline.csv and puts it in place. */
 static int timeline_finish(timeline_job_t *job)
 {
-        if (job->threaded)
-                pthread_join(job->thread, NULL);
+        npf_beside_wait(&job->writer);
         return out_close(&job->out, job->result);
 }
 
