@@ -207,8 +207,9 @@ $(BUILD)/tests/test-analyze: $(BUILD)/tests/test-analyze.o $(BUILD)/daemon/analy
 $(BUILD)/tests/test-svg: $(BUILD)/tests/test-svg.o $(SVG_OBJS)
 	$(CC) $(LDFLAGS) -o $@ $^ $(CMOCKA_LIBS)
 
-$(BUILD)/tests/test-pickle: $(BUILD)/tests/test-pickle.o $(BUILD)/replay/pickle.o $(BUILD)/replay/value.o
-	$(CC) $(LDFLAGS) -o $@ $^ $(CMOCKA_LIBS) $(JANSSON_LIBS)
+$(BUILD)/tests/test-pickle: $(BUILD)/tests/test-pickle.o $(BUILD)/replay/pickle.o $(BUILD)/replay/value.o \
+                            $(BUILD)/replay/beside.o
+	$(CC) $(LDFLAGS) -o $@ $^ $(CMOCKA_LIBS) $(JANSSON_LIBS) -pthread
 
 $(BUILD)/tests/test-value: $(BUILD)/tests/test-value.o $(BUILD)/replay/value.o
 	$(CC) $(LDFLAGS) -o $@ $^ $(CMOCKA_LIBS) $(JANSSON_LIBS)
@@ -286,10 +287,10 @@ FUZZ_TRACE_SRCS := tests/fuzz/fuzz-trace.c replay/trace.c replay/input.c replay/
 $(FUZZ_TRACE): $(FUZZ_TRACE_SRCS) replay/trace.h replay/intern.h conf/jsonpos.h
 	@mkdir -p $(dir $@)
 	$(CLANG) $(FUZZ_FLAGS) -o $@ $(FUZZ_TRACE_SRCS) $(JANSSON_LIBS) -lm
-FUZZ_PICKLE_SRCS := tests/fuzz/fuzz-pickle.c replay/pickle.c replay/value.c
-$(FUZZ_PICKLE): $(FUZZ_PICKLE_SRCS) replay/pickle.h replay/value.h
+FUZZ_PICKLE_SRCS := tests/fuzz/fuzz-pickle.c replay/pickle.c replay/value.c replay/beside.c
+$(FUZZ_PICKLE): $(FUZZ_PICKLE_SRCS) replay/pickle.h replay/value.h replay/beside.h
 	@mkdir -p $(dir $@)
-	$(CLANG) $(FUZZ_FLAGS) -o $@ $(FUZZ_PICKLE_SRCS) $(JANSSON_LIBS)
+	$(CLANG) $(FUZZ_FLAGS) -o $@ $(FUZZ_PICKLE_SRCS) $(JANSSON_LIBS) -pthread
 
 FUZZ_SNAPSHOT_SRCS := tests/fuzz/fuzz-snapshot.c replay/snapshot.c replay/input.c replay/pickle.c replay/value.c replay/intern.c \
                       replay/replay.c replay/analysis.c replay/beside.c

@@ -21,4 +21,23 @@ void npf_beside_start(npf_beside_t *b, void *(*fn)(void *), void *arg);
 /* Returns once @fn has returned. */
 void npf_beside_wait(npf_beside_t *b);
 
+/*
+ * A lane: one thread that runs the pieces of a long piece of work handed to it one after
+ * the other, while the caller prepares the next. Without a thread, each piece is run when
+ * it is handed over.
+ */
+typedef struct npf_lane npf_lane_t;
+
+/* A new lane, or NULL when no thread can be had (npf_lane_run() then runs at once). */
+npf_lane_t *npf_lane_new(void);
+
+/* Runs @fn(@arg) on the lane, once the piece before it has returned. */
+void npf_lane_run(npf_lane_t *l, void (*fn)(void *), void *arg);
+
+/* Returns once the lane has nothing left to run. Accepts NULL. */
+void npf_lane_wait(npf_lane_t *l);
+
+/* Waits, then ends the lane's thread. Accepts NULL; returns NULL. */
+npf_lane_t *npf_lane_free(npf_lane_t *l);
+
 #endif /* NPUPROF_REPLAY_BESIDE_H */

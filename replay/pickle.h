@@ -23,17 +23,22 @@
 /* Called about every 16 MiB of input with the bytes read so far. */
 typedef void (*npf_pickle_progress_cb)(void *userdata, size_t done, size_t total);
 
+/* npf_pickle_load() @flags. */
+#define NPF_PICKLE_OPCODES_ONLY 0x1u    /* run every opcode one by one, without the fast path for
+                                         * batches of dicts: for tests that compare the two */
+
 /*
  * npf_pickle_load() - read the pickle in @buf (@len bytes) into @tree.
  * Strings and bytes in the result point into @buf, which must outlive @tree. Containers are
- * reduced by the tree's callback as they complete. @progress may be NULL.
+ * reduced by the tree's callback as they complete; a batch of flat dicts (trace entries,
+ * blocks) is read by a fast path whose result is the same. @progress may be NULL.
  * Return: 0 and the root value in @ret; or -EINVAL (a malformed or truncated pickle),
  * -EPERM (an opcode that would run code), -E2BIG (a cap exceeded), -ENOMEM, or the reduce
  * callback's error; a sentence in @err (NPF_PICKLE_ERR_MAX bytes) names the opcode and its
  * byte offset, such as "offset 17: opcode GLOBAL (c) would import a Python object; refused".
  * Context: any; reentrant (the state is on the heap and in @tree).
  */
-int npf_pickle_load(const void *buf, size_t len, npf_vtree_t *tree, npf_pickle_progress_cb progress,
+int npf_pickle_load(const void *buf, size_t len, npf_vtree_t *tree, unsigned flags, npf_pickle_progress_cb progress,
                     void *userdata, npf_value_t *ret, char *err);
 
 #endif /* NPUPROF_REPLAY_PICKLE_H */

@@ -623,7 +623,7 @@ int npf_snapshot_loadb(const void *buf, size_t len, npf_snapshot_progress_cb pro
                 json_decref(doc);
         } else if (len >= 2 && (unsigned char) p[0] == 0x80) {
                 l.s->format = "pickle";
-                r = npf_pickle_load(buf, len, tree, progress, userdata, &root, err);
+                r = npf_pickle_load(buf, len, tree, 0, progress, userdata, &root, err);
         } else {
                 r = say(err, -EINVAL, "neither a pickle (it would start with byte 0x80) nor JSON");
         }

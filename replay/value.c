@@ -128,6 +128,11 @@ size_t npf_vtree_bytes(const npf_vtree_t *t)
         return t->bytes;
 }
 
+size_t npf_vtree_containers_made(const npf_vtree_t *t)
+{
+        return t->containers_made;
+}
+
 int npf_vtree_container(npf_vtree_t *t, npf_vkind_t kind, npf_value_t *ret)
 {
         npf_container_t *c = t->free_list;
@@ -148,6 +153,7 @@ int npf_vtree_container(npf_vtree_t *t, npf_vkind_t kind, npf_value_t *ret)
         }
         *c = (npf_container_t) { .kind = (uint8_t) kind };
         *ret = (npf_value_t) { .kind = (uint8_t) kind, .as.c = c };
+        t->containers_made++;
         return 0;
 }
 
@@ -243,18 +249,38 @@ int npf_vtree_append(npf_vtree_t *t, npf_value_t cv, npf_value_t *items, size_t 
         return 0;
 }
 
+int npf_vtree_complete_items(npf_vtree_t *t, npf_vkind_t kind, npf_value_t *items, size_t n, npf_value_t *ret,
+                             char *err, size_t err_size)
+{
+        npf_container_t offered = { .u.list = { .items = items, .n = (uint32_t) n, .cap = (uint32_t) n },
+                                    .kind = (uint8_t) kind, .complete = 1 };
+        npf_value_t v = { .kind = (uint8_t) kind, .as.c = &offered };
+        int r;
+
+        if (n > UINT32_MAX)
+                return -E2BIG;
+        if (t->reduce && (r = t->reduce(t->userdata, &v, ret, err, err_size)) != 0)
+                return r < 0 ? r : 0;
+        /* Kept: the container the opcodes would have built, complete as it would be. */
+        if ((r = npf_vtree_container(t, kind, &v)) < 0 || (n && (r = npf_vtree_append(t, v, items, n, err, err_size)) < 0))
+                return r;
+        v.as.c->complete = 1;
+        *ret = v;
+        return 0;
+}
+
 int npf_vtree_finish(npf_vtree_t *t, npf_value_t *v, char *err, size_t err_size)
 {
         return is_container(*v) ? complete(t, v, err, err_size) : 0;
 }
 
-int npf_vtree_memo_put(npf_vtree_t *t, uint64_t idx, npf_value_t v)
+int npf_vtree_memo_reserve(npf_vtree_t *t, uint64_t len)
 {
-        if (idx >= UINT32_MAX - 1)
+        if (len > UINT32_MAX - 1)
                 return -E2BIG;
-        if (idx >= t->memo_cap) {
+        if (len > t->memo_cap) {
                 uint64_t cap = t->memo_cap ? t->memo_cap : 1024;
-                while (cap <= idx)
+                while (cap < len)
                         cap *= 2;
                 npf_value_t *p = realloc(t->memo, cap * sizeof(*p));
                 if (!p)
@@ -263,6 +289,17 @@ int npf_vtree_memo_put(npf_vtree_t *t, uint64_t idx, npf_value_t v)
                 t->memo = p;
                 t->memo_cap = cap;
         }
+        return 0;
+}
+
+int npf_vtree_memo_put(npf_vtree_t *t, uint64_t idx, npf_value_t v)
+{
+        int r;
+
+        if (idx >= UINT32_MAX - 1)
+                return -E2BIG;
+        if (idx >= t->memo_cap && (r = npf_vtree_memo_reserve(t, idx + 1)) < 0)
+                return r;
         if (is_container(v)) {
                 /* In two slots, or in one slot and a parent already: never freed early. */
                 if (v.as.c->memo || v.as.c->complete)

@@ -64,9 +64,10 @@ typedef struct npf_vtree npf_vtree_t;
 
 /*
  * npf_vtree_reduce_cb - called on every complete container, innermost first.
- * @v is the container (kind NPF_V_LIST, NPF_V_TUPLE, NPF_V_DICT or NPF_V_SET). To replace
- * it, write the replacement (usually an NPF_V_RECORD) into @ret and return 1; to keep it,
- * return 0. A negative errno aborts the read, with a sentence in @err (@err_size bytes).
+ * @v is the container (kind NPF_V_LIST, NPF_V_TUPLE, NPF_V_DICT or NPF_V_SET), valid for the
+ * call only: it may be a temporary (see npf_vtree_complete_items()). To replace it, write
+ * the replacement (usually an NPF_V_RECORD) into @ret and return 1; to keep it, return 0.
+ * A negative errno aborts the read, with a sentence in @err (@err_size bytes).
  */
 typedef int (*npf_vtree_reduce_cb)(void *userdata, const npf_value_t *v, npf_value_t *ret, char *err,
                                    size_t err_size);
@@ -79,6 +80,8 @@ npf_vtree_t *npf_vtree_free(npf_vtree_t *t);
 
 /* Bytes the tree holds now (containers, items, copied strings), for progress and benches. */
 size_t npf_vtree_bytes(const npf_vtree_t *t);
+/* The containers made so far, kept or reduced: a measure of the work of reading. */
+size_t npf_vtree_containers_made(const npf_vtree_t *t);
 
 /* --- building (readers) ------------------------------------------------------------------ */
 
@@ -92,6 +95,16 @@ int npf_vtree_container(npf_vtree_t *t, npf_vkind_t kind, npf_value_t *ret);
  */
 int npf_vtree_append(npf_vtree_t *t, npf_value_t c, npf_value_t *items, size_t n, char *err, size_t err_size);
 
+/*
+ * npf_vtree_complete_items() - what a container of @kind holding @items (@n values, none of
+ * them an incomplete container) becomes the moment it is complete, without building it
+ * first: the reduce callback is offered a temporary holding @items; what it replaces it
+ * with is in @ret, and a container it keeps is made then, complete, with those items.
+ * Return: 0, -ENOMEM, -E2BIG, or the reduce callback's error.
+ */
+int npf_vtree_complete_items(npf_vtree_t *t, npf_vkind_t kind, npf_value_t *items, size_t n, npf_value_t *ret,
+                             char *err, size_t err_size);
+
 /* Reduces @v, the document's root, if it is a container. Return: as npf_vtree_append(). */
 int npf_vtree_finish(npf_vtree_t *t, npf_value_t *v, char *err, size_t err_size);
 
@@ -102,6 +115,9 @@ int npf_vtree_finish(npf_vtree_t *t, npf_value_t *v, char *err, size_t err_size)
  * Return: 0, or -ENOMEM, or -E2BIG (@idx beyond 2^32 - 2).
  */
 int npf_vtree_memo_put(npf_vtree_t *t, uint64_t idx, npf_value_t v);
+/* Room in the memo for slots up to @len - 1, so that putting them does not move it.
+ * Return: 0, -ENOMEM, or -E2BIG. */
+int npf_vtree_memo_reserve(npf_vtree_t *t, uint64_t len);
 /* The number of memo slots in use, the next MEMOIZE index. */
 uint64_t npf_vtree_memo_len(const npf_vtree_t *t);
 /* Marks the container @v (if it is one) as referenced twice: it is never freed early. */
@@ -151,6 +167,7 @@ struct npf_vtree {
         npf_value_t *memo;
         uint64_t memo_len, memo_cap;
         size_t bytes;                   /* items arrays, slabs, chunks, memo */
+        size_t containers_made;
 };
 
 /* The container kinds are contiguous: one comparison tells them. */

@@ -325,6 +325,19 @@ def main_header():
               % (name, p, cname, cname, cname + "_canon" if inline else "NULL", c.length, c.hash))
         w("};\n\n")
 
+    batches = batch_docs()
+    for name, cname, p, data, doc in batches:
+        emit_fixture(w, cname, data)
+    w("\n/* Batches of flat dicts, read by the batch fast path and by the opcodes one by one: each\n"
+      " * has BATCH_ENTRIES entries, read by the fast path unless the name says otherwise. */\n")
+    w("#define FX_BATCH_ENTRIES %d\n" % BATCH_ENTRIES)
+    w("static const struct fx_doc fx_batches[] = {\n")
+    for name, cname, p, data, doc in batches:
+        c = canon_of(doc)
+        w('        { "%s", %d, %s, sizeof(%s), NULL, %d, UINT64_C(0x%016x) },\n'
+          % (name, p, cname, cname, c.length, c.hash))
+    w("};\n\n")
+
     w("struct fx_hostile {\n        const char *name;\n        const unsigned char *data;\n        size_t len;\n"
       "        const char *opcode;         /* the first refused opcode */\n        size_t offset;\n};\n\n")
     hs = hostile()
@@ -375,6 +388,87 @@ def snapshot_like(proto):
     }
 
 
+BATCH_ENTRIES = 40
+
+
+def trace_doc(n, shared_stack=False, fail_at=None, kept_every=None, entry_ref=False, nested=False, no_frames=False):
+    """Trace entries as torch writes them: after a preamble that memoizes the frames, the
+    action strings and the keys, a list of n flat dicts (in batches of 1,000: the reader's batch fast
+    path), each with a stack of its own of 0 to 3 shared frames (no list, APPEND, APPENDS)
+    and values of every kind a batch takes. shared_stack: every entry holds the same list
+    (the memo slot of an entry of the batch itself); fail_at: that entry has "fail";
+    kept_every: every k-th dict has no "action" and is kept as a dict; entry_ref: every entry
+    but the first refers to the one before; nested: every entry holds a dict; no_frames:
+    every stack is empty, and the batch has no list items at all."""
+    frames = [{"name": "f%d" % i, "filename": "m%d.py" % (i % 3), "line": i} for i in range(8)]
+    actions = ["alloc", "free_requested", "free_completed", "segment_map"]
+    stack = [frames[0], frames[1]]
+    entries = []
+    for i in range(n):
+        e = {"action": actions[i % 4], "addr": 2**44 + 512 * i, "size": (7, 300, 70000, 2**33, 2**70)[i % 5],
+             "stream": -(i % 3), "frames": stack if shared_stack else [frames[(i + k) % 8] for k in range(i % 4)]}
+        if no_frames:
+            e["frames"] = []
+        if i % 6 == 0:
+            e["time_us"] = 0.5 * i
+        if i % 9 == 0:
+            e["compile_context"] = None
+        if i % 10 == 0:
+            e["is_expandable"] = i % 20 == 0
+        if kept_every and i % kept_every == 0:
+            del e["action"]
+        if fail_at == i:
+            e["fail"] = True
+        if entry_ref and entries:
+            e["prev"] = entries[-1]
+        if nested:
+            e["nested"] = {"k": i}
+        entries.append(e)
+    keys = ["action", "addr", "size", "stream", "frames", "time_us", "compile_context", "is_expandable", "fail", "prev",
+            "nested", "k"]
+    return {"preamble": [frames, actions, keys],
+            "device_traces": [entries, entries[:1]]}
+
+
+def with_frames(data, before, every):
+    """data with a FRAME opcode (an 8-byte length of 0) before every every-th opcode named in
+    before, past the preamble: where Python's framer may put one (before a value) or not."""
+    start = data.index(b"device_traces")
+    positions = [pos for op, arg, pos in pickletools.genops(data) if pos > start and op.name in before][::every]
+    for pos in reversed(positions):
+        data = data[:pos] + b"\x95" + struct.pack("<Q", 0) + data[pos:]
+    return data
+
+
+def batch_docs():
+    """The documents of the batch fast path's tests: (name, C name, protocol, pickle, document)."""
+    docs = []
+    for p in range(2, 6):
+        d = trace_doc(BATCH_ENTRIES)
+        docs.append(("trace, protocol %d" % p, "fx_batch_p%d" % p, p, pickle.dumps(d, p), d))
+    for name, cname, d in (("a stack shared by every entry", "fx_batch_shared",
+                            trace_doc(BATCH_ENTRIES, shared_stack=True)),
+                           ("a dict with fail in a batch", "fx_batch_fail", trace_doc(BATCH_ENTRIES, fail_at=17)),
+                           ("dicts kept among entries", "fx_batch_kept", trace_doc(BATCH_ENTRIES, kept_every=3)),
+                           ("entries with empty stacks", "fx_batch_no_frames", trace_doc(BATCH_ENTRIES, no_frames=True)),
+                           ("entries that refer to the one before (left to the opcodes)", "fx_batch_entry_ref",
+                            trace_doc(BATCH_ENTRIES, entry_ref=True)),
+                           ("entries that hold a dict (left to the opcodes)", "fx_batch_nested",
+                            trace_doc(BATCH_ENTRIES, nested=True))):
+        docs.append((name, cname, 4, pickle.dumps(d, 4), d))
+    d = trace_doc(BATCH_ENTRIES)
+    values = ("EMPTY_DICT", "EMPTY_LIST", "BINGET", "LONG_BINGET", "BININT", "BININT1", "BININT2", "LONG1",
+              "BINFLOAT", "NONE", "NEWTRUE", "NEWFALSE")
+    for k in (1, 3):
+        docs.append(("FRAME before every %d. value" % k, "fx_batch_frames%d" % k, 4,
+                     with_frames(pickle.dumps(d, 4), values, k), d))
+    docs.append(("FRAME before SETITEMS", "fx_batch_frames_setitems", 4,
+                 with_frames(pickle.dumps(d, 4), ("SETITEMS",), 5), d))
+    docs.append(("FRAME before MEMOIZE (left to the opcodes)", "fx_batch_frames_memoize", 4,
+                 with_frames(pickle.dumps(d, 4), ("MEMOIZE",), 40), d))
+    return docs
+
+
 def write_corpus(directory):
     """Small seeds for tests/fuzz/fuzz-pickle.c: a few per protocol, refused and cyclic ones."""
     os.makedirs(directory, exist_ok=True)
@@ -394,6 +488,11 @@ def write_corpus(directory):
     seeds["floats-p0"] = pickle.dumps(FLOATS, 0)
     seeds["appends-p2"] = pickle.dumps(list(range(1200)), 2)
     seeds["fail-p4"] = pickle.dumps([{"action": "alloc"}, {"fail": True}], 4)
+    for name, cname, p, data, doc in batch_docs():
+        if len(data) <= 16384:
+            seeds[cname[3:].replace("_", "-")] = data
+    seeds["batch-small-p2"] = pickle.dumps(trace_doc(30), 2)
+    seeds["batch-small-p4"] = pickle.dumps(trace_doc(30), 4)
     for i, (name, data, op, pos) in enumerate(hostile()):
         seeds["refused-%02d" % i] = data
     for name, data in seeds.items():

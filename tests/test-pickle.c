@@ -72,7 +72,8 @@ static const npf_value_t untouched = { .kind = 0xee, .flags = 0xee, .rkind = 0xe
  * read past its end) into a new tree with @reduce, and check what every result promises: 0
  * and a root, or a negative errno, a terminated non-empty message and the root untouched.
  */
-static int load(loaded_t *l, const void *data, size_t len, npf_vtree_reduce_cb reduce, void *userdata)
+static int load_flags(loaded_t *l, const void *data, size_t len, unsigned flags, npf_vtree_reduce_cb reduce,
+                      void *userdata)
 {
         *l = (loaded_t) { .buf = malloc(len ? len : 1), .root = untouched };
         assert_non_null(l->buf);
@@ -81,7 +82,7 @@ static int load(loaded_t *l, const void *data, size_t len, npf_vtree_reduce_cb r
         l->tree = npf_vtree_new(reduce, userdata);
         assert_non_null(l->tree);
         memset(l->err, 'x', sizeof(l->err));
-        l->rc = npf_pickle_load(l->buf, len, l->tree, NULL, NULL, &l->root, l->err);
+        l->rc = npf_pickle_load(l->buf, len, l->tree, flags, NULL, NULL, &l->root, l->err);
         if (l->rc < 0) {
                 assert_non_null(memchr(l->err, '\0', sizeof(l->err)));
                 assert_true(l->err[0] != '\0');
@@ -91,6 +92,11 @@ static int load(loaded_t *l, const void *data, size_t len, npf_vtree_reduce_cb r
                 assert_true(l->root.kind != untouched.kind);
         }
         return l->rc;
+}
+
+static int load(loaded_t *l, const void *data, size_t len, npf_vtree_reduce_cb reduce, void *userdata)
+{
+        return load_flags(l, data, len, 0, reduce, userdata);
 }
 
 static void unload(loaded_t *l)
@@ -263,9 +269,11 @@ static void canon_value(canon_t *c, npf_value_t v, unsigned depth)
                 canon_put(c, "%c,", brackets[v.kind][1]);
                 return;
         }
+        case NPF_V_RECORD:      /* only where a reduce callback made one */
+                canon_put(c, "R%u.%" PRIu64 ",", v.rkind, v.as.u);
+                return;
         default:
-                fail_msg("a value of kind %u (%s) in a pickle read without a reduce callback", v.kind,
-                         npf_value_kind_name(v));
+                fail_msg("a value of kind %u (%s) in a pickle", v.kind, npf_value_kind_name(v));
         }
 }
 
@@ -1153,7 +1161,7 @@ static void test_memo_index_costs_no_gigabytes(void **state)
                 char err[NPF_PICKLE_ERR_MAX];
                 npf_vtree_t *t = npf_vtree_new(NULL, NULL);
                 npf_value_t v;
-                int rc = t ? npf_pickle_load(p, sizeof(p), t, NULL, NULL, &v, err) : -ENOMEM;
+                int rc = t ? npf_pickle_load(p, sizeof(p), t, 0, NULL, NULL, &v, err) : -ENOMEM;
                 size_t bytes = t ? npf_vtree_bytes(t) : 0;
                 printf("LONG_BINPUT %u: %d %s, the tree holds %zu bytes\n", NPF_PICKLE_MEMO_MAX - 1, rc,
                        rc < 0 ? err : "", bytes);
@@ -1400,7 +1408,7 @@ static void test_progress(void **state)
         }
         *q++ = '.';
         assert_int_equal((size_t) (q - p), len);
-        assert_int_equal(npf_pickle_load(p, len, t, on_progress, &pr, &v, err), 0);
+        assert_int_equal(npf_pickle_load(p, len, t, 0, on_progress, &pr, &v, err), 0);
         assert_int_equal(npf_value_len(v), n);
         /* About every 16 MiB of 41 MiB: two or three calls, forwards, against the whole size. */
         assert_true(pr.calls >= 2 && pr.calls <= 4);
@@ -1601,9 +1609,133 @@ static void test_snapshots_reduced(void **state)
         }
 }
 
+/* --- the batch fast path ------------------------------------------------------------------- */
+
+/* What the reduce callback was offered, in order, as canonical text (or its hash). As the
+ * snapshot reader does, frames (dicts with "filename") become records, lists of them stacks,
+ * dicts with "action" entries; a dict with "fail" fails the read; the rest is kept. */
+typedef struct offered {
+        canon_t c;
+        uint64_t records;
+} offered_t;
+
+enum { REC_FRAME = 8, REC_STACK, REC_ENTRY };
+
+static int reduce_offered(void *userdata, const npf_value_t *v, npf_value_t *ret, char *err, size_t err_size)
+{
+        offered_t *o = userdata;
+        npf_value_t a;
+        uint16_t kind = 0;
+
+        canon_value(&o->c, *v, 0);
+        if (v->kind == NPF_V_DICT && npf_value_get(*v, "fail", &a)) {
+                snprintf(err, err_size, "the test refuses container %" PRIu64, o->records);
+                return -ECANCELED;
+        }
+        if (v->kind == NPF_V_DICT)
+                kind = npf_value_get(*v, "action", &a) ? REC_ENTRY : npf_value_get(*v, "filename", &a) ? REC_FRAME : 0;
+        if (v->kind == NPF_V_LIST && npf_value_len(*v) > 0) {
+                kind = REC_STACK;
+                for (size_t i = 0; i < npf_value_len(*v); i++)
+                        if (npf_value_at(*v, i).kind != NPF_V_RECORD || npf_value_at(*v, i).rkind != REC_FRAME)
+                                kind = 0;
+        }
+        if (!kind)
+                return 0;
+        *ret = (npf_value_t) { .kind = NPF_V_RECORD, .rkind = kind, .as.u = o->records++ };
+        return 1;
+}
+
+/* @data read with the batch fast path and with the opcodes one by one: the same result, the
+ * same error, the same containers offered in the same order. Return: the containers the tree
+ * made with the fast path, and without it in @ret_opcodes_made (0 when the read failed). */
+static size_t assert_as_opcodes(const char *name, const unsigned char *data, size_t len, bool keep_text,
+                                size_t *ret_opcodes_made)
+{
+        offered_t o[2] = { 0 };
+        canon_t root[2] = { 0 };
+        loaded_t l[2];
+        size_t made[2] = { 0 };
+
+        for (int k = 0; k < 2; k++) {
+                o[k].c = (canon_t) { .text = keep_text ? calloc(1, 1) : NULL, .cap = 1, .hash = FNV_OFFSET };
+                root[k] = (canon_t) { .text = keep_text ? calloc(1, 1) : NULL, .cap = 1, .hash = FNV_OFFSET };
+                if (load_flags(&l[k], data, len, k ? NPF_PICKLE_OPCODES_ONLY : 0, reduce_offered, &o[k]) == 0) {
+                        canon_value(&root[k], npf_value_resolve(l[k].root), 0);
+                        made[k] = npf_vtree_containers_made(l[k].tree);
+                }
+        }
+        if (l[0].rc != l[1].rc || (l[0].rc < 0 && strcmp(l[0].err, l[1].err) != 0))
+                fail_msg("%s (%zu bytes): the fast path returns %d \"%s\", the opcodes %d \"%s\"", name, len, l[0].rc,
+                         l[0].rc < 0 ? l[0].err : "", l[1].rc, l[1].rc < 0 ? l[1].err : "");
+        if (o[0].c.len != o[1].c.len || o[0].c.hash != o[1].c.hash || o[0].records != o[1].records ||
+            (keep_text && strcmp(o[0].c.text, o[1].c.text) != 0))
+                fail_msg("%s (%zu bytes): the containers offered differ (%zu against %zu bytes of text)%s%.200s%s%.200s",
+                         name, len, o[0].c.len, o[1].c.len, keep_text ? "\n  fast:    " : "",
+                         keep_text ? o[0].c.text : "", keep_text ? "\n  opcodes: " : "", keep_text ? o[1].c.text : "");
+        if (root[0].len != root[1].len || root[0].hash != root[1].hash)
+                fail_msg("%s (%zu bytes): the trees differ", name, len);
+        for (int k = 0; k < 2; k++) {
+                unload(&l[k]);
+                free(o[k].c.text);
+                free(root[k].text);
+        }
+        *ret_opcodes_made = made[1];
+        return made[0];
+}
+
+static void test_batches_as_opcodes(void **state)
+{
+        (void) state;
+        for (size_t i = 0; i < N_OF(fx_batches); i++) {
+                const struct fx_doc *fx = &fx_batches[i];
+                bool fast = !strstr(fx->name, "(left to the opcodes)");
+                size_t fast_made, opcodes_made;
+                loaded_t l;
+
+                /* Without a callback, the document Python wrote. */
+                if (load(&l, fx->data, fx->len, NULL, NULL) < 0)
+                        fail_msg("%s: %s", fx->name, l.err);
+                check_canon(fx, l.root);
+                unload(&l);
+
+                fast_made = assert_as_opcodes(fx->name, fx->data, fx->len, true, &opcodes_made);
+                /* Where the fast path reads a batch, the tree makes no container for its dicts
+                 * (nor for the frames of the preamble, which are a batch too). */
+                if (strstr(fx->name, "fail"))
+                        assert_true(fast_made == 0 && opcodes_made == 0);
+                else if (fast ? opcodes_made - fast_made < FX_BATCH_ENTRIES : opcodes_made - fast_made >= FX_BATCH_ENTRIES)
+                        fail_msg("%s: %zu containers made with the fast path, %zu without", fx->name, fast_made,
+                                 opcodes_made);
+                /* Every prefix fails alike. */
+                for (size_t n = 0; n < fx->len; n++)
+                        assert_as_opcodes(fx->name, fx->data, n, true, &opcodes_made);
+        }
+}
+
+/* The real snapshots, with thousands of entries in batches of 1,000. */
+static void test_batches_as_opcodes_snapshots(void **state)
+{
+        (void) state;
+        if (!have_snapshots())
+                skip();
+        for (size_t i = 0; i < N_OF(fx_snapshots); i++) {
+                char path[512];
+                size_t len, fast_made, opcodes_made;
+
+                snprintf(path, sizeof(path), "%s/%s", FX_SNAPSHOT_DIR, fx_snapshots[i].name);
+                unsigned char *p = read_file(path, &len);
+                fast_made = assert_as_opcodes(fx_snapshots[i].name, p, len, false, &opcodes_made);
+                assert_true(fast_made < opcodes_made);
+                free(p);
+        }
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_batches_as_opcodes),
+                cmocka_unit_test(test_batches_as_opcodes_snapshots),
                 cmocka_unit_test(test_protocol_0),
                 cmocka_unit_test(test_protocol_1),
                 cmocka_unit_test(test_protocol_2),

@@ -5,6 +5,8 @@
  * terminated message and leaves the result alone; a success is a tree that every accessor
  * walks consistently. A reduce callback turns some containers into records on the way, as
  * the snapshot reader does, and refuses others, so that both paths are fuzzed too.
+ * Every input is read twice, with the batch fast path and with the opcodes one by one: the
+ * two must offer the same containers to the callback in the same order and end the same.
  */
 #include "replay/pickle.h"
 #include "replay/value.h"
@@ -23,7 +25,36 @@ enum { REC_ENTRY = 1, REC_PAIR = 2 };
 
 typedef struct fuzz {
         size_t offered, records;
+        uint64_t log;           /* what was offered, in order */
 } fuzz_t;
+
+static uint64_t mix(uint64_t h, uint64_t x)
+{
+        return (h ^ x) * UINT64_C(0x100000001b3);
+}
+
+/* @v in @h: its kind and payload; of a container, its kind and length. */
+static uint64_t value_hash(uint64_t h, npf_value_t v)
+{
+        h = mix(mix(mix(h, v.kind), v.flags), v.rkind);
+        switch (v.kind) {
+        case NPF_V_STR:
+        case NPF_V_BYTES:
+                h = mix(h, v.len);
+                for (uint32_t i = 0; i < v.len; i++)
+                        h = mix(h, (unsigned char) v.as.s[i]);
+                return h;
+        case NPF_V_LIST:
+        case NPF_V_TUPLE:
+        case NPF_V_DICT:
+        case NPF_V_SET:
+                return mix(h, npf_value_len(v));
+        case NPF_V_NONE:
+                return h;
+        default:
+                return mix(h, v.as.u);
+        }
+}
 
 /* Dicts with "action" become entries, 2-tuples pairs; a dict with "fail" aborts the read. */
 static int reduce(void *userdata, const npf_value_t *v, npf_value_t *ret, char *err, size_t err_size)
@@ -34,6 +65,9 @@ static int reduce(void *userdata, const npf_value_t *v, npf_value_t *ret, char *
         f->offered++;
         if (v->kind != NPF_V_LIST && v->kind != NPF_V_TUPLE && v->kind != NPF_V_DICT && v->kind != NPF_V_SET)
                 abort();
+        f->log = value_hash(f->log, *v);
+        for (size_t i = 0, n = npf_value_len(*v) * (v->kind == NPF_V_DICT ? 2 : 1); i < n; i++)
+                f->log = value_hash(f->log, npf_value_resolve(npf_value_items(*v)[i]));
         if (v->kind == NPF_V_DICT && npf_value_get(*v, "fail", &a)) {
                 snprintf(err, err_size, "the fuzzer refuses a dict with \"fail\"");
                 return -ECANCELED;
@@ -142,8 +176,9 @@ typedef struct frame {
         size_t next, n;
 } frame_t;
 
-/* Depth-first over the tree without recursion, up to WALK_DEPTH and WALK_VISITS. */
-static unsigned walk(npf_value_t root, const fuzz_t *f)
+/* Depth-first over the tree without recursion, up to WALK_DEPTH and WALK_VISITS; what it
+ * visits, in order, in @shape. */
+static unsigned walk(npf_value_t root, const fuzz_t *f, uint64_t *shape)
 {
         static frame_t stack[WALK_DEPTH];
         size_t depth = 0, visits = 0;
@@ -152,6 +187,7 @@ static unsigned walk(npf_value_t root, const fuzz_t *f)
 
         root = npf_value_resolve(root);
         sum += check_value(root, f);
+        *shape = value_hash(*shape, root);
         if (!is_container(root))
                 return sum;
         stack[0] = (frame_t) { .v = root, .n = npf_value_len(root) };
@@ -170,12 +206,14 @@ static unsigned walk(npf_value_t root, const fuzz_t *f)
                         if (!npf_value_pair(fr->v, fr->next, &k, &item))
                                 abort();
                         sum += check_value(k, f);
+                        *shape = value_hash(*shape, k);
                 } else {
                         item = npf_value_at(fr->v, fr->next);
                 }
                 fr->next++;
                 visits++;
                 sum += check_value(item, f);
+                *shape = value_hash(*shape, item);
                 if (is_container(item) && depth < WALK_DEPTH)
                         stack[depth++] = (frame_t) { .v = item, .n = npf_value_len(item) };
         }
@@ -185,30 +223,55 @@ static unsigned walk(npf_value_t root, const fuzz_t *f)
 /* What the walk read, so that no byte of a string goes unread. */
 static volatile unsigned sink;
 
+/* One read of @data with @flags: what it returned, offered and built. */
+typedef struct read {
+        int rc;
+        char err[NPF_PICKLE_ERR_MAX];
+        fuzz_t f;
+        uint64_t shape;
+} read_t;
+
+static void read_once(const uint8_t *data, size_t size, unsigned flags, read_t *r)
+{
+        static const npf_value_t untouched = { .kind = 0xee, .flags = 0xee, .rkind = 0xeeee, .len = 0xeeeeeeee };
+        npf_value_t root = untouched;
+        npf_vtree_t *t;
+
+        memset(r, 0, sizeof(*r));
+        if (!(t = npf_vtree_new(reduce, &r->f)))
+                abort();
+        memset(r->err, 'x', sizeof(r->err));
+        r->rc = npf_pickle_load(data, size, t, flags, NULL, NULL, &root, r->err);
+        if (r->rc == 0) {
+                sink = walk(root, &r->f, &r->shape);
+                (void) npf_vtree_bytes(t);
+                r->err[0] = '\0';
+        } else {
+                if (r->rc != -EINVAL && r->rc != -EPERM && r->rc != -E2BIG && r->rc != -ENOMEM && r->rc != -ECANCELED)
+                        abort();
+                if (!memchr(r->err, '\0', sizeof(r->err)) || r->err[0] == '\0' ||
+                    memcmp(&root, &untouched, sizeof(root)))
+                        abort();
+        }
+        npf_vtree_free(t);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-        static const npf_value_t untouched = { .kind = 0xee, .flags = 0xee, .rkind = 0xeeee, .len = 0xeeeeeeee };
-        char err[NPF_PICKLE_ERR_MAX];
-        fuzz_t f = { 0 };
-        npf_value_t root = untouched;
-        npf_vtree_t *t = npf_vtree_new(reduce, &f);
-        int rc;
+        static read_t fast, opcodes;
 
-        if (!t)
+        read_once(data, size, 0, &fast);
+        read_once(data, size, NPF_PICKLE_OPCODES_ONLY, &opcodes);
+        if (fast.rc != opcodes.rc || strcmp(fast.err, opcodes.err) != 0 || fast.f.offered != opcodes.f.offered ||
+            fast.f.records != opcodes.f.records || fast.f.log != opcodes.f.log || fast.shape != opcodes.shape) {
+                fprintf(stderr, "the batch fast path and the opcodes differ: rc %d / %d, \"%s\" / \"%s\", offered "
+                        "%zu / %zu, records %zu / %zu, log %016llx / %016llx, shape %016llx / %016llx\n", fast.rc,
+                        opcodes.rc, fast.err, opcodes.err, fast.f.offered, opcodes.f.offered, fast.f.records,
+                        opcodes.f.records, (unsigned long long) fast.f.log, (unsigned long long) opcodes.f.log,
+                        (unsigned long long) fast.shape, (unsigned long long) opcodes.shape);
                 abort();
-        memset(err, 'x', sizeof(err));
-        rc = npf_pickle_load(data, size, t, NULL, NULL, &root, err);
-        if (rc == 0) {
-                sink = walk(root, &f);
-                (void) npf_vtree_bytes(t);
-        } else {
-                if (rc != -EINVAL && rc != -EPERM && rc != -E2BIG && rc != -ENOMEM && rc != -ECANCELED)
-                        abort();
-                if (!memchr(err, '\0', sizeof(err)) || err[0] == '\0' || memcmp(&root, &untouched, sizeof(root)))
-                        abort();
         }
-        npf_vtree_free(t);
         return 0;
 }
