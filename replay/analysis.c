@@ -353,8 +353,10 @@ int npf_plan_lifetimes(const npf_replay_t *r, npf_plan_t *ret)
 
         if (!t)
                 return -ENOMEM;
-        /* Positions 0 (before the first event) to n + 1; about 64 Ki buckets. */
-        while ((r->n + 2) / occ.width > 65536)
+        /* Positions 0 (before the first event) to n + 1, in at most 16 Ki buckets: on the
+         * bench's 2 million events, 256 positions a bucket take a quarter less time than 64,
+         * and a matrix of a quarter the size (the plan is the same). */
+        while ((r->n + 2) / occ.width > 16384)
                 occ.width *= 2;
         occ.buckets = (r->n + 2) / occ.width + 1;
         for (size_t i = 0; i < r->n_lives; i++) {

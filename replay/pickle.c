@@ -532,13 +532,18 @@ typedef struct batch_mark {
         uint64_t memo_len;
 } batch_mark_t;
 
+static bool batch_grow(void **array, size_t *cap, size_t n, size_t size);
+
 /* Room for @n elements of @size bytes in @*array. Return: false if there is none. */
-static bool batch_room(void **array, size_t *cap, size_t n, size_t size)
+static inline bool batch_room(void **array, size_t *cap, size_t n, size_t size)
+{
+        return n <= *cap || batch_grow(array, cap, n, size);
+}
+
+static bool __attribute__((noinline)) batch_grow(void **array, size_t *cap, size_t n, size_t size)
 {
         size_t want = *cap ? *cap : 256;
 
-        if (n <= *cap)
-                return true;
         if (n > BATCH_SLOTS_MAX * 4)
                 return false;
         while (want < n)
@@ -556,8 +561,10 @@ static bool batch_room(void **array, size_t *cap, size_t n, size_t size)
 
 /* FRAME opcodes: Python's framer puts them before a value. Each is checked as the opcodes
  * would. Return: the input after them, or NULL to leave the batch. */
-static const uint8_t *batch_frames(const vm_t *vm, const uint8_t *q)
+static inline const uint8_t *batch_frames(const vm_t *vm, const uint8_t *q)
 {
+        if (q < vm->end && *q != 0x95)
+                return q;
         while (q < vm->end && *q == 0x95) {
                 if (vm->end - q < 9 || le(q + 1, 8) > (uint64_t) (vm->end - q - 9))
                         return NULL;
