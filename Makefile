@@ -207,9 +207,14 @@ $(BUILD)/tests/test-analyze: $(BUILD)/tests/test-analyze.o $(BUILD)/daemon/analy
 $(BUILD)/tests/test-svg: $(BUILD)/tests/test-svg.o $(SVG_OBJS)
 	$(CC) $(LDFLAGS) -o $@ $^ $(CMOCKA_LIBS)
 
+# A document of ten thousand trace entries, too large to keep in the header: CPython writes it.
 $(BUILD)/tests/test-pickle: $(BUILD)/tests/test-pickle.o $(BUILD)/replay/pickle.o $(BUILD)/replay/value.o \
-                            $(BUILD)/replay/beside.o
+                            $(BUILD)/replay/beside.o | $(BUILD)/tests/handoff.pkl
 	$(CC) $(LDFLAGS) -o $@ $^ $(CMOCKA_LIBS) $(JANSSON_LIBS) -pthread
+$(BUILD)/tests/test-pickle.o: CPPFLAGS += -DNPF_PICKLE_HANDOFF='"$(CURDIR)/$(BUILD)/tests/handoff.pkl"'
+$(BUILD)/tests/handoff.pkl: tests/gen-pickle-fixtures.py
+	@mkdir -p $(dir $@)
+	$(PYTHON) tests/gen-pickle-fixtures.py --handoff $@
 
 $(BUILD)/tests/test-value: $(BUILD)/tests/test-value.o $(BUILD)/replay/value.o
 	$(CC) $(LDFLAGS) -o $@ $^ $(CMOCKA_LIBS) $(JANSSON_LIBS)

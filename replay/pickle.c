@@ -470,6 +470,7 @@ static int mark(vm_t *vm)
  * it is built). Before an opcode runs one by one, the reader waits for the lane.
  */
 #define BATCH_SLOTS_MAX (1u << 20)      /* memo slots one batch may set */
+#define BATCH_VALUES_MAX (1u << 22)     /* values, dicts or lists one batch may hold */
 #define BATCH_GROUPS_MAX 8u             /* Python's batches read before the lane builds them */
 #define BATCH_CONTAINER ((uint8_t) 0xfe) /* the kind of a slot the batch sets to a container */
 #define BATCH_ALIAS ((uint8_t) 0xfd)    /* a list item that is one of the batch's containers */
@@ -502,7 +503,12 @@ struct batch_list {
 };
 
 typedef struct batch {
-        npf_value_t *pairs, *fpairs, *items, *done, *local;  /* entries' pairs, frames' pairs, lists' items */
+        npf_value_t *pairs;             /* the entries' keys and values */
+        npf_value_t *fpairs;            /* the frames' */
+        npf_value_t *items;             /* the lists' */
+        npf_value_t *done;              /* what each entry became */
+        npf_value_t *local;             /* the slots the batch puts, from first_slot: a string, or
+                                         * a BATCH_CONTAINER: rkind the enum batch_ref, as.u which */
         struct batch_dict *entries, *dicts;
         struct batch_list *lists;
         struct batch_put *puts;
@@ -510,7 +516,8 @@ typedef struct batch {
         size_t cap_pairs, cap_fpairs, cap_items, cap_done, cap_local, cap_entries, cap_dicts, cap_lists, cap_puts;
         uint64_t first_slot;            /* the memo's length when the batch began */
         uint64_t memo_len;              /* and as the batch's puts leave it */
-        uint64_t old_slots;             /* the slots in the tree's memo: below the batch before's */
+        uint64_t old_slots;             /* slots below are in the tree's memo, and the lane does not
+                                         * write them while this batch is read */
         const npf_value_t *memo;        /* the tree's memo, which does not move while the batch is read */
         size_t n_deferred;              /* gets of what the batch before builds */
         struct batch_group {            /* MARK ... APPENDS: Python's batches of 1,000 */
@@ -532,6 +539,31 @@ typedef struct batch_mark {
         uint64_t memo_len;
 } batch_mark_t;
 
+static batch_mark_t batch_mark(const batch_t *b)
+{
+        return (batch_mark_t) { b->n_pairs, b->n_fpairs, b->n_items, b->n_local, b->n_entries, b->n_dicts,
+                                b->n_lists, b->n_puts, b->memo_len };
+}
+
+static void batch_undo(batch_t *b, const batch_mark_t *m)
+{
+        b->n_pairs = m->n_pairs;
+        b->n_fpairs = m->n_fpairs;
+        b->n_items = m->n_items;
+        b->n_local = m->n_local;
+        b->n_entries = m->n_entries;
+        b->n_dicts = m->n_dicts;
+        b->n_lists = m->n_lists;
+        b->n_puts = m->n_puts;
+        b->memo_len = m->memo_len;
+}
+
+/* At @p, a MARK that opens a group: a dict (or a FRAME before one) follows. */
+static inline bool batch_begins(const vm_t *vm, const uint8_t *p)
+{
+        return vm->end - p >= 2 && p[0] == '(' && (p[1] == '}' || p[1] == 0x95);
+}
+
 static bool batch_grow(void **array, size_t *cap, size_t n, size_t size);
 
 /* Room for @n elements of @size bytes in @*array. Return: false if there is none. */
@@ -544,7 +576,7 @@ static bool __attribute__((noinline)) batch_grow(void **array, size_t *cap, size
 {
         size_t want = *cap ? *cap : 256;
 
-        if (n > BATCH_SLOTS_MAX * 4)
+        if (n > BATCH_VALUES_MAX)
                 return false;
         while (want < n)
                 want *= 2;
@@ -650,9 +682,13 @@ static inline const uint8_t *batch_get(vm_t *vm, batch_t *b, const uint8_t *q, n
                         *ret = *m;
                         return q;
                 }
-                npf_vtree_share(*m);
+                /* A container only if complete: nothing built now changes it. The opcodes mark
+                 * it shared when they get it; so does this, once it is taken. */
                 *ret = npf_value_resolve(*m);
-                return npf__value_is_container(*ret) && !ret->as.c->complete ? NULL : q;
+                if (npf__value_is_container(*ret) && !ret->as.c->complete)
+                        return NULL;
+                npf_vtree_share(*m);
+                return q;
         }
         if (slot < b->first_slot) {
                 /* Set by the batch before, whose memo puts are made when it is built: a string
@@ -728,7 +764,9 @@ static const uint8_t *batch_scalar(vm_t *vm, batch_t *b, const uint8_t *q, npf_v
                 return q;
         case 0x8c: /* SHORT_BINUNICODE */
         case 'X':  /* BINUNICODE */
-                u = op == 0x8c ? (end - q < 1 ? UINT64_MAX : q[0]) : (end - q < 4 ? UINT64_MAX : le(q, 4));
+                if (end - q < (op == 0x8c ? 1 : 4))
+                        return NULL;
+                u = op == 0x8c ? q[0] : le(q, 4);
                 q += op == 0x8c ? 1 : 4;
                 if (u > (uint64_t) (end - q) || u > UINT32_MAX)
                         return NULL;
@@ -818,7 +856,7 @@ static const uint8_t *batch_list(vm_t *vm, batch_t *b, const uint8_t *q)
 static const uint8_t *batch_entry(vm_t *vm, batch_t *b, const uint8_t *q)
 {
         struct batch_dict *e;
-        bool one = false;
+        bool single = false;            /* one pair and SETITEM, no MARK */
 
         if (!ROOM(b, entries))
                 return NULL;
@@ -830,9 +868,9 @@ static const uint8_t *batch_entry(vm_t *vm, batch_t *b, const uint8_t *q)
         if (*q == '(')
                 q++;
         else
-                one = true;
-        while ((q = batch_frames(vm, q)) && *q != (one ? 's' : 'u')) {
-                if (one && b->n_pairs > e->first)
+                single = true;
+        while ((q = batch_frames(vm, q)) && *q != (single ? 's' : 'u')) {
+                if (single && b->n_pairs > e->first)
                         return NULL;
                 if (!batch_room((void **) &b->pairs, &b->cap_pairs, b->n_pairs + 2, sizeof(*b->pairs)) ||
                     !(q = batch_scalar(vm, b, q, &b->pairs[b->n_pairs], AT_KEY)) || !(q = batch_frames(vm, q)))
@@ -847,7 +885,7 @@ static const uint8_t *batch_entry(vm_t *vm, batch_t *b, const uint8_t *q)
                 if (!q)
                         return NULL;
         }
-        if (!q || (one && b->n_pairs == e->first))
+        if (!q || (single && b->n_pairs == e->first))
                 return NULL;
         e->n = (uint32_t) (b->n_pairs - e->first) / 2;
         e->n_lists = (uint32_t) (b->n_lists - e->first_list);
@@ -881,6 +919,12 @@ static void batch_unalias(const batch_t *b, npf_value_t *v, size_t n)
                         v[i] = v[i].rkind == REF_DICT ? b->items[b->dicts[v[i].as.u].at] : b->pairs[b->lists[v[i].as.u].at];
 }
 
+/* @v + @i, where @v may be NULL for want of anything read into it (and @i then 0). */
+static npf_value_t *batch_at(npf_value_t *v, size_t i)
+{
+        return v ? v + i : NULL;
+}
+
 /*
  * Makes what was read, in the order of the opcodes, and APPENDS it into the list; the memo
  * puts are batch_put_memo()'s. Both run on the lane while the reader reads the next batch:
@@ -888,12 +932,6 @@ static void batch_unalias(const batch_t *b, npf_value_t *v, size_t n)
  * and write nothing the reader reads (memo slots below the batch's, which the reserved room
  * keeps in place; the containers of earlier slots).
  */
-/* @v + @i, where @v may be NULL for want of anything read into it (and @i then 0). */
-static npf_value_t *batch_at(npf_value_t *v, size_t i)
-{
-        return v ? v + i : NULL;
-}
-
 static int batch_build(batch_t *b)
 {
         size_t from = 0;
@@ -1003,14 +1041,13 @@ static int batch_read(vm_t *vm)
                 return 0;
         if (!b && !(b = vm->batch[vm->building == vm->batch[0]] = calloc(1, sizeof(*b))))
                 return 0;
-        b->n_pairs = b->n_fpairs = b->n_items = b->n_local = b->n_entries = b->n_dicts = b->n_lists = b->n_puts = 0;
-        b->n_deferred = b->n_groups = 0;
         b->first_slot = b->memo_len = vm->building ? vm->building->memo_len : npf_vtree_memo_len(vm->tree);
+        batch_undo(b, &(batch_mark_t) { .memo_len = b->memo_len });
+        b->n_deferred = b->n_groups = 0;
         b->old_slots = vm->building ? vm->building->first_slot : b->first_slot;
         b->memo = vm->tree->memo;
         for (;;) {
-                batch_mark_t m = { b->n_pairs, b->n_fpairs, b->n_items, b->n_local, b->n_entries, b->n_dicts,
-                                   b->n_lists, b->n_puts, b->memo_len };
+                batch_mark_t m = batch_mark(b);
                 while ((q = batch_frames(vm, q)) && *q == '}')
                         if (!(q = batch_entry(vm, b, q)))
                                 break;
@@ -1018,14 +1055,12 @@ static int batch_read(vm_t *vm)
                 if (!q || *q != 'e' || b->n_entries == m.n_entries ||
                     vm->sp + b->n_entries + b->n_pairs + b->n_fpairs + b->n_items > NPF_PICKLE_STACK_MAX ||
                     !batch_room((void **) &b->done, &b->cap_done, b->n_entries, sizeof(*b->done))) {
-                        b->n_pairs = m.n_pairs, b->n_fpairs = m.n_fpairs, b->n_items = m.n_items;
-                        b->n_local = m.n_local, b->n_entries = m.n_entries, b->n_dicts = m.n_dicts;
-                        b->n_lists = m.n_lists, b->n_puts = m.n_puts, b->memo_len = m.memo_len;
+                        batch_undo(b, &m);
                         break;
                 }
                 b->groups[b->n_groups++] = (struct batch_group) { .end = b->n_entries, .appends = (size_t) (q - vm->base) };
                 after = ++q;
-                if (b->n_groups == BATCH_GROUPS_MAX || vm->end - q < 2 || q[0] != '(' || (q[1] != '}' && q[1] != 0x95))
+                if (b->n_groups == BATCH_GROUPS_MAX || !batch_begins(vm, q))
                         break;
                 q++;
         }
@@ -1057,7 +1092,7 @@ static int batch_of_dicts(vm_t *vm)
         int r = batch_read(vm);
         const uint8_t *p = vm->p;
 
-        if (r == 1 && vm->end - p >= 2 && p[0] == '(' && (p[1] == '}' || p[1] == 0x95))
+        if (r == 1 && batch_begins(vm, p))
                 return 1;
         int d = batch_drain(vm);
         return d < 0 ? d : r;
@@ -1168,6 +1203,9 @@ checkpoint:
                 return fail(vm, -EINVAL, "the input ends before STOP: truncated pickle");
         }
         if (progress && (size_t) (vm->p - vm->base) >= next_progress) {
+                /* Never beside the reduce callback, nor past an error of a batch's. */
+                if ((r = batch_drain(vm)) < 0)
+                        return r;
                 progress(userdata, (size_t) (vm->p - vm->base), (size_t) (vm->end - vm->base));
                 next_progress += PROGRESS_EVERY;
         }
@@ -1194,7 +1232,7 @@ op_stop:
                             vm->sp, vm->n_marks);
         return 0;
 op_mark:
-        if (vm->batches && vm->p < end && (*vm->p == '}' || *vm->p == 0x95) && (r = batch_of_dicts(vm)) != 0) {
+        if (vm->batches && batch_begins(vm, vm->p - 1) && (r = batch_of_dicts(vm)) != 0) {
                 if (r < 0)
                         return r;
                 DISPATCH();
@@ -1361,7 +1399,7 @@ int npf_pickle_load(const void *buf, size_t len, npf_vtree_t *tree, unsigned fla
                 return -ENOMEM;
         vm.stack_cap = 256;
         r = run(&vm, progress, userdata);
-        /* Every way out of run() but an error of its own has waited for the lane. */
+        /* run() has waited for the lane on every way out; this ends its thread. */
         npf_lane_free(vm.lane);
         if (r == 0) {
                 root = vm.stack[0];

@@ -31,7 +31,9 @@ typedef void (*npf_pickle_progress_cb)(void *userdata, size_t done, size_t total
  * npf_pickle_load() - read the pickle in @buf (@len bytes) into @tree.
  * Strings and bytes in the result point into @buf, which must outlive @tree. Containers are
  * reduced by the tree's callback as they complete; a batch of flat dicts (trace entries,
- * blocks) is read by a fast path whose result is the same. @progress may be NULL.
+ * blocks) is read by a fast path whose result is the same (only an out-of-memory error may
+ * name another offset), with the reduce callback called on a thread of the reader's while
+ * it reads on: never two calls at once, nor one beside @progress. @progress may be NULL.
  * Return: 0 and the root value in @ret; or -EINVAL (a malformed or truncated pickle),
  * -EPERM (an opcode that would run code), -E2BIG (a cap exceeded), -ENOMEM, or the reduce
  * callback's error; a sentence in @err (NPF_PICKLE_ERR_MAX bytes) names the opcode and its

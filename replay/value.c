@@ -252,13 +252,14 @@ int npf_vtree_append(npf_vtree_t *t, npf_value_t cv, npf_value_t *items, size_t 
 int npf_vtree_complete_items(npf_vtree_t *t, npf_vkind_t kind, npf_value_t *items, size_t n, npf_value_t *ret,
                              char *err, size_t err_size)
 {
-        npf_container_t offered = { .u.list = { .items = items, .n = (uint32_t) n, .cap = (uint32_t) n },
-                                    .kind = (uint8_t) kind, .complete = 1 };
+        npf_container_t offered = { .kind = (uint8_t) kind, .complete = 1 };
         npf_value_t v = { .kind = (uint8_t) kind, .as.c = &offered };
         int r;
 
         if (n > UINT32_MAX)
                 return -E2BIG;
+        offered.u.list.items = items;
+        offered.u.list.n = offered.u.list.cap = (uint32_t) n;
         if (t->reduce && (r = t->reduce(t->userdata, &v, ret, err, err_size)) != 0)
                 return r < 0 ? r : 0;
         /* Kept: the container the opcodes would have built, complete as it would be. */

@@ -63,7 +63,8 @@ _Static_assert(sizeof(npf_value_t) == 16, "values are 16 bytes");
 typedef struct npf_vtree npf_vtree_t;
 
 /*
- * npf_vtree_reduce_cb - called on every complete container, innermost first.
+ * npf_vtree_reduce_cb - called on every complete container, innermost first, one call at a
+ * time but not always on the reader's thread (see npf_pickle_load()).
  * @v is the container (kind NPF_V_LIST, NPF_V_TUPLE, NPF_V_DICT or NPF_V_SET), valid for the
  * call only: it may be a temporary (see npf_vtree_complete_items()). To replace it, write
  * the replacement (usually an NPF_V_RECORD) into @ret and return 1; to keep it, return 0.

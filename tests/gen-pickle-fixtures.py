@@ -4,6 +4,7 @@
 
     tests/gen-pickle-fixtures.py > tests/pickle-fixtures.h
     tests/gen-pickle-fixtures.py --corpus tests/fuzz/corpus-pickle
+    tests/gen-pickle-fixtures.py --handoff build/tests/handoff.pkl
 
 The header holds, as C byte arrays, pickles written by CPython's pickle of a document that
 uses every data opcode, for protocols 0 to 5, and real pickles that the reader must refuse,
@@ -469,6 +470,24 @@ def batch_docs():
     return docs
 
 
+def handoff_doc(n=9500):
+    """Trace entries across more batches than the reader reads before it hands them to its
+    second thread (eight of 1,000), so that the batches after the first are read while the
+    one before is built, and refer to what it memoized: frames first seen late, strings
+    (user_metadata) first seen at the end of one hand-over and used in the next, and every
+    thousandth entry holding the stack of the entry before."""
+    frames = [{"name": "g%d" % k, "filename": "late.py", "line": k} for k in range(48)]
+    tags = ["tag %d" % k for k in range(n // 300 + 1)]
+    entries = []
+    for i in range(n):
+        stack = [frames[(i // 200 + k) % 48] for k in range(1 + i % 3)]
+        if i % 1000 == 0 and entries:
+            stack = entries[-1]["frames"]
+        entries.append({"action": "alloc" if i % 2 == 0 else "free_requested", "addr": 2**44 + 512 * (i // 2),
+                        "size": 512, "stream": 0, "frames": stack, "user_metadata": tags[i // 300]})
+    return {"device_traces": [entries]}
+
+
 def write_corpus(directory):
     """Small seeds for tests/fuzz/fuzz-pickle.c: a few per protocol, refused and cyclic ones."""
     os.makedirs(directory, exist_ok=True)
@@ -503,6 +522,9 @@ def write_corpus(directory):
 if __name__ == "__main__":
     if len(sys.argv) == 3 and sys.argv[1] == "--corpus":
         write_corpus(sys.argv[2])
+    elif len(sys.argv) == 3 and sys.argv[1] == "--handoff":
+        with open(sys.argv[2], "wb") as f:
+            pickle.dump(handoff_doc(), f, 4)
     elif len(sys.argv) == 1:
         main_header()
     else:

@@ -21,7 +21,7 @@
 #define WALK_DEPTH 128                  /* deeper values are not visited */
 #define WALK_VISITS 16384u              /* shared references can make a small input huge */
 
-enum { REC_ENTRY = 1, REC_PAIR = 2 };
+enum { REC_ENTRY = 1, REC_PAIR, REC_FRAME, REC_STACK };
 
 typedef struct fuzz {
         size_t offered, records;
@@ -56,7 +56,8 @@ static uint64_t value_hash(uint64_t h, npf_value_t v)
         }
 }
 
-/* Dicts with "action" become entries, 2-tuples pairs; a dict with "fail" aborts the read. */
+/* Dicts with "action" become entries, with "filename" frames, lists of frames stacks,
+ * 2-tuples pairs, as a snapshot's do; a dict with "fail" aborts the read. */
 static int reduce(void *userdata, const npf_value_t *v, npf_value_t *ret, char *err, size_t err_size)
 {
         fuzz_t *f = userdata;
@@ -75,6 +76,19 @@ static int reduce(void *userdata, const npf_value_t *v, npf_value_t *ret, char *
         if (v->kind == NPF_V_DICT && npf_value_get(*v, "action", &a)) {
                 *ret = (npf_value_t) { .kind = NPF_V_RECORD, .rkind = REC_ENTRY, .as.u = f->records++ };
                 return 1;
+        }
+        if (v->kind == NPF_V_DICT && npf_value_get(*v, "filename", &a)) {
+                *ret = (npf_value_t) { .kind = NPF_V_RECORD, .rkind = REC_FRAME, .as.u = f->records++ };
+                return 1;
+        }
+        if (v->kind == NPF_V_LIST && npf_value_len(*v) > 0) {
+                bool frames = true;
+                for (size_t i = 0; i < npf_value_len(*v) && frames; i++)
+                        frames = npf_value_at(*v, i).kind == NPF_V_RECORD && npf_value_at(*v, i).rkind == REC_FRAME;
+                if (frames) {
+                        *ret = (npf_value_t) { .kind = NPF_V_RECORD, .rkind = REC_STACK, .as.u = f->records++ };
+                        return 1;
+                }
         }
         if (v->kind == NPF_V_TUPLE && npf_value_len(*v) == 2) {
                 *ret = (npf_value_t) { .kind = NPF_V_RECORD, .rkind = REC_PAIR, .as.u = f->records++ };
@@ -139,7 +153,7 @@ static unsigned check_value(npf_value_t v, const fuzz_t *f)
                 }
                 break;
         case NPF_V_RECORD:
-                if ((v.rkind != REC_ENTRY && v.rkind != REC_PAIR) || v.as.u >= f->records)
+                if (v.rkind < REC_ENTRY || v.rkind > REC_STACK || v.as.u >= f->records)
                         abort();
                 break;
         case NPF_V_LIST:
