@@ -207,7 +207,7 @@ $(BUILD)/tests/test-analyze: $(BUILD)/tests/test-analyze.o $(BUILD)/daemon/analy
 $(BUILD)/tests/test-svg: $(BUILD)/tests/test-svg.o $(SVG_OBJS)
 	$(CC) $(LDFLAGS) -o $@ $^ $(CMOCKA_LIBS)
 
-# A document of ten thousand trace entries, too large to keep in the header: CPython writes it.
+# A document of 9,500 trace entries, too large to keep in the header: CPython writes it.
 $(BUILD)/tests/test-pickle: $(BUILD)/tests/test-pickle.o $(BUILD)/replay/pickle.o $(BUILD)/replay/value.o \
                             $(BUILD)/replay/beside.o | $(BUILD)/tests/handoff.pkl
 	$(CC) $(LDFLAGS) -o $@ $^ $(CMOCKA_LIBS) $(JANSSON_LIBS) -pthread

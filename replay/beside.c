@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Work run beside the caller's: a thread with a small stack, or at once. */
+/* Work run beside the caller's: threads with a small stack, or at once. */
 #include "replay/beside.h"
 
 #include <stdlib.h>
@@ -111,9 +111,8 @@ npf_lane_t *npf_lane_free(npf_lane_t *l)
 {
         if (!l)
                 return NULL;
+        npf_lane_wait(l);
         pthread_mutex_lock(&l->lock);
-        while (l->busy)
-                pthread_cond_wait(&l->changed, &l->lock);
         l->ending = true;
         pthread_cond_broadcast(&l->changed);
         pthread_mutex_unlock(&l->lock);

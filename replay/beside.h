@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Work run beside the caller's: on a thread of its own when one can be had, at once when
- * not, so that a second core shortens an analysis and its absence changes nothing. The
- * thread's stack is small: the analyzer may run under an address-space limit.
+ * not, so that a second core shortens an analysis and its absence changes nothing. Two
+ * kinds: one piece of work (npf_beside_*: the static plan, timeline.csv), or a lane that
+ * runs many pieces one after the other (npf_lane_*: the pickle reader's batches). Threads'
+ * stacks are small: the analyzer may run under an address-space limit.
  */
 #ifndef NPUPROF_REPLAY_BESIDE_H
 #define NPUPROF_REPLAY_BESIDE_H

@@ -219,6 +219,16 @@ static int push_container(vm_t *vm, npf_vkind_t kind)
         return push(vm, c);
 }
 
+/* The 8 big-endian bytes of BINFLOAT at @p. */
+static npf_value_t binfloat_value(const uint8_t *p)
+{
+        npf_value_t v = { .kind = NPF_V_FLOAT };
+        uint64_t u = be64toh(load64(p));
+
+        memcpy(&v.as.f, &u, sizeof(v.as.f));
+        return v;
+}
+
 /* An integer of @n little-endian two's-complement bytes (LONG1, LONG4). */
 static npf_value_t long_value(const uint8_t *p, uint64_t n)
 {
@@ -564,14 +574,6 @@ static inline bool batch_begins(const vm_t *vm, const uint8_t *p)
         return vm->end - p >= 2 && p[0] == '(' && (p[1] == '}' || p[1] == 0x95);
 }
 
-static bool batch_grow(void **array, size_t *cap, size_t n, size_t size);
-
-/* Room for @n elements of @size bytes in @*array. Return: false if there is none. */
-static inline bool batch_room(void **array, size_t *cap, size_t n, size_t size)
-{
-        return n <= *cap || batch_grow(array, cap, n, size);
-}
-
 static bool __attribute__((noinline)) batch_grow(void **array, size_t *cap, size_t n, size_t size)
 {
         size_t want = *cap ? *cap : 256;
@@ -586,6 +588,12 @@ static bool __attribute__((noinline)) batch_grow(void **array, size_t *cap, size
         *array = p;
         *cap = want;
         return true;
+}
+
+/* Room for @n elements of @size bytes in @*array. Return: false if there is none. */
+static inline bool batch_room(void **array, size_t *cap, size_t n, size_t size)
+{
+        return n <= *cap || batch_grow(array, cap, n, size);
 }
 
 /* Room for one more element in array @what of @b. */
@@ -751,9 +759,7 @@ static const uint8_t *batch_scalar(vm_t *vm, batch_t *b, const uint8_t *q, npf_v
         case 'G':
                 if (end - q < 8)
                         return NULL;
-                u = be64toh(load64(q));
-                *ret = (npf_value_t) { .kind = NPF_V_FLOAT };
-                memcpy(&ret->as.f, &u, sizeof(ret->as.f));
+                *ret = binfloat_value(q);
                 return q + 8;
         case 'N':
                 *ret = (npf_value_t) { .kind = NPF_V_NONE };
@@ -1028,7 +1034,8 @@ static bool batch_resolve(vm_t *vm, batch_t *b)
  * MARK to the opcodes, or a negative errno. */
 static int batch_read(vm_t *vm)
 {
-        batch_t *b = vm->batch[vm->building == vm->batch[0]];
+        batch_t **slot = &vm->batch[vm->building == vm->batch[0]];     /* the one not being built */
+        batch_t *b = *slot;
         const uint8_t *q = vm->p, *after = NULL;
         npf_value_t list;
         int r;
@@ -1039,10 +1046,10 @@ static int batch_read(vm_t *vm)
         list = vm->stack[vm->sp - 1];
         if (list.kind != NPF_V_LIST || list.as.c->reduced)
                 return 0;
-        if (!b && !(b = vm->batch[vm->building == vm->batch[0]] = calloc(1, sizeof(*b))))
+        if (!b && !(b = *slot = calloc(1, sizeof(*b))))
                 return 0;
         b->first_slot = b->memo_len = vm->building ? vm->building->memo_len : npf_vtree_memo_len(vm->tree);
-        batch_undo(b, &(batch_mark_t) { .memo_len = b->memo_len });
+        batch_undo(b, &(batch_mark_t) { .memo_len = b->memo_len });      /* empty */
         b->n_deferred = b->n_groups = 0;
         b->old_slots = vm->building ? vm->building->first_slot : b->first_slot;
         b->memo = vm->tree->memo;
@@ -1286,13 +1293,9 @@ op_text_float:
         if (!(a = take_line(vm, &len)))
                 return truncated(vm);
         NEXT(text_float(vm, a, len));
-op_binfloat: { /* big-endian */
+op_binfloat: /* big-endian */
         TAKE(8);
-        uint64_t u = be64toh(load64(a));
-        double f;
-        memcpy(&f, &u, sizeof(f));
-        NEXT(push(vm, (npf_value_t) { .kind = NPF_V_FLOAT, .as.f = f }));
-}
+        NEXT(push(vm, binfloat_value(a)));
 op_string: /* STRING */
         if (!(a = take_line(vm, &len)))
                 return truncated(vm);

@@ -394,8 +394,8 @@ BATCH_ENTRIES = 40
 
 def trace_doc(n, shared_stack=False, fail_at=None, kept_every=None, entry_ref=False, nested=False, no_frames=False):
     """Trace entries as torch writes them: after a preamble that memoizes the frames, the
-    action strings and the keys, a list of n flat dicts (in batches of 1,000: the reader's batch fast
-    path), each with a stack of its own of 0 to 3 shared frames (no list, APPEND, APPENDS)
+    action strings and the keys, a list of n flat dicts (in Python's batches of 1,000, which
+    the reader's fast path reads), each with a stack of its own of 0 to 3 shared frames (no list, APPEND, APPENDS)
     and values of every kind a batch takes. shared_stack: every entry holds the same list
     (the memo slot of an entry of the batch itself); fail_at: that entry has "fail";
     kept_every: every k-th dict has no "action" and is kept as a dict; entry_ref: every entry
@@ -510,8 +510,6 @@ def write_corpus(directory):
     for name, cname, p, data, doc in batch_docs():
         if len(data) <= 16384:
             seeds[cname[3:].replace("_", "-")] = data
-    seeds["batch-small-p2"] = pickle.dumps(trace_doc(30), 2)
-    seeds["batch-small-p4"] = pickle.dumps(trace_doc(30), 4)
     for i, (name, data, op, pos) in enumerate(hostile()):
         seeds["refused-%02d" % i] = data
     for name, data in seeds.items():

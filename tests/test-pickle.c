@@ -168,6 +168,21 @@ static uint64_t fnv1a(uint64_t h, const void *p, size_t n)
         return h;
 }
 
+/* @n bytes of @piece onto @c. It asserts nothing: offered_value() uses it off the test's thread. */
+static void canon_append(canon_t *c, const char *piece, size_t n)
+{
+        c->hash = fnv1a(c->hash, piece, n);
+        if (c->text) {
+                if (c->len + n + 1 > c->cap) {
+                        c->cap = (c->len + n + 1) * 2;
+                        if (!(c->text = realloc(c->text, c->cap)))
+                                abort();
+                }
+                memcpy(c->text + c->len, piece, n + 1);
+        }
+        c->len += n;
+}
+
 static void canon_put(canon_t *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void canon_put(canon_t *c, const char *fmt, ...)
 {
@@ -179,16 +194,7 @@ static void canon_put(canon_t *c, const char *fmt, ...)
         n = vsnprintf(piece, sizeof(piece), fmt, ap);
         va_end(ap);
         assert_true(n > 0 && (size_t) n < sizeof(piece));
-        c->hash = fnv1a(c->hash, piece, (size_t) n);
-        if (c->text) {
-                if (c->len + (size_t) n + 1 > c->cap) {
-                        c->cap = (c->len + (size_t) n + 1) * 2;
-                        c->text = realloc(c->text, c->cap);
-                        assert_non_null(c->text);
-                }
-                memcpy(c->text + c->len, piece, (size_t) n + 1);
-        }
-        c->len += (size_t) n;
+        canon_append(c, piece, (size_t) n);
 }
 
 static void canon_blob(canon_t *c, char tag, const char *s, size_t len)
@@ -1634,16 +1640,7 @@ static void offered_value(canon_t *c, npf_value_t v, bool items)
                            : npf__value_is_container(v) || v.kind == NPF_V_NONE ? 0 : v.as.u;
 
         n += snprintf(piece + n, sizeof(piece) - (size_t) n, "%016" PRIx64 ",", payload);
-        c->hash = fnv1a(c->hash, piece, (size_t) n);
-        if (c->text) {
-                if (c->len + (size_t) n + 1 > c->cap) {
-                        c->cap = (c->len + (size_t) n + 1) * 2;
-                        if (!(c->text = realloc(c->text, c->cap)))
-                                abort();
-                }
-                memcpy(c->text + c->len, piece, (size_t) n + 1);
-        }
-        c->len += (size_t) n;
+        canon_append(c, piece, (size_t) n);
         if (items && npf__value_is_container(v))
                 for (size_t i = 0, k = npf_value_len(v) * (v.kind == NPF_V_DICT ? 2 : 1); i < k; i++)
                         offered_value(c, npf_value_resolve(npf_value_items(v)[i]), false);
@@ -1750,7 +1747,7 @@ static void test_batches_as_opcodes_across_handoffs(void **state)
 
         (void) state;
         fast_made = assert_as_opcodes("handoff.pkl", p, len, false, &opcodes_made);
-        /* Ten thousand entries and their stacks, none built in the tree. */
+        /* 9,500 entries and their stacks, none built in the tree. */
         assert_true(opcodes_made - fast_made >= 9500);
         free(p);
 }
