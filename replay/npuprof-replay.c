@@ -46,10 +46,11 @@ typedef struct options {
 typedef struct progress {
         const char *what;
         struct timespec start, last;
+        double after;           /* seconds before the first line, and between two */
         bool quiet, shown;
 } progress_t;
 
-static progress_t progress;
+static progress_t progress = { .after = 1.0 };
 
 static double since(const struct timespec *t)
 {
@@ -65,7 +66,8 @@ static void progress_cb(void *userdata, size_t done, size_t total)
         char a[24], b[24];
 
         (void) userdata;
-        if (progress.quiet || since(&progress.start) < 1.0 || (progress.shown && since(&progress.last) < 1.0))
+        if (progress.quiet || since(&progress.start) < progress.after ||
+            (progress.shown && since(&progress.last) < progress.after))
                 return;
         clock_gettime(CLOCK_MONOTONIC, &progress.last);
         progress.shown = true;
@@ -76,7 +78,7 @@ static void progress_cb(void *userdata, size_t done, size_t total)
 
 static void phase(const char *what)
 {
-        if (!progress.quiet && since(&progress.start) >= 1.0)
+        if (!progress.quiet && since(&progress.start) >= progress.after)
                 fprintf(stderr, "npuprof-replay: %s\n", what);
 }
 
@@ -615,6 +617,15 @@ int main(int argc, char **argv)
                 return EXIT_USAGE;
         }
         progress.quiet = o.quiet;
+        /* Hidden, for tests: NPF_REPLAY_PROGRESS_AFTER_MS, in milliseconds, replaces the second
+         * before the first progress line and between two (0: a line at every report). */
+        const char *after = getenv("NPF_REPLAY_PROGRESS_AFTER_MS");
+        if (after && *after) {
+                errno = 0;
+                long ms = strtol(after, &end, 10);
+                if (!errno && !*end && ms >= 0)
+                        progress.after = (double) ms / 1000.0;
+        }
         /* Limits first: nothing of the input is read before they hold. */
         if (limit_memory) {
                 struct rlimit rl = { limit_memory, limit_memory };

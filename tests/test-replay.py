@@ -9,8 +9,10 @@ state at dump time, each action undone from the newest event to the oldest); the
 counts, peaks, start and dump states and every row of timeline.csv must agree. Synthetic
 snapshots, written here as pickles of protocols 2 to 5 and as JSON, pin each action's undo,
 expandable-segment splitting and merging, torch_npu's workspace triples, inconsistencies,
-ghost blocks, leaks, the legacy list of segments, times, free delays, the static plan and
-the per-stream totals to numbers worked out by hand. Hostile and broken inputs must fail
+ghost blocks, leaks, the legacy list of segments, times, free delays, the static plan, the
+per-stream totals, the top call sites, the free space and the live blocks at the allocated peak
+to numbers worked out by hand; the reference replay checks the last three on the real
+snapshots too. Progress lines are forced with NPF_REPLAY_PROGRESS_AFTER_MS=0. Hostile and broken inputs must fail
 with exit status 1 and a clear last line on stderr.
 
 Ends with "replay: N passed, N failed"; exits 1 when a check failed.
@@ -21,6 +23,7 @@ import json
 import os
 import pickle
 import pickletools
+import re
 import shutil
 import subprocess
 import sys
@@ -67,13 +70,55 @@ def eq(what, got, want):
 
 # --- the reference replay -------------------------------------------------------------------
 
-class Block:
-    """A live block: pending once its free was requested; leak while it is the block that was
-    allocated at dump time; freed_at, the event that freed it (None: live at dump)."""
-    __slots__ = ("size", "pending", "leak", "freed_at")
+BEFORE, AFTER = -1, float("inf")     # a life that began before the first event, or had not ended at dump
 
-    def __init__(self, size, pending, leak, freed_at=None):
-        self.size, self.pending, self.leak, self.freed_at = size, pending, leak, freed_at
+
+def stack_key(frames):
+    """A call stack as a hashable key: () when none was recorded."""
+    return tuple((f.get("name", ""), f["filename"], f["line"]) for f in frames or ())
+
+
+def is_frame(x):
+    return isinstance(x, dict) and "filename" in x and "line" in x and not isinstance(x.get("action"), str)
+
+
+def stack_ids(snap):
+    """Each distinct stack's rank of first appearance in the document, read in order (a
+    snapshot's keys in their order, segments before device_traces in torch's): the order in
+    which a reader meets them, which breaks ties between equally ranked sites. () is 0."""
+    ids = {(): 0}
+
+    def walk(x):
+        if isinstance(x, dict):
+            for v in x.values():
+                walk(v)
+        elif isinstance(x, (list, tuple)):
+            if x and all(is_frame(f) for f in x):
+                ids.setdefault(stack_key(x), len(ids))
+            else:
+                for v in x:
+                    walk(v)
+    walk(snap)
+    return ids
+
+
+class Block:
+    """A block's life. pending once its free was requested; leak while it is the block that
+    was allocated at dump time; freed_at, the event that freed it (None: live at dump);
+    alloc, the event that allocated it (BEFORE: a ghost); req, the event that requested its
+    free (AFTER: still allocated at dump; BEFORE: pending before the first event); foot, the
+    bytes it takes in its segment (the allocator's rounding included, where known); stack,
+    where it was allocated: the alloc event's frames, else the block's at dump time; a
+    block known only from its free event has no known allocation site (()), since that
+    event's frames say where it was freed."""
+    __slots__ = ("addr", "size", "pending", "leak", "freed_at", "alloc", "req", "foot", "stack", "stream")
+
+    def __init__(self, addr, size, pending, leak, freed_at=None, foot=None, stack=(), stream=0):
+        self.addr, self.size, self.pending, self.leak, self.freed_at = addr, size, pending, leak, freed_at
+        self.alloc = BEFORE
+        self.req = BEFORE if pending else (AFTER if freed_at is None else freed_at)
+        self.foot = size if foot is None else foot
+        self.stack, self.stream = stack, stream
 
 
 class Ref:
@@ -83,12 +128,17 @@ class Ref:
     undone event that does not fit the state is an issue (event index, action, address).
     """
 
-    def __init__(self, snap, device):
+    def __init__(self, snap, device, capture=None):
+        """@capture: an event index whose state (after it; -1: before the first event) is
+        kept in self.captured as (segments, [(addr, footprint)] of the live blocks)."""
         legacy = isinstance(snap, list)
         traces = [] if legacy else snap.get("device_traces", [])
-        self.device = device
+        self.snap, self.device = snap, device
         self.events = traces[device] if 0 <= device < len(traces) else []
         self.segs, self.blocks = {}, {}
+        self.lives = []                 # every Block, in the order they were met
+        self.stack_ids = stack_ids(snap)
+        self.captured = None
         self.allocated = self.active = self.reserved = self.live = 0
         self.issues, self.delays = [], []
         self.leaks = [0, 0]
@@ -103,9 +153,11 @@ class Ref:
             for b in seg.get("blocks", []):
                 addr = b.get("address", at)     # an address, or the end of the block before
                 at = addr + b["size"]
+                frames = b.get("frames") or (b["history"][-1].get("frames") if b.get("history") else None)
                 if b["state"] != "inactive":
                     self.add_block(addr, b.get("requested_size", b["size"]),
-                                   b["state"] == "active_pending_free", b["state"] == "active_allocated")
+                                   b["state"] == "active_pending_free", b["state"] == "active_allocated",
+                                   foot=b["size"], stack=stack_key(frames), stream=seg.get("stream", 0))
         self.add_workspace()
         self.dump = dict(allocated=self.allocated, active=self.active, reserved=self.reserved,
                          segments=len(self.segs))
@@ -116,15 +168,24 @@ class Ref:
         for i in range(n - 1, -1, -1):
             self.after[i] = (self.allocated, self.active, self.reserved)
             self.n_segs[i], self.n_live[i] = len(self.segs), self.live
+            if i == capture:
+                self.capture()
             self.undo(i, self.events[i])
+        if capture == -1:
+            self.capture()
         self.start = dict(allocated=self.allocated, active=self.active, reserved=self.reserved)
         self.start_segs, self.start_live = len(self.segs), self.live
         self.ghosts = (len(self.blocks), sum(b.size for b in self.blocks.values()))
 
-    def add_block(self, addr, size, pending, leak, freed_at=None):
+    def capture(self):
+        self.captured = ({a: s for a, (s, _) in self.segs.items()},
+                         [(a, b.foot) for a, b in self.blocks.items()])
+
+    def add_block(self, addr, size, pending, leak, freed_at=None, **life):
         if addr in self.blocks:
             return False
-        self.blocks[addr] = Block(size, pending, leak, freed_at)
+        self.blocks[addr] = b = Block(addr, size, pending, leak, freed_at, **life)
+        self.lives.append(b)
         self.active += size
         if not pending:
             self.allocated += size
@@ -155,7 +216,8 @@ class Ref:
             if sa["addr"] not in self.segs and self.add_segment(sa["addr"], sa["size"], sa.get("stream", 0), False):
                 self.workspace[0] += 1
                 self.workspace[1] += sa["size"]
-            self.add_block(a["addr"], sa["size"], False, True)
+            self.add_block(a["addr"], sa["size"], False, True, stack=stack_key(a.get("frames")),
+                           stream=sa.get("stream", 0))
             i += 3
 
     def undo(self, i, e):
@@ -165,6 +227,9 @@ class Ref:
             if b is None or b.pending:
                 return self.issues.append((i, act, addr))
             del self.blocks[addr]
+            b.alloc = i
+            if e.get("frames"):
+                b.stack = stack_key(e["frames"])
             self.allocated -= b.size
             self.active -= b.size
             self.live -= 1
@@ -177,6 +242,7 @@ class Ref:
             if b is None or not b.pending:
                 return self.issues.append((i, act, addr))
             b.pending = False
+            b.req = i
             self.allocated += b.size
             self.live += 1
             if b.freed_at is None:
@@ -184,7 +250,7 @@ class Ref:
             elif self.events[b.freed_at]["action"] == "free_completed":
                 self.delays.append(b.freed_at - i)
         elif act in ("free_completed", "free"):
-            if not self.add_block(addr, size, act == "free_completed", False, i):
+            if not self.add_block(addr, size, act == "free_completed", False, i, stream=e.get("stream", 0)):
                 self.issues.append((i, act, addr))
         elif act in ("segment_free", "segment_unmap"):
             if not self.add_segment(addr, size, e.get("stream", 0), act == "segment_unmap"):
@@ -205,6 +271,58 @@ class Ref:
             if addr + size < a + s:
                 self.segs[addr + size] = [a + s - addr - size, st]
             self.reserved -= size
+
+    def lifetime(self, b):
+        """The events after which @b was allocated: from its alloc (the first event, for a ghost)
+        up to, not including, the event that requested its free (the dump, if none did)."""
+        end = len(self.events) if b.req == AFTER else b.req
+        return max(0, end - max(b.alloc, 0))
+
+    def top_sites(self, top=20):
+        """[(count, bytes, byte_events, stack)]: every life grouped by where it was allocated,
+        the most bytes x events alive first, ties in the order the stacks first appear."""
+        sites = {}
+        for b in self.lives:
+            x = sites.setdefault(b.stack, [0, 0, 0])
+            x[0] += 1
+            x[1] += b.size
+            x[2] += b.size * self.lifetime(b)
+        order = sorted(sites, key=lambda k: (-sites[k][2], self.stack_ids[k]))
+        return [tuple(sites[k]) + (k,) for k in order[:top]]
+
+    def live_at(self, at, top=20):
+        """(count, bytes, [(addr, size, allocated_at, free_requested_at, stack)]): the blocks
+        allocated just after event @at (None: before the first), largest first, then by address."""
+        at = -1 if at is None else at
+        live = [b for b in self.lives if b.alloc <= at < b.req]
+        live.sort(key=lambda b: (-b.size, b.addr))
+        return (len(live), sum(b.size for b in live),
+                [(b.addr, b.size, None if b.alloc == BEFORE else b.alloc,
+                  None if b.req in (BEFORE, AFTER) else b.req, b.stack) for b in live[:top]])
+
+    def fragmentation(self):
+        """(free_bytes, largest_free) of the captured state: each segment less the footprints of
+        the live (allocated or pending-free) blocks in it."""
+        segs, blocks = self.captured
+        free, largest = 0, 0
+        for start, size in segs.items():
+            end = start + size
+            taken = sorted((max(a, start), min(a + f, end)) for a, f in blocks if a < end and a + f > start)
+            holes, at = [], start
+            for lo, hi in taken:
+                if lo > at:
+                    holes.append(lo - at)
+                at = max(at, hi)
+            if end > at:
+                holes.append(end - at)
+            free += sum(holes)
+            largest = max([largest] + holes)
+        return free, largest
+
+    def at_peak(self):
+        """This device replayed again, keeping the state at the allocated peak."""
+        at = self.peak("allocated")[1]
+        return Ref(self.snap, self.device, capture=-1 if at is None else at)
 
     def series(self, k):
         return [self.start[k]] + [v[("allocated", "active", "reserved").index(k)] for v in self.after]
@@ -238,8 +356,8 @@ def devices_of(snap):
 # --- running the program ------------------------------------------------------------------
 
 class Run:
-    def __init__(self, args, outdir):
-        p = subprocess.run([REPLAY] + args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=ENV, timeout=120)
+    def __init__(self, args, outdir, env=None):
+        p = subprocess.run([REPLAY] + args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env or ENV, timeout=120)
         self.rc, self.stdout, self.stderr = p.returncode, p.stdout.decode(errors="replace"), \
             p.stderr.decode(errors="replace")
         self.outdir = outdir
@@ -326,6 +444,37 @@ def eq_rows(what, got, want):
     return check(got == want, what, "" if got == want else first_diff(got, want))
 
 
+def g15(v):
+    """@v as report.json gives a real: 15 significant digits."""
+    return float("%.15g" % v)
+
+
+def sites_of(d):
+    """top_sites as [(count, bytes, byte_events, stack)]."""
+    return [(x["count"], x["bytes"], x["byte_events"], stack_key(x["frames"])) for x in d["top_sites"]]
+
+
+def ref_sites(ref, top=20):
+    return [(c, b, g15(w), k[:32]) for c, b, w, k in ref.top_sites(top)]
+
+
+def blocks_of(section):
+    """A ranked list of blocks as [(addr, size, allocated_at, free_requested_at, stack)]."""
+    return [(int(b["addr"], 16), b["size"], b["allocated_at"], b["free_requested_at"], stack_key(b["frames"]))
+            for b in section["blocks"]]
+
+
+def ref_live(ref, top=20):
+    count, size, blocks = ref.live_at(ref.peak("allocated")[1], top)
+    return count, size, [b[:4] + (b[4][:32],) for b in blocks]
+
+
+def ref_frag(ref):
+    """(free_bytes, largest_free, largest_free_ratio) at the allocated peak."""
+    free, largest = ref.at_peak().fragmentation()
+    return free, largest, g15(largest / free) if free else 1.0
+
+
 def pbi(d, k):
     p = d["peak"][k]
     return p["bytes"], p["index"]
@@ -351,6 +500,13 @@ def compare_with_ref(name, d, ref, rows):
        (at, ref.start_segs if at is None else ref.n_segs[at],
         ref.start["reserved"] if at is None else ref.after[at][2], ref.peak("allocated")[0],
         (ref.start["reserved"] if at is None else ref.after[at][2]) - ref.peak("allocated")[0]))
+    eq("%s: fragmentation at the allocated peak (free_bytes, largest_free, largest_free_ratio)" % name,
+       (fr["free_bytes"], fr["largest_free"], fr["largest_free_ratio"]), ref_frag(ref))
+    lp = d["live_at_peak"]
+    eq("%s: live_at_peak as listed (largest first, then by address), with their lives and stacks" % name,
+       (lp["count"], lp["bytes"], blocks_of(lp)), ref_live(ref))
+    eq("%s: top_sites (count, bytes, byte_events, stack), by bytes x events alive" % name, sites_of(d),
+       ref_sites(ref))
     eq("%s: ghosts (count, bytes)" % name, (d["ghosts"]["count"], d["ghosts"]["bytes"]), ref.ghosts)
     eq("%s: leaks (count, bytes)" % name, (d["leaks"]["count"], d["leaks"]["bytes"]), tuple(ref.leaks))
     eq("%s: workspace (count, bytes)" % name, (d["workspace"]["count"], d["workspace"]["bytes"]),
@@ -707,6 +863,111 @@ def test_leaks():
     check("Never freed" in r.txt and "f1 (model.py:10)" in r.txt, "leaks: report.txt lists them with their stacks")
 
 
+def fr(name, line):
+    return [{"name": name, "filename": "model.py", "line": line}, {"name": "main", "filename": "train.py", "line": 1}]
+
+
+SA, SB, SC, SD, SE, SF, SG = (fr(n, k) for k, n in enumerate(("attn", "mlp", "embed", "loss", "zero_grad", "head",
+                                                             "cache"), 1))
+
+
+def test_top_sites():
+    """Sites ranked by bytes x events alive, which is not the ranking by bytes. 21 events; a
+    block is alive after its alloc up to, not including, the event that requests its free.
+      mlp    B1 256 B, events 0-21 (alive at dump)       5376
+      attn   A1 4096 B, 1-3                              8192
+      embed  C1 1024 B, 2-7; C2 1024 B, 6-21 (at dump)   5120 + 15360 = 20480
+      ()     X 512 B, 5-9, allocated with no stack and freed with zero_grad's: freed there,
+             not allocated there; G, a 600-byte ghost, 0-18, known from its free only
+                                                         2048 + 10800 = 12848
+      loss   D1 1024 B, 11-13                            2048
+      head   F1 2048 B, 14-15                            2048, as loss: loss's stack appears first
+      cache  P, 300 B pending free throughout            0
+    By bytes: attn 4096, embed 2048, head 2048, () 1112, loss 1024, cache 300, mlp 256."""
+    S = 0x100000
+    segs = [seg(S, 0x10000, [blk(S, 256, "active_allocated", frames=SB), blk(S + 0x100, 0x4f00),
+                             blk(S + 0x5000, 1024, "active_allocated", frames=SC), blk(S + 0x5400, 0x3c00),
+                             blk(S + 0x9000, 512, "active_pending_free", 300, frames=SG), blk(S + 0x9200, 0x6e00)])]
+    A1, C1, X, D1, F1, G = S + 0x1000, S + 0x3000, S + 0x4000, S + 0x6000, S + 0x7000, S + 0x8000
+    events = [ev("alloc", S, 256, frames=SB), ev("alloc", A1, 4096, frames=SA), ev("alloc", C1, 1024, frames=SC),
+              ev("free_requested", A1, 4096, frames=SE), ev("free_completed", A1, 4096, frames=SE),
+              ev("alloc", X, 512), ev("alloc", S + 0x5000, 1024, frames=SC),
+              ev("free_requested", C1, 1024), ev("free_completed", C1, 1024),
+              ev("free_requested", X, 512, frames=SE), ev("free_completed", X, 512, frames=SE),
+              ev("alloc", D1, 1024, frames=SD), ev("snapshot"), ev("free_requested", D1, 1024),
+              ev("alloc", F1, 2048, frames=SF), ev("free_requested", F1, 2048),
+              ev("free_completed", D1, 1024, frames=SE), ev("free_completed", F1, 2048, frames=SE),
+              ev("free_requested", G, 600, frames=SE), ev("free_completed", G, 600, frames=SE), ev("snapshot")]
+    s = snapshot(segs, events)
+    want = [(2, 2048, 20480.0, SC), (2, 1112, 12848.0, []), (1, 4096, 8192.0, SA), (1, 256, 5376.0, SB),
+            (1, 1024, 2048.0, SD), (1, 2048, 2048.0, SF), (1, 300, 0.0, SG)]
+    want = [(c, b, w, stack_key(k)) for c, b, w, k in want]
+    ref = Ref(s, 0)
+    eq("top sites: the reference replay agrees with the hand-worked ranking", ref_sites(ref), want)
+    eq("top sites: ranked by bytes, they would read otherwise",
+       [x[3] for x in sorted(want, key=lambda x: -x[1])] != [x[3] for x in want], True)
+    r = analyse("top-sites", s, 4)
+    if r is None:
+        return
+    d = r.devices()[0]
+    eq("top sites: count, bytes, byte_events and frames, most bytes x events first", sites_of(d), want)
+    compare_with_ref("top sites", d, ref, r.timeline(0))
+    eq("top sites: the ghost known only from its free is live at the peak with no allocation stack",
+       [(b["addr"], b["frames"]) for b in d["live_at_peak"]["blocks"] if b["addr"] == hex(G)], [(hex(G), [])])
+    t = run(os.path.join(tmp, "top-sites.json"), "--top", "3")
+    if check(t.rc == 0 and t.report is not None, "top sites --top 3: exit 0", t.last):
+        eq("top sites --top 3: the first three", sites_of(t.devices()[0]), want[:3])
+    part = (r.txt or "").partition("Call sites holding the most memory the longest")[2]
+    check(part.split("embed (model.py:3)")[0].count("block(s)") == 1 and "zero_grad" not in part.split("Static")[0],
+          "top sites: report.txt lists embed first, and zero_grad nowhere among the top sites", part[:600])
+
+
+def test_peak_state():
+    """The state at a mid-trace allocated peak (after event 9), worked out by hand:
+      segment 0x200000 (32 KiB): a 4 KiB [0x200000], hole 4 KiB, b 4 KiB [0x202000], c 2 KiB
+        pending free [0x203000] (taken, not allocated), hole 10 KiB, d [0x206000] taking 4 KiB
+        for 3840 bytes asked, g (a ghost) 1 KiB [0x207000], hole 3 KiB;
+      segment 0x300000 (16 KiB, allocated at event 0): e 4 KiB, hole 12 KiB.
+    Free 4 + 10 + 3 + 12 = 29 KiB, the largest 12 KiB; 48 KiB reserved, 17152 bytes allocated.
+    After the peak b and g are freed and a third segment allocated. Live at the peak, largest
+    first and a, b, e (4096 bytes each) by address, though allocated in the order e, b, a."""
+    a, b, c, d, e, f, g, x = 0x200000, 0x202000, 0x203000, 0x206000, 0x300000, 0x400000, 0x207000, 0x201000
+    s = snapshot([seg(0x200000, 0x8000, [blk(a, 0x1000, "active_allocated", frames=SA), blk(0x201000, 0x5000),
+                                         blk(d, 0x1000, "active_allocated", 0xf00, frames=SD), blk(0x207000, 0x1000)]),
+                  seg(0x300000, 0x4000, [blk(e, 0x1000, "active_allocated", frames=SC), blk(0x301000, 0x3000)]),
+                  seg(0x400000, 0x2000, [blk(f, 0x400, "active_allocated"), blk(0x400400, 0x1c00)])],
+                 [ev("segment_alloc", 0x300000, 0x4000), ev("alloc", e, 4096, frames=SC), ev("alloc", c, 2048),
+                  ev("alloc", b, 4096, frames=SB), ev("alloc", x, 4096), ev("free_requested", c, 2048),
+                  ev("free_requested", x, 4096), ev("free_completed", x, 4096), ev("alloc", d, 0xf00, frames=SD),
+                  ev("alloc", a, 4096, frames=SA), ev("free_requested", b, 4096), ev("segment_alloc", f, 0x2000),
+                  ev("alloc", f, 1024), ev("free_requested", g, 1024), ev("free_completed", g, 1024),
+                  ev("free_completed", c, 2048), ev("free_completed", b, 4096)])
+    K = 1024
+    frag = dict(index=9, segments=2, reserved=48 * K, allocated=17152, unallocated=48 * K - 17152,
+                free_bytes=29 * K, largest_free=12 * K, largest_free_ratio=g15(12 / 29))
+    live = (5, 17152, [(a, 4096, 9, None, stack_key(SA)), (b, 4096, 3, 10, stack_key(SB)),
+                       (e, 4096, 1, None, stack_key(SC)), (d, 0xf00, 8, None, stack_key(SD)), (g, 1024, None, 13, ())])
+    ref = Ref(s, 0)
+    eq("peak state: the reference replay finds the peak after event 9", ref.peak("allocated"), (17152, 9))
+    eq("peak state: the reference replay's free space at the peak", ref_frag(ref),
+       (frag["free_bytes"], frag["largest_free"], frag["largest_free_ratio"]))
+    eq("peak state: the reference replay's blocks live at the peak", ref_live(ref), live)
+    r = analyse("peak-state", s, 5)
+    if r is None:
+        return
+    dev = r.devices()[0]
+    eq("peak state: fragmentation at the allocated peak", dev["fragmentation"], frag)
+    lp = dev["live_at_peak"]
+    eq("peak state: live_at_peak as listed: largest first, equal sizes by address", (lp["count"], lp["bytes"],
+                                                                                    blocks_of(lp)), live)
+    compare_with_ref("peak state", dev, ref, r.timeline(0))
+    t = run(os.path.join(tmp, "peak-state.pkl"), "--top", "2")
+    if check(t.rc == 0 and t.report is not None, "peak state --top 2: exit 0", t.last):
+        lp = t.devices()[0]["live_at_peak"]
+        eq("peak state --top 2: the first two of the three of 4096 bytes, all counted",
+           (lp["count"], lp["bytes"], blocks_of(lp)), (5, 17152, live[2][:2]))
+
+
 def test_legacy():
     s = [seg(0x1000, 4096, [blk(None, 1024, "active_allocated", 1000,
                                 history=[{"addr": 0x1000, "real_size": 1000, "frames": F1}]), blk(None, 3072)]),
@@ -925,6 +1186,56 @@ def test_hostile():
           "a directory with nothing to analyse: says so, writes no report", r.last)
 
 
+# --- progress lines ----------------------------------------------------------------------------
+
+PROGRESS = re.compile(r"npuprof-replay: (.+): +(\d+)% \((\d+\.\d) MiB of (\d+\.\d) MiB\)$")
+
+
+def test_progress():
+    """A 36 MiB snapshot (thirty-six 1 MiB strings beside a one-event trace), as a pickle and as
+    JSON, with the hidden NPF_REPLAY_PROGRESS_AFTER_MS at 0 instead of a second: progress
+    lines while the input is read, the phases, then the summary; none with -q, and only the
+    summary when the wait is an hour."""
+    s = snapshot([seg(0x10000, 4096, [blk(0x10000, 4096, "active_allocated")])], [ev("alloc", 0x10000, 4096)],
+                 padding=["%06d" % k + "x" * ((1 << 20) - 6) for k in range(36)])
+    for form, data in (("pickle", pickle.dumps(s, protocol=4)), ("JSON", json.dumps(s).encode())):
+        path = write("progress." + form.lower(), data)
+        total = len(data) / 1048576.0
+        outdir = os.path.join(tmp, "progress-" + form)
+        r = Run([path, "-o", outdir], outdir, env=dict(ENV, NPF_REPLAY_PROGRESS_AFTER_MS="0"))
+        if not check(r.rc == 0 and r.report is not None, "progress, %s: exit 0 with a report" % form,
+                     "exit %d, %s" % (r.rc, r.stderr[-400:])):
+            continue
+        check(r.stderr.endswith("\n") and "\r" not in r.stderr and
+              all(x.startswith("npuprof-replay: ") for x in r.stderr.splitlines()),
+              "progress, %s: whole lines, each naming the program" % form, repr(r.stderr[-400:]))
+        lines = r.stderr.splitlines()
+        prog = [PROGRESS.match(x) for x in lines]
+        n = next((k for k, m in enumerate(prog) if not m), len(lines))
+        pct = [int(m.group(2)) for m in prog[:n]]
+        check(n >= 2, "progress, %s: a progress line about every 16 MiB read, two at least" % form, repr(lines))
+        eq("progress, %s: each names the input" % form, {m.group(1) for m in prog[:n]}, {path})
+        check(all(0 < p < 100 for p in pct) and pct == sorted(set(pct)),
+              "progress, %s: the percentage grows, below 100%%" % form, repr(pct))
+        eq("progress, %s: each says the input's size" % form, {m.group(4) for m in prog[:n]}, {"%.1f" % total})
+        bad = [m.group(0) for m in prog[:n] if abs(float(m.group(3)) / total * 100 - int(m.group(2))) > 1]
+        check(not bad, "progress, %s: the percentage is the bytes read over the size" % form, repr(bad))
+        # Reported once 16 MiB more have been read (a 1 MiB string is read whole), as documented.
+        bad = [m.group(0) for k, m in enumerate(prog[:n], 1) if not 16 * k <= float(m.group(3)) <= 16 * k + 1.1]
+        check(not bad, "progress, %s: the k-th line after about 16k MiB read" % form, repr(bad))
+        eq("progress, %s: then the phases and the summary, last" % form, lines[n:],
+           ["npuprof-replay: replaying device 0", "npuprof-replay: analysing", "npuprof-replay: writing the report",
+            "npuprof-replay: writing memory.svg",
+            "npuprof-replay: wrote %s/report.json, report.txt, timeline.csv and memory.svg" % outdir])
+        q = Run([path, "-q", "-o", outdir], outdir, env=dict(ENV, NPF_REPLAY_PROGRESS_AFTER_MS="0"))
+        check(q.rc == 0 and q.stderr == "", "progress, %s: none with -q" % form, "exit %d, %r" % (q.rc, q.stderr))
+        if form == "pickle":
+            h = Run([path, "-o", outdir], outdir, env=dict(ENV, NPF_REPLAY_PROGRESS_AFTER_MS="3600000"))
+            eq("progress, %s: only the summary when the wait is an hour" % form, (h.rc, h.stderr.splitlines()),
+               (0, lines[-1:]))
+        os.unlink(path)
+
+
 # --- the window directory, --json, -o -------------------------------------------------------
 
 def test_forms():
@@ -976,8 +1287,8 @@ def main():
         return 1
     try:
         for t in (test_real, test_actions, test_expandable, test_workspace, test_inconsistencies, test_ghosts,
-                  test_leaks, test_legacy, test_times_and_free_delay, test_plan, test_plan_order, test_streams, test_two_devices,
-                  test_hostile, test_forms):
+                  test_leaks, test_top_sites, test_peak_state, test_legacy, test_times_and_free_delay, test_plan, test_plan_order, test_streams, test_two_devices,
+                  test_hostile, test_progress, test_forms):
             try:
                 t()
             except Exception as e:  # a broken test is a failed test, and the others still run
