@@ -126,7 +126,7 @@ static json_t *window_row(const window_t *w)
                                 (json_int_t) w->start, "stop_step", (json_int_t) w->stop);
         char err[NPF_SNAPSHOT_ERR_MAX + NPF_TRACE_ERR_MAX];
         npf_input_t *in = calloc(NPF_INPUT_WINDOW_MAX, sizeof(*in));
-        bool have_steps = false, have_peak = false;
+        bool have_steps = false, have_peak = false, have_trace = false;
         uint64_t pa = 0, pr = 0;
         int n;
 
@@ -155,6 +155,7 @@ static json_t *window_row(const window_t *w)
                         }
                         npf_trace_step_stats(t, &st);
                         npf_trace_free(t);
+                        have_trace = true;
                         if (st.n) {
                                 have_steps = true;
                                 json_object_set_new(row, "steps", json_integer((json_int_t) st.n));
@@ -165,6 +166,8 @@ static json_t *window_row(const window_t *w)
                 }
         }
         free(in);
+        if (!have_trace && !have_peak && !json_object_get(row, "error"))
+                json_object_set_new(row, "error", json_string("no readable trace or snapshot in the window"));
         if (have_peak) {
                 json_object_set_new(row, "peak_allocated", json_integer((json_int_t) pa));
                 json_object_set_new(row, "peak_reserved", json_integer((json_int_t) pr));
