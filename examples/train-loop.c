@@ -3,9 +3,11 @@
  * train-loop: a stand-in for a training process, linked with libnpuprof the way a real one
  * is. Each step does CPU work and touches memory for about --step-ms milliseconds; the
  * rank library opens and closes its collection window at the steps the node's daemon
- * publishes.
+ * publishes. --first-step resumes the loop at a later step, as a job restarted from a
+ * checkpoint does: it runs the steps FIRST..FIRST+N-1 (1..N by default).
  *
  *   train-loop --rank R --steps N --step-ms MS [--shm-name NAME] [--backend host|acl|auto] [--busy PCT]
+ *              [--first-step FIRST]
  */
 #include "npuprof/rank.h"
 
@@ -57,11 +59,11 @@ int main(int argc, char **argv)
                 { "rank", required_argument, NULL, 'r' },   { "steps", required_argument, NULL, 'n' },
                 { "step-ms", required_argument, NULL, 'm' }, { "shm-name", required_argument, NULL, 's' },
                 { "backend", required_argument, NULL, 'b' }, { "busy", required_argument, NULL, 'u' },
-                { "help", no_argument, NULL, 'h' },
+                { "first-step", required_argument, NULL, 'f' }, { "help", no_argument, NULL, 'h' },
                 { 0 },
         };
         npf_rank_options_t o = { .rank = -1, .local_device = -1 };
-        long steps = 40, step_ms = 20, busy = 25;
+        long steps = 40, step_ms = 20, busy = 25, first = 1;
         char err[NPF_SHM_ERR_MAX] = "";
         npf_rank_t *h;
         int c;
@@ -74,16 +76,19 @@ int main(int argc, char **argv)
                 case 's': o.shm_name = optarg; break;
                 case 'b': o.backend = optarg; break;
                 case 'u': busy = atol(optarg); break;
+                case 'f': first = atol(optarg); break;
                 case 'h':
                         printf("Usage: train-loop --rank R --steps N --step-ms MS [--shm-name NAME] [--backend B]\n"
-                               "                  [--busy PERCENT of each step computing, the rest waiting; 25]\n");
+                               "                  [--busy PERCENT of each step computing, the rest waiting; 25]\n"
+                               "                  [--first-step FIRST step, as a job resumed from a checkpoint; 1]\n");
                         return 0;
                 default:
                         return 2;
                 }
         }
-        if (steps < 1 || step_ms < 0 || busy < 0 || busy > 100) {
-                fprintf(stderr, "train-loop: --steps must be at least 1, --step-ms not negative, --busy from 0 to 100\n");
+        if (steps < 1 || step_ms < 0 || busy < 0 || busy > 100 || first < 1 || first > INT32_MAX) {
+                fprintf(stderr, "train-loop: --steps must be at least 1, --step-ms not negative, --busy from 0 to 100, "
+                                "--first-step from 1 to %" PRId32 "\n", INT32_MAX);
                 return 2;
         }
         int r = npf_rank_open(&o, &h, err);
@@ -92,7 +97,7 @@ int main(int argc, char **argv)
                 return 1;
         }
         double acc = 0;
-        for (int64_t step = 1; step <= steps; step++) {
+        for (int64_t step = first; step < first + steps; step++) {
                 npf_rank_step(h, step);
                 acc += work((unsigned) step_ms, (unsigned) busy, step);
         }

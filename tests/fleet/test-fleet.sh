@@ -4,11 +4,13 @@
 # real train-loop ranks linked with libnpuprof, all watching ONE profiler_config.json in a
 # shared directory. The test reaches each node's daemon through a socket in a shared
 # directory, reads the ranks' window output in a shared output root, and collects the
-# nodes' --metrics-file files as node_exporter's textfile collector would.
+# nodes' --metrics-file files as node_exporter's textfile collector would. One node's daemon
+# is killed and restarted (it adopts its segment); another whole node is killed and started
+# afresh, its ranks resumed from a checkpoint (it creates a segment and reads the file anew).
 #   tests/fleet/test-fleet.sh BUILD_DIR        (root: unshare --mount, mount, nsenter)
 # Asserted: steps, counts, generations. Measured and printed, never asserted: the spread
 # between the first and the last node to publish each generation (from the daemons' own
-# publication times), the catch-up of a restarted node, the daemons' CPU time and memory.
+# publication times), the catch-up of the restarted nodes, the daemons' CPU time and memory.
 set -u
 build=${1:?usage: tests/fleet/test-fleet.sh BUILD_DIR}
 build=$(cd "$build" && pwd)     # absolute: nsenter starts a daemon from inside a node
@@ -58,23 +60,24 @@ daemon_args() {
                 --metrics-interval 1 --analyze-jobs 0 --log stderr
 }
 
-# start_node K: a new session and mount namespace holding node K's daemon and its M ranks.
+# start_node K [FIRST]: a new session and mount namespace holding node K's daemon and its M
+# ranks, which start at step FIRST (1 by default), as a job resumed from a checkpoint.
 start_node() {
-        local k=$1 j ranks=()
+        local k=$1 first=${2:-1} j ranks=()
         for j in $(seq 0 $((M - 1))); do ranks+=($((k * M + j))); done
         # shellcheck disable=SC2046
         setsid unshare --mount --propagation private sh -c '
                 mount -t tmpfs -o mode=1777 tmpfs /dev/shm && mount -t tmpfs -o mode=0755 tmpfs /run || exit 1
-                sock=$1 log=$2 trainloop=$3 shm=$4 logdir=$5 step_ms=$6; shift 6
+                sock=$1 log=$2 trainloop=$3 shm=$4 logdir=$5 step_ms=$6 first=$7; shift 7
                 ranks=$1; shift
                 "$@" 2>>"$log" &
                 while [ ! -S "$sock" ]; do sleep 0.02; done
                 for r in $ranks; do
-                        "$trainloop" --rank "$r" --steps 4000 --step-ms "$step_ms" --busy 0 --shm-name "$shm" \
-                                --backend host >"$logdir/rank$r.out" 2>&1 &
+                        "$trainloop" --rank "$r" --steps 4000 --first-step "$first" --step-ms "$step_ms" --busy 0 \
+                                --shm-name "$shm" --backend host >"$logdir/rank$r.out" 2>&1 &
                 done
                 wait' sh "$(sock_of "$k")" "$logs/node$k.log" "$trainloop" "$(shm_of "$k")" "$logs" "$STEP_MS" \
-                "${ranks[*]}" "$npuprofd" $(daemon_args "$k") &
+                "$first" "${ranks[*]}" "$npuprofd" $(daemon_args "$k") &
         node_pid[$k]=$!
         disown          # killed with its group at the end, unannounced
 }
@@ -145,26 +148,42 @@ max_step() {
         echo "$max"
 }
 
-# windows_ok GEN START NODES: on each listed node, `windows --json` lists its M ranks' window
-# START..START+STEPS-1 of generation GEN, done.
+# Generations are counted by each node's segment: a node started afresh counts from 1 again.
+# GENS is one generation for every node, or "G N:GN ...": G, but GN on node N.
+gen_of() {
+        local k=$2 p g=${1%% *}
+        for p in $1; do [ "$p" != "${p%%:*}" ] && [ "${p%%:*}" = "$k" ] && g=${p#*:}; done
+        echo "$g"
+}
+gens_text() {
+        local g=${1%% *} p t
+        t="generation $g"
+        for p in ${1#"$g"}; do t+=", node ${p%%:*}'s ${p#*:}"; done
+        echo "$t"
+}
+
+# windows_ok GENS START NODES: on each listed node, `windows --json` lists its M ranks' window
+# START..START+STEPS-1 of its generation in GENS, done.
 windows_ok() {
-        local gen=$1 start=$2 k
+        local gens=$1 start=$2 k
         for k in $3; do
-                jnode "$k" "sorted(w['rank'] for w in o['windows'] if w['generation'] == $gen and w['start_step'] == $start and w['stop_step'] == $start + $STEPS - 1 and w['outcome'] == 'done') == list(range($k * $M, $k * $M + $M))" windows \
+                jnode "$k" "sorted(w['rank'] for w in o['windows'] if w['generation'] == $(gen_of "$gens" "$k") and w['start_step'] == $start and w['stop_step'] == $start + $STEPS - 1 and w['outcome'] == 'done') == list(range($k * $M, $k * $M + $M))" windows \
                         || return 1
         done
 }
 
-# outputs_ok GEN START: every rank of the fleet wrote rank<R>_start<START>_stop<STOP>/, its
-# manifest complete and of generation GEN, its trace exactly ProfilerStep#START..#STOP.
-# Prints the faults; empty is all well.
+# outputs GENS START [NODES]: every rank of the listed nodes (the fleet by default) wrote
+# rank<R>_start<START>_stop<STOP>/, its manifest complete and of its node's generation in
+# GENS, its trace exactly ProfilerStep#START..#STOP. Prints the faults; empty is all well.
 outputs() {
-        python3 - "$out" "$((K * M))" "$1" "$2" "$STEPS" <<'PY'
+        python3 - "$out" "$M" "$1" "$2" "$STEPS" "${3:-$all_nodes}" <<'PY' || echo "outputs: the check itself failed"
 import json, os, sys
-out, n, gen, start, steps = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
+out, per, spec, start, steps = sys.argv[1], int(sys.argv[2]), sys.argv[3].split(), int(sys.argv[4]), int(sys.argv[5])
+gens = {int(n): int(g) for n, g in (p.split(":") for p in spec[1:])}
 stop, bad = start + steps - 1, []
 want = ["ProfilerStep#%d" % s for s in range(start, stop + 1)]
-for r in range(n):
+for r in (n * per + j for n in map(int, sys.argv[6].split()) for j in range(per)):
+    gen = gens.get(r // per, int(spec[0]))
     d = os.path.join(out, "rank%d_start%d_stop%d" % (r, start, stop))
     try:
         m = json.load(open(os.path.join(d, "manifest.json")))
@@ -177,18 +196,20 @@ for r in range(n):
 print("; ".join(bad[:6]) + (" (and %d more)" % (len(bad) - 6) if len(bad) > 6 else ""))
 PY
 }
-outputs_done() { [ -z "$(outputs "$1" "$2")" ]; }
+outputs_done() { [ -z "$(outputs "$@")" ]; }
 
-# window_checks WHAT GEN START: every rank of the fleet ran the window of generation GEN at
-# START, as its output and its node's daemon say.
+# window_checks WHAT GENS START [NODES]: every rank of the listed nodes (the fleet by default)
+# ran the window of its node's generation in GENS at START, as its output and its node's
+# daemon say.
 window_checks() {
-        local what=$1 gen=$2 start=$3 bad stop=$(($3 + STEPS - 1)) k
-        wait_for outputs_done "$gen" "$start"
-        bad=$(outputs "$gen" "$start")
-        if [ -z "$bad" ]; then ok "$what: all $((K * M)) ranks opened at step $start and closed after $stop (manifest complete, generation $gen, trace ProfilerStep#$start..#$stop)"
+        local what=$1 gens=$2 start=$3 nodes=${4:-$all_nodes} bad stop=$(($3 + STEPS - 1)) k n
+        n=$(($(wc -w <<<"$nodes") * M))
+        wait_for outputs_done "$gens" "$start" "$nodes"
+        bad=$(outputs "$gens" "$start" "$nodes")
+        if [ -z "$bad" ]; then ok "$what: all $n ranks opened at step $start and closed after $stop (manifest complete, $(gens_text "$gens"), trace ProfilerStep#$start..#$stop)"
         else fail "$what: not every rank's window is $start..$stop" "$bad"; fi
-        if wait_for windows_ok "$gen" "$start" "$all_nodes"; then ok "$what: each node's \`windows --json\` lists its $M ranks' window $start..$stop, done"
-        else fail "$what: a node's windows differ" "$(for k in $all_nodes; do echo "node $k: $(ctl "$k" windows 2>&1 | head -n 20)"; done)"; fi
+        if wait_for windows_ok "$gens" "$start" "$nodes"; then ok "$what: each node's \`windows --json\` lists its $M ranks' window $start..$stop, done"
+        else fail "$what: a node's windows differ" "$(for k in $nodes; do echo "node $k: $(ctl "$k" windows 2>&1 | head -n 20)"; done)"; fi
 }
 
 # The window directories in the output root, by start step: "START:COUNT ...".
@@ -289,26 +310,131 @@ no_other() { local k; for k in $all_nodes; do jnode "$k" "all(w['outcome'] == 'd
 if no_other; then ok "windows: no node recorded a missed, failed or lost window"
 else fail "windows: a window did not end done" "$(for k in $all_nodes; do ctl "$k" windows; done)"; fi
 
+# --- a whole node killed (a reboot), an edit while it is down, the node started afresh ---------
+
+# Node Y's process group is SIGKILLed: its daemon, its ranks and, with its last process, its
+# mount namespace and the private tmpfs on /dev/shm that held its segment. The live nodes
+# publish the next edit and run its window while it is down. Node Y comes back as a rebooted
+# node does: a new namespace, an empty /dev/shm, a new daemon that creates a segment and reads
+# the shared file, and ranks resumed from a checkpoint at about the step the fleet is at, past
+# the window of the edit it missed. Its segment counts generations from 1 again.
+Y=$(((X + 1) % K))
+live2=$(for k in $all_nodes; do [ "$k" != "$Y" ] && echo "$k"; done | paste -sd ' ')
+ypgid=${node_pid[$Y]}
+ypid=$(vnode "$Y" 'o["daemon"]["pid"]')
+yns=$(stat -L -c %i "/proc/$ypid/ns/mnt")
+kill -KILL -- "-$ypgid"
+# node_gone PGID NS: no process of the group is left but zombies, none is in the mount namespace.
+node_gone() {
+        local p
+        for p in $(pgrep -g "$1"); do grep -q '^State:.*Z' "/proc/$p/status" 2>/dev/null || return 1; done
+        ! stat -L -c %i /proc/[0-9]*/ns/mnt 2>/dev/null | grep -qx "$2"
+}
+if wait_for node_gone "$ypgid" "$yns"; then
+        ok "reboot: node $Y's process group (daemon pid $ypid and its $M ranks) is SIGKILLed; no process is left in its mount namespace, its /dev/shm is gone"
+else fail "reboot: node $Y survived" "$(ps -o pid,stat,args -g "$ypgid")"; fi
+s=$(max_step "$live2")
+S4=$((s + 2000 / STEP_MS))                  # two seconds ahead: run by the live nodes only
+save "{ \"start_step\": $S4, \"steps\": $STEPS }"
+e4=$(now_s)
+if wait_for at_gen "${live2// /,}" 4; then ok "reboot: the $((K - 1)) live nodes published generation 4 (window $S4..$((S4 + STEPS - 1))) while node $Y is down"
+else fail "reboot: the live nodes did not publish generation 4" "$(fleet_metrics)"; fi
+window_checks "reboot (the live nodes, while node $Y is down)" 4 "$S4" "$live2"
+# Node Y's ranks resume at the step the fleet is at now: past the window they missed.
+F=$(max_step "$live2")
+if [ "$F" -gt $((S4 + STEPS - 1)) ]; then ok "reboot: node $Y's ranks will resume at step $F, past the window $S4..$((S4 + STEPS - 1)) they were down for"
+else fail "reboot: the live nodes are at step $F, not past the window $S4..$((S4 + STEPS - 1))"; fi
+rm -f "$(sock_of "$Y")"                     # its /run went with it: no socket to wait for
+r4=$(now_s)
+start_node "$Y" "$F"
+if wait_for up "$Y"; then ok "reboot: node $Y started afresh: a new daemon, $M new ranks attached, generation 1 of its own segment"
+else fail "reboot: node $Y did not come up" "$(tail -n 6 "$logs/node$Y.log")"; fi
+# same_config K REF: node K's configuration in force is node REF's, their generations aside.
+same_config() { [ "$(vnode "$1" '[o["config"][k] for k in ("window", "ranks", "dialect", "valid")]')" = "$(vnode "$2" '[o["config"][k] for k in ("window", "ranks", "dialect", "valid")]')" ]; }
+if jnode "$Y" "o['config']['window']['start_step'] == $S4 and not o['shm']['adopted']" && same_config "$Y" "${live2%% *}"; then
+        ok "reboot: node $Y caught up: its new daemon read the shared file on start and publishes what the live nodes do (window $S4..$((S4 + STEPS - 1))), from a segment it created"
+else fail "reboot: node $Y's configuration is not the fleet's" "$(vnode "$Y" 'o["config"]'; vnode "${live2%% *}" 'o["config"]')"; fi
+if [ "$(grep -c "created segment $(shm_of "$Y")\$" "$logs/node$Y.log")" = 2 ] && ! grep -q "adopted segment" "$logs/node$Y.log"; then
+        ok "reboot: node $Y's log says it created its segment on each start, and never adopted one"
+else fail "reboot: node $Y's log does not say it created a fresh segment" "$(grep segment "$logs/node$Y.log")"; fi
+# (The old namespace is gone, so the new one may have its inode number: the kernel reuses them.)
+ypid2=$(vnode "$Y" 'o["daemon"]["pid"]')
+if [ "$ypid2" != "$ypid" ] && [ "$(readlink "/proc/$ypid2/ns/mnt")" != "$(readlink /proc/self/ns/mnt)" ] \
+        && [ "$(nsenter -t "$ypid2" -m ls /dev/shm | wc -l)" = 2 ] && [ -e "/proc/$ypid2/root/dev/shm/$(shm_of "$Y").ctl" ]; then
+        ok "reboot: node $Y's new daemon (pid $ypid2) runs in a mount namespace of its own, its /dev/shm holds only its new segment's two files"
+else fail "reboot: node $Y is not isolated" "$(nsenter -t "$ypid2" -m ls -l /dev/shm)"; fi
+# Its metrics file, the one the dead daemon left, is the new daemon's once it says so.
+y_fresh() { npf_json_holds 'import json, sys; f = json.loads(sys.argv[2])' "f['$Y']['npuprof_start_time_seconds'] >= int($r4) and f['$Y']['npuprof_generation'] == 1" fleet_metrics; }
+if wait_for y_fresh; then
+        npf_json_print 'import json, sys; f = json.loads(sys.argv[2])' \
+                "'     reboot: node $Y caught up %.0f ms after its daemon started (its own record), %.0f ms after the start command, %.0f ms after the edit made while it was down' % ((f['$Y']['npuprof_generation_published_timestamp_seconds'] - f['$Y']['npuprof_start_time_seconds']) * 1000, (f['$Y']['npuprof_generation_published_timestamp_seconds'] - $r4) * 1000, (f['$Y']['npuprof_generation_published_timestamp_seconds'] - $e4) * 1000)" \
+                fleet_metrics
+else fail "reboot: node $Y's metrics file is not its new daemon's" "$(fleet_metrics)"; fi
+# It missed the window it was down for: each of its ranks read it at its first step, F or
+# later (if the daemon published after it), past the start step, as the rank itself says.
+y_missed() {
+        jnode "$Y" "sorted(w['rank'] for w in o['windows'] if w['generation'] == 1 and w['start_step'] == $S4 and w['outcome'] == 'missed' and int(__import__('re').match(r'read the configuration at step (\d+), after the start step', w['message']).group(1)) >= $F) == list(range($Y * $M, $Y * $M + $M))" windows
+}
+if wait_for y_missed && [ -z "$(ls "$out" | grep -E "^rank($(seq -s '|' $((Y * M)) $((Y * M + M - 1))))_start${S4}_")" ]; then
+        ok "reboot: node $Y's $M ranks did not open the window $S4..$((S4 + STEPS - 1)): each read it at step $F or later, its daemon records them as missed, no output"
+else fail "reboot: node $Y's ranks did not miss the window they were down for" "$(ctl "$Y" windows 2>&1 | head -n 12; ls "$out" | grep "_start${S4}_")"; fi
+# Once each has stepped, each is at step F or later: a loop started at 1 would take ~F * STEP_MS.
+stepping() { jnode "$Y" "len(o['ranks']) == $M and all(r['step'] for r in o['ranks'])" ranks; }
+if wait_for stepping && jnode "$Y" "min(r['step'] for r in o['ranks']) >= $F" ranks; then ok "reboot: node $Y's ranks resumed at step $F, not 1"
+else fail "reboot: node $Y's ranks did not resume at step $F" "$(ctl "$Y" ranks)"; fi
+# One more edit: every rank of the fleet, node Y's new ones too, opens it at the same step.
+ys=$(vnode "$Y" 'min([r["step"] or 0 for r in o["ranks"]])')
+s=$(max_step "$all_nodes")
+echo "     reboot: node $Y's ranks at step $ys, $((s - ys)) steps behind the furthest rank of the fleet ($s)"
+S5=$((s + 4000 / STEP_MS))                  # four seconds ahead of the furthest rank
+save "{ \"start_step\": $S5, \"steps\": $STEPS }"
+e5=$(now_s)
+if wait_for at_gen "${live2// /,}" 5 && wait_for at_gen "$Y" 2; then
+        ok "reboot: the next edit is generation 5 on the live nodes and 2 on node $Y (window $S5..$((S5 + STEPS - 1)))"
+else fail "reboot: not every node published the next edit" "$(fleet_metrics)"; fi
+if same_config "$Y" "${live2%% *}"; then ok "reboot: node $Y's configuration in force is still the fleet's"
+else fail "reboot: node $Y's configuration differs from the fleet's" "$(vnode "$Y" 'o["config"]'; vnode "${live2%% *}" 'o["config"]')"; fi
+spread 5 "$e5" "${live2// /,}"
+npf_json_print 'import json, sys; f = json.loads(sys.argv[2])' \
+        "'     reboot: node $Y published it (its generation 2) %.0f ms after the edit' % ((f['$Y']['npuprof_generation_published_timestamp_seconds'] - $e5) * 1000)" \
+        fleet_metrics
+window_checks "reboot (node $Y's new ranks and daemon too)" "5 $Y:2" "$S5"
+dirs=$(window_dirs)
+if [ "$dirs" = "$S1:$((K * M)) $S2:$((K * M)) $S4:$(((K - 1) * M)) $S5:$((K * M)) " ]; then
+        ok "windows: four windows per rank, but for node $Y's $M ranks the one they were down for, no other ($dirs)"
+else fail "windows: other windows than $S1, $S2, $S4 (without node $Y) and $S5 were opened" "$dirs"; fi
+all_ended() {
+        local k
+        for k in $live2; do
+                jnode "$k" "all(w['outcome'] == 'done' for w in o['windows']) and o['outcomes']['done'] == len(o['windows'])" windows || return 1
+        done
+        jnode "$Y" "sorted((w['generation'], w['start_step'], w['outcome']) for w in o['windows']) == [(1, $S4, 'missed')] * $M + [(2, $S5, 'done')] * $M and o['outcomes']['done'] == o['outcomes']['missed'] == $M" windows
+}
+if all_ended; then ok "windows: no live node recorded a missed, failed or lost window; node $Y recorded $M missed and $M done, nothing else"
+else fail "windows: a window ended otherwise" "$(for k in $all_nodes; do ctl "$k" windows; done)"; fi
+
 # --- the fleet as a monitor sees it: the textfile collector's directory ------------------------
 
+# fleet_ok: node X's daemon counts the windows since its restart (3), node Y's since its
+# reboot (the one missed, then 1), the others all four; node Y's segment counts generations anew.
 fleet_ok() {
-        local gen=$1
         python3 "$promtext" check "$textfile"/node*.prom || return 1
         npf_json_holds 'import json, sys; f = json.loads(sys.argv[2])' \
-                "len(f) == $K and all(f[n]['npuprof_up'] == 1 and f[n]['npuprof_generation'] == $gen and f[n]['npuprof_config_valid'] == 1 and f[n]['npuprof_ranks{state=\"done\"}'] == $M and f[n]['npuprof_metrics_file_errors_total'] == 0 and f[n]['npuprof_windows_total{outcome=\"done\"}'] == ($M if n == '$X' else 2 * $M) for n in f)" \
+                "len(f) == $K and all(f[n]['npuprof_up'] == 1 and f[n]['npuprof_generation'] == (2 if n == '$Y' else 5) and f[n]['npuprof_config_valid'] == 1 and f[n]['npuprof_ranks{state=\"done\"}'] == $M and f[n]['npuprof_metrics_file_errors_total'] == 0 and f[n]['npuprof_windows_total{outcome=\"done\"}'] == {'$X': 3, '$Y': 1}.get(n, 4) * $M and f[n]['npuprof_windows_total{outcome=\"missed\"}'] == ($M if n == '$Y' else 0) for n in f)" \
                 fleet_metrics
 }
-if wait_for fleet_ok 3; then ok "monitor: $K valid files; each node up, generation 3, $M ranks done, its windows counted (node $X's since its restart)"
+if wait_for fleet_ok; then ok "monitor: $K valid files; each node up, generation 5 (node $Y's 2), $M ranks done, its windows counted (node $X's since its restart, node $Y's since its reboot: $M missed, $M done)"
 else fail "monitor: the collected files disagree" "$(fleet_metrics)"; fi
 fleet_metrics | python3 -c '
 import json, sys
 f = json.load(sys.stdin)
-print("     node  up  gen  published            windows_done  ranks_done  file_errors")
+print("     node  up  gen  published            windows_done  windows_missed  ranks_done  file_errors")
 for n in sorted(f, key=int):
     m = f[n]
-    print("     %4s  %2d  %3d  %.3f  %12d  %10d  %11d" % (n, m["npuprof_up"], m["npuprof_generation"],
+    print("     %4s  %2d  %3d  %.3f  %12d  %14d  %10d  %11d" % (n, m["npuprof_up"], m["npuprof_generation"],
           m["npuprof_generation_published_timestamp_seconds"], m["npuprof_windows_total{outcome=\"done\"}"],
-          m["npuprof_ranks{state=\"done\"}"], m["npuprof_metrics_file_errors_total"]))'
+          m["npuprof_windows_total{outcome=\"missed\"}"], m["npuprof_ranks{state=\"done\"}"],
+          m["npuprof_metrics_file_errors_total"]))'
 for k in $all_nodes; do
         pid=$(vnode "$k" 'o["daemon"]["pid"]')
         echo "     node $k daemon (pid $pid, up $(vnode "$k" 'o["daemon"]["uptime_s"]') s): $(cpu_rss "$pid")"
