@@ -84,7 +84,8 @@ NPUPROFCTL_OBJS := $(BUILD)/client/npuprofctl.o $(BUILD)/client/validate.o $(BUI
                    $(SHM_OBJS)
 
 # npuprof-replay: the analyzer, a program of its own that the daemon runs on each window.
-REPLAY_CORE_OBJS := $(BUILD)/replay/input.o $(BUILD)/replay/value.o $(BUILD)/replay/pickle.o $(BUILD)/replay/intern.o \
+REPLAY_CORE_OBJS := $(BUILD)/replay/input.o $(BUILD)/replay/value.o $(BUILD)/replay/pickle.o $(BUILD)/replay/jsontree.o \
+                    $(BUILD)/replay/intern.o \
                     $(BUILD)/replay/snapshot.o $(BUILD)/replay/replay.o $(BUILD)/replay/analysis.o \
                     $(BUILD)/replay/beside.o
 # The analyses run the static plan on a thread of their own.
@@ -216,7 +217,7 @@ $(BUILD)/tests/handoff.pkl: tests/gen-pickle-fixtures.py
 	@mkdir -p $(dir $@)
 	$(PYTHON) tests/gen-pickle-fixtures.py --handoff $@
 
-$(BUILD)/tests/test-value: $(BUILD)/tests/test-value.o $(BUILD)/replay/value.o
+$(BUILD)/tests/test-value: $(BUILD)/tests/test-value.o $(BUILD)/replay/value.o $(BUILD)/replay/jsontree.o
 	$(CC) $(LDFLAGS) -o $@ $^ $(CMOCKA_LIBS) $(JANSSON_LIBS)
 
 # The real torch.profiler trace it reads is a seed of the fuzz corpus; its window uses the host backend.
@@ -297,9 +298,9 @@ $(FUZZ_PICKLE): $(FUZZ_PICKLE_SRCS) replay/pickle.h replay/value.h replay/beside
 	@mkdir -p $(dir $@)
 	$(CLANG) $(FUZZ_FLAGS) -o $@ $(FUZZ_PICKLE_SRCS) $(JANSSON_LIBS) -pthread
 
-FUZZ_SNAPSHOT_SRCS := tests/fuzz/fuzz-snapshot.c replay/snapshot.c replay/input.c replay/pickle.c replay/value.c replay/intern.c \
-                      replay/replay.c replay/analysis.c replay/beside.c
-$(FUZZ_SNAPSHOT): $(FUZZ_SNAPSHOT_SRCS) replay/snapshot.h replay/pickle.h replay/value.h replay/intern.h \
+FUZZ_SNAPSHOT_SRCS := tests/fuzz/fuzz-snapshot.c replay/snapshot.c replay/input.c replay/pickle.c replay/jsontree.c \
+                      replay/value.c replay/intern.c replay/replay.c replay/analysis.c replay/beside.c
+$(FUZZ_SNAPSHOT): $(FUZZ_SNAPSHOT_SRCS) replay/snapshot.h replay/pickle.h replay/jsontree.h replay/value.h replay/intern.h \
                   replay/replay.h replay/analysis.h replay/beside.h
 	@mkdir -p $(dir $@)
 	$(CLANG) $(FUZZ_FLAGS) -o $@ $(FUZZ_SNAPSHOT_SRCS) $(REPLAY_LIBS)

@@ -6,6 +6,7 @@
  */
 #include "replay/snapshot.h"
 #include "replay/input.h"
+#include "replay/jsontree.h"
 #include "replay/pickle.h"
 #include "replay/value.h"
 
@@ -25,7 +26,6 @@ enum record_kind {
 
 #define SEEN_KEYS 256u             /* a power of two */
 #define SEEN_KEYS_PROBE 8u
-#define JSON_PROGRESS_EVERY ((size_t) 16 << 20)        /* as the pickle reader's */
 
 typedef struct loader {
         npf_snapshot_t *s;
@@ -593,28 +593,6 @@ static int read_document(loader_t *l, npf_value_t root, char *err)
         return 0;
 }
 
-/* JSON handed to jansson a chunk at a time, with progress about every 16 MiB as for a pickle. */
-typedef struct json_feed {
-        const char *buf;
-        size_t len, pos, next_progress;
-        npf_snapshot_progress_cb progress;
-        void *userdata;
-} json_feed_t;
-
-static size_t json_feed(void *buffer, size_t buflen, void *data)
-{
-        json_feed_t *f = data;
-        size_t n = f->len - f->pos < buflen ? f->len - f->pos : buflen;
-
-        if (f->progress && f->pos >= f->next_progress) {
-                f->progress(f->userdata, f->pos, f->len);
-                f->next_progress += JSON_PROGRESS_EVERY;
-        }
-        memcpy(buffer, f->buf + f->pos, n);
-        f->pos += n;
-        return n;
-}
-
 int npf_snapshot_loadb(const void *buf, size_t len, npf_snapshot_progress_cb progress, void *userdata,
                        npf_snapshot_t **ret, char *err)
 {
@@ -635,17 +613,8 @@ int npf_snapshot_loadb(const void *buf, size_t len, npf_snapshot_progress_cb pro
         while (i < len && (p[i] == ' ' || p[i] == '\t' || p[i] == '\n' || p[i] == '\r'))
                 i++;
         if (i < len && (p[i] == '{' || p[i] == '[')) {
-                json_error_t je;
-                json_feed_t feed = { .buf = buf, .len = len, .next_progress = JSON_PROGRESS_EVERY,
-                                     .progress = progress, .userdata = userdata };
-                json_t *doc = json_load_callback(json_feed, &feed, 0, &je);
-                if (!doc) {
-                        r = say(err, -EINVAL, "line %d, column %d: %s", je.line, je.column, je.text);
-                        goto out;
-                }
                 l.s->format = "json";
-                r = npf_vtree_from_json(tree, doc, &root, err, NPF_SNAPSHOT_ERR_MAX);
-                json_decref(doc);
+                r = npf_jsontree_load(buf, len, tree, progress, userdata, &root, err, NPF_SNAPSHOT_ERR_MAX);
         } else if (len >= 2 && (unsigned char) p[0] == 0x80) {
                 l.s->format = "pickle";
                 r = npf_pickle_load(buf, len, tree, 0, progress, userdata, &root, err);

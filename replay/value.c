@@ -344,76 +344,7 @@ int npf_vtree_strdup(npf_vtree_t *t, npf_vkind_t kind, const char *s, size_t len
         return 0;
 }
 
-/* --- JSON ---------------------------------------------------------------------------------- */
-
-static int from_json(npf_vtree_t *t, const json_t *j, npf_value_t *ret, char *err, size_t err_size)
-{
-        npf_value_t c, kv[2];
-        const char *key;
-        json_t *item;
-        size_t i;
-        int r;
-
-        switch (json_typeof(j)) {
-        case JSON_NULL:
-                *ret = (npf_value_t) { .kind = NPF_V_NONE };
-                return 0;
-        case JSON_TRUE:
-        case JSON_FALSE:
-                *ret = (npf_value_t) { .kind = NPF_V_BOOL, .as.i = json_is_true(j) };
-                return 0;
-        case JSON_INTEGER:
-                *ret = (npf_value_t) { .kind = NPF_V_INT, .as.i = json_integer_value(j) };
-                return 0;
-        case JSON_REAL:
-                *ret = (npf_value_t) { .kind = NPF_V_FLOAT, .as.f = json_real_value(j) };
-                return 0;
-        case JSON_STRING:
-                return npf_vtree_strdup(t, NPF_V_STR, json_string_value(j), json_string_length(j), ret);
-        case JSON_ARRAY:
-                if ((r = npf_vtree_container(t, NPF_V_LIST, &c)) < 0)
-                        return r;
-                json_array_foreach (j, i, item) {
-                        if ((r = from_json(t, item, &kv[0], err, err_size)) < 0 ||
-                            (r = npf_vtree_append(t, c, kv, 1, err, err_size)) < 0)
-                                return r;
-                }
-                *ret = c;
-                return 0;
-        case JSON_OBJECT:
-                if ((r = npf_vtree_container(t, NPF_V_DICT, &c)) < 0)
-                        return r;
-                json_object_foreach ((json_t *) j, key, item) {
-                        if ((r = npf_vtree_strdup(t, NPF_V_STR, key, strlen(key), &kv[0])) < 0 ||
-                            (r = from_json(t, item, &kv[1], err, err_size)) < 0 ||
-                            (r = npf_vtree_append(t, c, kv, 2, err, err_size)) < 0)
-                                return r;
-                }
-                *ret = c;
-                return 0;
-        }
-        return -EINVAL;
-}
-
-int npf_vtree_from_json(npf_vtree_t *t, const json_t *json, npf_value_t *ret, char *err, size_t err_size)
-{
-        npf_value_t v;
-        int r = from_json(t, json, &v, err, err_size);
-
-        if (r == 0)
-                r = npf_vtree_finish(t, &v, err, err_size);
-        if (r == -ENOMEM)
-                snprintf(err, err_size, "out of memory");
-        if (r == 0)
-                *ret = v;
-        return r;
-}
-
 /* --- reading ------------------------------------------------------------------------------- */
-
-
-
-
 
 bool npf_value_get(npf_value_t v, const char *key, npf_value_t *ret)
 {

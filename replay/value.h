@@ -19,7 +19,6 @@
 #define NPUPROF_REPLAY_VALUE_H
 
 #include <errno.h>
-#include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -127,12 +126,6 @@ void npf_vtree_share(npf_value_t v);
 /* A string copied into the tree. Return: 0 and the value in @ret, or -ENOMEM / -E2BIG. */
 int npf_vtree_strdup(npf_vtree_t *t, npf_vkind_t kind, const char *s, size_t len, npf_value_t *ret);
 
-/*
- * npf_vtree_from_json() - @json (a jansson document) as a tree, reduced as it is built.
- * Strings are copied; integers are signed 64-bit, as jansson keeps them.
- * Return: 0 and the root in @ret, or a negative errno with a sentence in @err.
- */
-int npf_vtree_from_json(npf_vtree_t *t, const json_t *json, npf_value_t *ret, char *err, size_t err_size);
 
 /* --- reading ----------------------------------------------------------------------------- */
 

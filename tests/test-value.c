@@ -2,9 +2,11 @@
 /*
  * The value tree (replay/value.h): building containers, the reduce callback (innermost first,
  * once per container, seen through every reference and the memo, items freed), the memo,
- * copied strings, npf_vtree_from_json(), and the accessors on every kind of value.
+ * copied strings, JSON text read into a tree (replay/jsontree.h), and the accessors on every
+ * kind of value.
  */
 #include "replay/value.h"
+#include "replay/jsontree.h"
 
 #include <errno.h>
 #include <jansson.h>
@@ -468,7 +470,7 @@ static void test_reduce_error(void **state)
         assert_string_equal(err, "the test refuses a bad dict");
         npf_vtree_free(t);
 
-        /* The same through npf_vtree_finish() and npf_vtree_from_json(). */
+        /* The same through npf_vtree_finish() and npf_jsontree_load(). */
         o = (offers_t) { .error = -ERANGE };
         t = npf_vtree_new(reduce_ids, &o);
         bad = container(t, NPF_V_DICT);
@@ -476,14 +478,12 @@ static void test_reduce_error(void **state)
         err[0] = '\0';
         assert_int_equal(npf_vtree_finish(t, &bad, err, sizeof(err)), -ERANGE);
         assert_string_equal(err, "the test refuses a bad dict");
-        json_t *j = json_loads("[1, [2, {\"bad\": true}], 3]", 0, NULL);
-        assert_non_null(j);
+        static const char text[] = "[1, [2, {\"bad\": true}], 3]";
         root = int_value(77);
         err[0] = '\0';
-        assert_int_equal(npf_vtree_from_json(t, j, &root, err, sizeof(err)), -ERANGE);
+        assert_int_equal(npf_jsontree_load(text, strlen(text), t, NULL, NULL, &root, err, sizeof(err)), -ERANGE);
         assert_string_equal(err, "the test refuses a bad dict");
         assert_int_equal(root.as.i, 77);
-        json_decref(j);
         npf_vtree_free(t);
 }
 
@@ -515,17 +515,16 @@ static void test_from_json(void **state)
                                    " \"empty\": \"\", \"list\": [1, [2, [3]], {}], \"obj\": {\"k\": \"v\"}}";
         npf_vtree_t *t = npf_vtree_new(NULL, NULL);
         npf_value_t root = int_value(0), v;
-        char err[ERR_SIZE] = "";
-        json_error_t jerr;
-        json_t *j = json_loads(text, 0, &jerr);
+        char err[ERR_SIZE] = "", *copy = strdup(text);
         int64_t i;
         double d;
 
         (void) state;
-        assert_non_null(j);
-        assert_int_equal(npf_vtree_from_json(t, j, &root, err, sizeof(err)), 0);
-        /* Strings are copies: the JSON may go. */
-        json_decref(j);
+        assert_non_null(copy);
+        assert_int_equal(npf_jsontree_load(copy, strlen(copy), t, NULL, NULL, &root, err, sizeof(err)), 0);
+        /* Strings are copies: the text may go. */
+        memset(copy, 'x', strlen(copy));
+        free(copy);
         assert_int_equal(root.kind, NPF_V_DICT);
         assert_int_equal(npf_value_len(root), 10);
         assert_true(npf_value_get(root, "int", &v) && npf_value_int64(v, &i) && i == INT64_MIN);
@@ -548,15 +547,13 @@ static void test_from_json(void **state)
 /* JSON strings may hold NUL; the tree keeps every byte. */
 static void test_from_json_nul(void **state)
 {
+        static const char text[] = "[\"a\\u0000b\"]";
         npf_vtree_t *t = npf_vtree_new(NULL, NULL);
-        json_t *j = json_loads("[\"a\\u0000b\"]", JSON_ALLOW_NUL, NULL);
         npf_value_t root, s;
         char err[ERR_SIZE] = "";
 
         (void) state;
-        assert_non_null(j);
-        assert_int_equal(npf_vtree_from_json(t, j, &root, err, sizeof(err)), 0);
-        json_decref(j);
+        assert_int_equal(npf_jsontree_load(text, strlen(text), t, NULL, NULL, &root, err, sizeof(err)), 0);
         s = npf_value_at(root, 0);
         assert_int_equal(s.len, 3);
         assert_memory_equal(s.as.s, "a\0b", 3);
@@ -567,14 +564,12 @@ static void test_from_json_reduced(void **state)
 {
         offers_t o = { 0 };
         npf_vtree_t *t = npf_vtree_new(reduce_ids, &o);
-        json_t *j = json_loads("{\"entries\": [{\"id\": 1}, {\"id\": 2, \"more\": [1, 2]}, {\"x\": 3}]}", 0, NULL);
+        static const char text[] = "{\"entries\": [{\"id\": 1}, {\"id\": 2, \"more\": [1, 2]}, {\"x\": 3}]}";
         npf_value_t root, entries;
         char err[ERR_SIZE] = "";
 
         (void) state;
-        assert_non_null(j);
-        assert_int_equal(npf_vtree_from_json(t, j, &root, err, sizeof(err)), 0);
-        json_decref(j);
+        assert_int_equal(npf_jsontree_load(text, strlen(text), t, NULL, NULL, &root, err, sizeof(err)), 0);
         /* Six containers: [1, 2], three dicts, the list, the root. */
         assert_int_equal(o.calls, 6);
         assert_true(npf_value_get(root, "entries", &entries));
@@ -582,6 +577,114 @@ static void test_from_json_reduced(void **state)
         assert_record(npf_value_at(entries, 1), 2);
         assert_int_equal(npf_value_at(entries, 2).kind, NPF_V_DICT);
         npf_vtree_free(t);
+}
+
+/* Two trees hold the same values, containers item by item. */
+static bool same_tree(npf_value_t a, npf_value_t b)
+{
+        a = npf_value_resolve(a);
+        b = npf_value_resolve(b);
+        if (a.kind != b.kind)
+                return false;
+        switch (a.kind) {
+        case NPF_V_NONE:
+                return true;
+        case NPF_V_BOOL:
+        case NPF_V_INT:
+                return a.as.i == b.as.i && a.flags == b.flags;
+        case NPF_V_FLOAT:
+                return memcmp(&a.as.f, &b.as.f, sizeof(double)) == 0;
+        case NPF_V_STR:
+                return a.len == b.len && memcmp(a.as.s, b.as.s, a.len) == 0;
+        case NPF_V_LIST:
+        case NPF_V_DICT:
+                if (npf_value_len(a) != npf_value_len(b))
+                        return false;
+                for (size_t i = 0; i < npf_value_len(a); i++)
+                        if (!same_tree(npf_value_at(a, i), npf_value_at(b, i)))
+                                return false;
+                return true;
+        default:
+                return false;
+        }
+}
+
+/* The outer levels walked by npf_jsontree_load(), the rest decoded by jansson: the same tree
+ * as jansson's decoding of the whole document, whatever the spacing and nesting. */
+static void test_json_walked_as_whole(void **state)
+{
+        (void) state;
+        static const char *const docs[] = {
+                "{}", "[]", " [ ] ", "{\"a\":1}", "[1,2,3]", "[1,-2.5e3,true,false,null,\"s\"]",
+                "{\"a\":1,\"b\":-2.5e-3,\"c\":true,\"d\":null,\"e\":\"x\",\"f\":[],\"g\":{}}",
+                "{\"device_traces\":[[{\"action\":\"alloc\",\"addr\":1,\"frames\":[{\"name\":\"f\",\"line\":3}]},"
+                "{\"action\":\"free\",\"addr\":1}],[]],\"segments\":[{\"blocks\":[{\"size\":1},{\"size\":2}]}]}",
+                "[[[[[1]]]],[[[2,[3]]]],{\"k\":[{\"k\":[{\"k\":1}]}]}]",
+                "\n\t{ \"a\" :\r\n [ 1 ,\n2 ] , \"b\" : { \"c\" : [ { } ] } }\n",
+                "[\"\\u00e9\\u2713\\ud83d\\ude00\",\"a\\\"b\\\\c\\/d\\n\",\"\\u0000\"]",
+                "[9223372036854775807,-9223372036854775808,0.1,1e300]",
+                "[{\"same\":\"short\"},{\"same\":\"short\"},{\"same\":\"short string repeated\"}]",
+        };
+        for (size_t k = 0; k < N_OF(docs); k++) {
+                npf_vtree_t *walked = npf_vtree_new(NULL, NULL), *whole = npf_vtree_new(NULL, NULL);
+                npf_value_t a, b;
+                char err[ERR_SIZE] = "";
+                json_t *j = json_loadb(docs[k], strlen(docs[k]), JSON_ALLOW_NUL, NULL);
+
+                assert_non_null(j);
+                assert_int_equal(npf_jsontree_value(whole, j, &b, err, sizeof(err)), 0);
+                assert_int_equal(npf_vtree_finish(whole, &b, err, sizeof(err)), 0);
+                json_decref(j);
+                if (npf_jsontree_load(docs[k], strlen(docs[k]), walked, NULL, NULL, &a, err, sizeof(err)) != 0)
+                        fail_msg("%s: %s", docs[k], err);
+                if (!same_tree(a, b))
+                        fail_msg("%s: the walked tree differs from jansson's", docs[k]);
+                npf_vtree_free(walked);
+                npf_vtree_free(whole);
+        }
+
+        /* A key given twice: the later value, as jansson and Python keep it. */
+        static const char dup[] = "{\"dup\": 1, \"x\": [{\"dup\": 3, \"dup\": 4}], \"dup\": 2}";
+        npf_vtree_t *t = npf_vtree_new(NULL, NULL);
+        npf_value_t root, v, x;
+        char err[ERR_SIZE] = "";
+        int64_t i;
+        assert_int_equal(npf_jsontree_load(dup, strlen(dup), t, NULL, NULL, &root, err, sizeof(err)), 0);
+        assert_true(npf_value_get(root, "dup", &v) && npf_value_int64(v, &i) && i == 2);
+        assert_true(npf_value_get(root, "x", &x) && npf_value_get(npf_value_at(x, 0), "dup", &v) &&
+                    npf_value_int64(v, &i) && i == 4);
+        npf_vtree_free(t);
+}
+
+/* A broken document is reported where jansson would report it in the whole text, in its
+ * words, whether the walk or jansson finds it; nothing is returned. */
+static void test_json_errors_placed(void **state)
+{
+        (void) state;
+        static const char *const docs[] = {
+                "[1 2]", "[1,]", "[1,,2]", "{\"a\" 1}", "{\"a\":1,}", "{1:2}", "{\"a\":1 \"b\":2}", "[1] x",
+                "[1] [2]", "{\"a\":[1,2}", "[", "{", "{\"a\"", "{\"a\":", "[\"abc", "[tru]", "[1, true false]",
+                "{\"device_traces\":[[{\"action\":\"alloc\",\"addr\":}]]}",
+                "{\n  \"device_traces\": [\n    [\n      {\"action\": \"alloc\", \"addr\": 12 \"size\": 3}\n    ]\n  ]\n}",
+                "{\n  \"segments\": [\n    {\"blocks\": [1, 2,, 3]}\n  ],\n  \"x\": 1 2\n}",
+                "[\"\\u00e9\\u00e9\", {\"k\": 01}]", "[\"\\u00e9\\u00e9\" 1]", "[1e999]", "[\"a\\qb\"]",
+                "[99999999999999999999]", "{\"a\":1}}", "[{\"a\":1}{\"b\":2}]",
+        };
+        for (size_t k = 0; k < N_OF(docs); k++) {
+                npf_vtree_t *t = npf_vtree_new(NULL, NULL);
+                npf_value_t root = int_value(77);
+                char err[ERR_SIZE] = "", want[ERR_SIZE];
+                json_error_t je;
+
+                assert_null(json_loadb(docs[k], strlen(docs[k]), JSON_ALLOW_NUL, &je));
+                snprintf(want, sizeof(want), "line %d, column %d: %s", je.line, je.column, je.text);
+                assert_int_equal(npf_jsontree_load(docs[k], strlen(docs[k]), t, NULL, NULL, &root, err, sizeof(err)),
+                                 -EINVAL);
+                if (strcmp(err, want) != 0)
+                        fail_msg("%s: \"%s\", jansson says \"%s\"", docs[k], err, want);
+                assert_int_equal(root.as.i, 77);
+                npf_vtree_free(t);
+        }
 }
 
 /* As deep as jansson parses (2048 levels): built and freed without trouble. */
@@ -592,17 +695,13 @@ static void test_from_json_deep(void **state)
         npf_vtree_t *t = npf_vtree_new(NULL, NULL);
         npf_value_t v;
         char err[ERR_SIZE] = "";
-        json_t *j;
 
         (void) state;
         assert_non_null(text);
         memset(text, '[', depth);
         memset(text + depth, ']', depth);
         text[2 * depth] = '\0';
-        j = json_loads(text, 0, NULL);
-        assert_non_null(j);
-        assert_int_equal(npf_vtree_from_json(t, j, &v, err, sizeof(err)), 0);
-        json_decref(j);
+        assert_int_equal(npf_jsontree_load(text, 2 * depth, t, NULL, NULL, &v, err, sizeof(err)), 0);
         for (size_t d = 1; d < depth; d++) {
                 assert_int_equal(npf_value_len(v), 1);
                 v = npf_value_at(v, 0);
@@ -634,6 +733,8 @@ int main(void)
                 cmocka_unit_test(test_from_json_nul),
                 cmocka_unit_test(test_from_json_reduced),
                 cmocka_unit_test(test_from_json_deep),
+                cmocka_unit_test(test_json_walked_as_whole),
+                cmocka_unit_test(test_json_errors_placed),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);

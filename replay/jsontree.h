@@ -1,0 +1,36 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * JSON text into a value tree, for the JSON form of memory snapshots. jansson decodes every
+ * value; only the outer containers (down to NPF_JSONTREE_STREAM_DEPTH) are walked here, so
+ * that jansson holds one element of them at a time (one trace entry, one segment) and never
+ * the whole document, which would take eight times the file. Each element goes into the tree
+ * as it is decoded and is reduced there, as a pickle's would be.
+ */
+#ifndef NPUPROF_REPLAY_JSONTREE_H
+#define NPUPROF_REPLAY_JSONTREE_H
+
+#include "replay/value.h"
+
+#include <jansson.h>
+#include <stddef.h>
+
+#define NPF_JSONTREE_STREAM_DEPTH 3u    /* root, device_traces, a device's list: walked here */
+
+/* Called about every 16 MiB of input with the bytes read so far. */
+typedef void (*npf_jsontree_progress_cb)(void *userdata, size_t done, size_t total);
+
+/*
+ * npf_jsontree_load() - read the JSON document in @buf (@len bytes) into @tree.
+ * Strings are copied into the tree, the same short string once; "\u0000" is kept; integers
+ * are signed 64-bit, as jansson keeps them.
+ * Return: 0 and the root, reduced, in @ret; or -EINVAL with "line L, column C: what" in
+ * @err (@err_size bytes), -ENOMEM, or the reduce callback's error with its sentence.
+ */
+int npf_jsontree_load(const void *buf, size_t len, npf_vtree_t *tree, npf_jsontree_progress_cb progress,
+                      void *userdata, npf_value_t *ret, char *err, size_t err_size);
+
+/* @json, a decoded jansson value, into @tree: its containers complete and reduced, @ret not
+ * (it is the caller's to append or finish). Return: as npf_jsontree_load(). */
+int npf_jsontree_value(npf_vtree_t *tree, const json_t *json, npf_value_t *ret, char *err, size_t err_size);
+
+#endif /* NPUPROF_REPLAY_JSONTREE_H */
