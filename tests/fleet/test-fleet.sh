@@ -256,8 +256,8 @@ else fail "fleet: segments in the host's /dev/shm" "$(ls /dev/shm | grep "npftes
 
 s=$(max_step "$all_nodes")
 S1=$((s + 2000 / STEP_MS))                  # two seconds ahead of the furthest rank
+e1=$(now_s)          # before the rename: a daemon may publish before the shell runs again
 save "{ \"start_step\": $S1, \"steps\": $STEPS }"
-e1=$(now_s)
 if wait_for all_at 2; then ok "edit 1: all $K nodes published generation 2 (window $S1..$((S1 + STEPS - 1)); the ranks were at step $s at most)"
 else fail "edit 1: not every node published generation 2" "$(fleet_metrics)"; fi
 spread 2 "$e1" "$(seq -s , 0 $((K - 1)))"
@@ -277,8 +277,8 @@ if xranks; then ok "restart: node $X's $M ranks train on without it"
 else fail "restart: node $X's ranks are gone" "$(ps -f --ppid "${node_pid[$X]}")"; fi
 s=$(max_step "$live")
 S2=$((s + 4000 / STEP_MS))                  # four seconds ahead: the downtime is inside
-save "{ \"start_step\": $S2, \"steps\": $STEPS }"
 e2=$(now_s)
+save "{ \"start_step\": $S2, \"steps\": $STEPS }"
 if wait_for at_gen "${live// /,}" 3; then ok "restart: the $((K - 1)) live nodes published generation 3 (window $S2..$((S2 + STEPS - 1)))"
 else fail "restart: the live nodes did not publish generation 3" "$(fleet_metrics)"; fi
 check_stale() { npf_json_holds 'import json, sys; f = json.loads(sys.argv[2])' "f['$X']['npuprof_generation'] == 2 and f['$X']['npuprof_up'] == 1" fleet_metrics; }
@@ -335,8 +335,8 @@ if wait_for node_gone "$ypgid" "$yns"; then
 else fail "reboot: node $Y survived" "$(ps -o pid,stat,args -g "$ypgid")"; fi
 s=$(max_step "$live2")
 S4=$((s + 2000 / STEP_MS))                  # two seconds ahead: run by the live nodes only
-save "{ \"start_step\": $S4, \"steps\": $STEPS }"
 e4=$(now_s)
+save "{ \"start_step\": $S4, \"steps\": $STEPS }"
 if wait_for at_gen "${live2// /,}" 4; then ok "reboot: the $((K - 1)) live nodes published generation 4 (window $S4..$((S4 + STEPS - 1))) while node $Y is down"
 else fail "reboot: the live nodes did not publish generation 4" "$(fleet_metrics)"; fi
 window_checks "reboot (the live nodes, while node $Y is down)" 4 "$S4" "$live2"
@@ -387,8 +387,8 @@ ys=$(vnode "$Y" 'min([r["step"] or 0 for r in o["ranks"]])')
 s=$(max_step "$all_nodes")
 echo "     reboot: node $Y's ranks at step $ys, $((s - ys)) steps behind the furthest rank of the fleet ($s)"
 S5=$((s + 4000 / STEP_MS))                  # four seconds ahead of the furthest rank
-save "{ \"start_step\": $S5, \"steps\": $STEPS }"
 e5=$(now_s)
+save "{ \"start_step\": $S5, \"steps\": $STEPS }"
 if wait_for at_gen "${live2// /,}" 5 && wait_for at_gen "$Y" 2; then
         ok "reboot: the next edit is generation 5 on the live nodes and 2 on node $Y (window $S5..$((S5 + STEPS - 1)))"
 else fail "reboot: not every node published the next edit" "$(fleet_metrics)"; fi
