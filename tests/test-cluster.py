@@ -551,6 +551,16 @@ def test_figures():
     check("ranks.svg: names each rank, those without a bar included", not missing,
           "ranks %r are not the text of any <text>" % missing)
 
+    # Each straggler's bar says how far above the median it is, to a tenth below +20%:
+    # +10.5% must not read as +10%, the threshold it exceeds.
+    def over(dr):
+        x = (windows[dr]["median"] / float(mom) - 1) * 100
+        t = "%.*f" % (1 if x < 20 else 0, x)
+        return "+" + (t.rstrip("0").rstrip(".") if "." in t else t) + "%"
+    eq("ranks.svg: each straggler's label, how far above the median",
+       sorted(lab.split()[-1] for lab in labels if lab.endswith("%") and lab.split()[-1].startswith("+")),
+       sorted(over(dr) for dr in slow))
+
     # --json and -o: the same report, printed and written elsewhere.
     out = os.path.join(tmp, "fig-out")
     j = Run([root, "--json", "-q", "-o", out], out)
