@@ -135,7 +135,7 @@ int main(int argc, char **argv)
         printf("  peak RSS              %7.1f MiB = %.2f x the pickle   (goal 4)\n", (double) ru.ru_maxrss / 1024.0,
                (double) ru.ru_maxrss * 1024.0 / (double) st.st_size);
         if (baseline > 0)
-                printf("  against the Python reference replay (%.0f events/s, same file): %.0fx for replay, %.0fx "
+                printf("  against a plain Python replay of the same file (bench/replay-baseline.py, %.0f events/s): %.0fx for replay, %.0fx "
                        "for parse+replay+report\n", baseline, ev / rp / baseline, ev / all / baseline);
         return 0;
 }
