@@ -89,13 +89,16 @@ int main(int argc, char **argv)
                 npf_replay_free(r);
                 npf_snapshot_free(s);
         }
-        for (double *v = parse; v; v = v == parse ? replay : v == replay ? analyse : v == analyse ? report : v == report ? timeline : NULL)
+        double *figures[] = { parse, replay, analyse, report, timeline };
+        for (size_t f = 0; f < sizeof(figures) / sizeof(figures[0]); f++) {
+                double *v = figures[f];
                 for (int i = 1; i < RUNS; i++)
                         for (int k = i; k > 0 && v[k - 1] > v[k]; k--) {
                                 double x = v[k];
                                 v[k] = v[k - 1];
                                 v[k - 1] = x;
                         }
+        }
         double p = npf_bench_median(parse, RUNS), rp = npf_bench_median(replay, RUNS);
         double an = npf_bench_median(analyse, RUNS), rep = npf_bench_median(report, RUNS);
         double tl = npf_bench_median(timeline, RUNS), all = p + rp + an + rep;
@@ -135,7 +138,8 @@ int main(int argc, char **argv)
         printf("  peak RSS              %7.1f MiB = %.2f x the pickle   (goal 4)\n", (double) ru.ru_maxrss / 1024.0,
                (double) ru.ru_maxrss * 1024.0 / (double) st.st_size);
         if (baseline > 0)
-                printf("  against a plain Python replay of the same file (bench/replay-baseline.py, %.0f events/s): %.0fx for replay, %.0fx "
-                       "for parse+replay+report\n", baseline, ev / rp / baseline, ev / all / baseline);
+                printf("  against a plain Python replay of the same file (bench/replay-baseline.py, %.0f events/s):\n"
+                       "                          %.0fx for replay, %.0fx for parse+replay+report\n",
+                       baseline, ev / rp / baseline, ev / all / baseline);
         return 0;
 }

@@ -665,7 +665,8 @@ static void test_json_errors_placed(void **state)
                 "[1 2]", "[1,]", "[1,,2]", "{\"a\" 1}", "{\"a\":1,}", "{1:2}", "{\"a\":1 \"b\":2}", "[1] x",
                 "[1] [2]", "{\"a\":[1,2}", "[", "{", "{\"a\"", "{\"a\":", "[\"abc", "[tru]", "[1, true false]",
                 "{\"device_traces\":[[{\"action\":\"alloc\",\"addr\":}]]}",
-                "{\n  \"device_traces\": [\n    [\n      {\"action\": \"alloc\", \"addr\": 12 \"size\": 3}\n    ]\n  ]\n}",
+                "{\n  \"device_traces\": [\n    [\n      {\"action\": \"alloc\", \"addr\": 12 \"size\": 3}\n"
+                "    ]\n  ]\n}",
                 "{\n  \"segments\": [\n    {\"blocks\": [1, 2,, 3]}\n  ],\n  \"x\": 1 2\n}",
                 "[\"\\u00e9\\u00e9\", {\"k\": 01}]", "[\"\\u00e9\\u00e9\" 1]", "[1e999]", "[\"a\\qb\"]",
                 "[99999999999999999999]", "{\"a\":1}}", "[{\"a\":1}{\"b\":2}]",
