@@ -291,6 +291,7 @@ static size_t fits(const partition_t *p, span_t t)
  */
 typedef struct occupancy {
         uint64_t *bits;         /* [word][bucket]: a word's buckets are contiguous */
+        uint32_t *open;         /* [bucket]: the first word with a partition idle in it */
         size_t buckets, words, width;
 } occupancy_t;
 
@@ -315,8 +316,13 @@ static int occupancy_grow(occupancy_t *o, size_t partitions)
 
 static void occupancy_mark(occupancy_t *o, size_t p, span_t sp)
 {
-        for (size_t k = (size_t) sp.from / o->width; k <= (size_t) (sp.to - 1) / o->width; k++)
-                o->bits[p / 64 * o->buckets + k] |= UINT64_C(1) << (p % 64);
+        size_t word = p / 64;
+
+        for (size_t k = (size_t) sp.from / o->width; k <= (size_t) (sp.to - 1) / o->width; k++) {
+                o->bits[word * o->buckets + k] |= UINT64_C(1) << (p % 64);
+                while (o->open[k] < o->words && o->bits[o->open[k] * o->buckets + k] == ~UINT64_C(0))
+                        o->open[k]++;
+        }
 }
 
 /* The first of @np partitions where @sp fits, @np when none; its insertion point in @ret_at. */
@@ -326,8 +332,13 @@ static size_t first_fit(const occupancy_t *o, const partition_t *parts, size_t n
         size_t first = (size_t) sp.from / w, last = (size_t) (sp.to - 1) / w;
         /* Buckets wholly inside the span: a partition busy in one of them conflicts. */
         size_t full_from = ((size_t) sp.from + w - 1) / w, full_to = (size_t) sp.to / w;   /* [full_from, full_to) */
+        size_t start = 0;
 
-        for (size_t word = 0; word * 64 < np; word++) {
+        /* Every partition of a word below open[k] is busy in bucket k: a span covering k whole
+         * fits none of them (many blocks alive through the whole trace fill words so). */
+        for (size_t k = full_from; k < full_to; k++)
+                start = o->open[k] > start ? o->open[k] : start;
+        for (size_t word = start; word * 64 < np; word++) {
                 const uint64_t *row = o->bits + word * o->buckets;
                 uint64_t valid = np - word * 64 >= 64 ? ~UINT64_C(0) : (UINT64_C(1) << (np - word * 64)) - 1;
                 uint64_t full = 0, edge = row[first] | row[last];
@@ -362,7 +373,7 @@ int npf_plan_lifetimes(const npf_replay_t *r, npf_plan_t *ret)
 {
         tensor_t *t = malloc((r->n_lives + 1) * sizeof(*t));
         partition_t *parts = NULL;
-        occupancy_t occ = { .width = 64 };
+        occupancy_t occ = { .width = 1 };
         size_t nt = 0, np = 0, cap = 0;
         npf_plan_t plan = { 0 };
         int e = -ENOMEM;
@@ -371,10 +382,14 @@ int npf_plan_lifetimes(const npf_replay_t *r, npf_plan_t *ret)
                 return -ENOMEM;
         /* Positions 0 (before the first event) to n + 1, in at most 16 Ki buckets: on the
          * bench's 2 million events, 256 positions a bucket take a quarter less time than 64,
-         * and a matrix of a quarter the size (the plan is the same). */
+         * and a matrix of a quarter the size (the plan is the same). A short trace has a
+         * bucket per position, where no span has an edge to search. */
         while ((r->n + 2) / occ.width > 16384)
                 occ.width *= 2;
         occ.buckets = (r->n + 2) / occ.width + 1;
+        occ.open = calloc(occ.buckets, sizeof(*occ.open));
+        if (!occ.open)
+                goto out;
         for (size_t i = 0; i < r->n_lives; i++) {
                 const npf_life_t *l = &r->lives[i];
                 span_t sp = { l->alloc < 0 ? 0 : l->alloc + 1,
@@ -440,6 +455,7 @@ out:
                 free(parts[p].spans);
         free(parts);
         free(occ.bits);
+        free(occ.open);
         free(t);
         return e;
 }

@@ -1073,6 +1073,27 @@ def test_plan_order():
            (160 * scale, 160 * scale, 2, 3))
 
 
+def test_plan_many_live():
+    """150,000 blocks alive from before the trace to the dump, a short trace: every one
+    conflicts with every other, so the plan has a partition each. First-fit that searched
+    every partition for every block did 10^10 searches (69 s for such a segment); the plan
+    must not grow with the square of the blocks. The analyzer runs under a CPU limit of
+    60 s it needs a fraction of (about a second; several under a sanitizer)."""
+    n, size = 150000, 512
+    base = 0x100000000
+    blocks = [blk(base + i * size, size, "active_allocated", size) for i in range(n)]
+    s = snapshot([seg(base, n * size, blocks)],
+                 [ev("alloc", base + (n - 1) * size, size)])
+    r = run(write("plan-many-live.pkl", pickle.dumps(s, protocol=4)), "--limit-cpu", "60")
+    if not check(r.rc == 0 and r.report is not None and r.sanitizer_clean(),
+                 "plan, %d blocks live throughout: the analysis ends within its CPU limit" % n,
+                 "exit %d, %s" % (r.rc, r.stderr.strip()[-400:])):
+        return
+    p = r.devices()[0]["plan"]
+    eq("plan, %d blocks live throughout: a partition each, the plan the peak" % n,
+       (p["partitions"], p["tensors"], p["plan_bytes"], p["peak_live_bytes"]), (n, n, n * size, n * size))
+
+
 def test_streams():
     s = snapshot([seg(0x10000, 4096, [blk(0x10000, 256), blk(0x10100, 256, "active_allocated", 200),
                                       blk(0x10200, 3584)], stream=1),
@@ -1287,7 +1308,7 @@ def main():
         return 1
     try:
         for t in (test_real, test_actions, test_expandable, test_workspace, test_inconsistencies, test_ghosts,
-                  test_leaks, test_top_sites, test_peak_state, test_legacy, test_times_and_free_delay, test_plan, test_plan_order, test_streams, test_two_devices,
+                  test_leaks, test_top_sites, test_peak_state, test_legacy, test_times_and_free_delay, test_plan, test_plan_order, test_plan_many_live, test_streams, test_two_devices,
                   test_hostile, test_progress, test_forms):
             try:
                 t()
