@@ -2,6 +2,7 @@
 #include "replay/jsontree.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,6 +11,7 @@
 #define PROGRESS_EVERY ((size_t) 16 << 20)      /* as the pickle reader's */
 #define SHORT_MAX 64u                           /* strings copied once, however often they come */
 #define SHORT_SLOTS 4096u                       /* a power of two */
+#define ELEMENT_MAX ((size_t) INT_MAX)          /* jansson counts a value's bytes in an int */
 
 typedef struct reader {
         const char *buf;
@@ -105,7 +107,7 @@ int npf_jsontree_value(npf_vtree_t *tree, const json_t *json, npf_value_t *ret, 
 /* --- the outer containers, walked here -------------------------------------------------------- */
 
 /* Line and character column (both from 1, as jansson counts) of byte @off. Only for errors. */
-static void place(const reader_t *rd, size_t off, int *line, int *column)
+static void place(const reader_t *rd, size_t off, long *line, long *column)
 {
         *line = 1;
         *column = 1;
@@ -124,29 +126,33 @@ static int fail_at(reader_t *rd, size_t off, const char *what)
 {
         const char *p = rd->buf + off;
         size_t n = 0, left = off < rd->len ? rd->len - off : 0;
-        int line, column;
+        long line, column;
 
         place(rd, off, &line, &column);
         if (left && *p == '"') {
                 for (n = 1; n < left && p[n] != '"' && p[n] != '\n'; n++)
                         ;
                 n += n < left && p[n] == '"';
-        } else {
-                while (n < left && (p[n] == '-' || p[n] == '+' || p[n] == '.' || (p[n] >= '0' && p[n] <= '9') ||
-                                    (p[n] >= 'a' && p[n] <= 'z') || (p[n] >= 'A' && p[n] <= 'Z')))
+        } else if (left && ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z'))) {
+                while (n < left && ((p[n] >= 'a' && p[n] <= 'z') || (p[n] >= 'A' && p[n] <= 'Z')))
                         n++;
-                n = n ? n : left ? 1 : 0;
+        } else if (left && (*p == '-' || (*p >= '0' && *p <= '9'))) {
+                while (n < left && (p[n] == '-' || p[n] == '+' || p[n] == '.' || p[n] == 'e' || p[n] == 'E' ||
+                                    (p[n] >= '0' && p[n] <= '9')))
+                        n++;
+        } else {
+                n = left ? 1 : 0;
         }
         /* jansson's column is where it stopped reading: the token's last character. */
         for (size_t i = 1; i < n; i++)
                 column += ((unsigned char) p[i] & 0xc0) != 0x80;
         if (!n)         /* at the end, the last character read */
-                snprintf(rd->err, rd->err_size, "line %d, column %d: %s near end of file", line, column - 1, what);
+                snprintf(rd->err, rd->err_size, "line %ld, column %ld: %s near end of file", line, column - 1, what);
         else if ((unsigned char) *p < 0x20 || (unsigned char) *p >= 0x7f)
-                snprintf(rd->err, rd->err_size, "line %d, column %d: %s near '\\x%02x'", line, column, what,
+                snprintf(rd->err, rd->err_size, "line %ld, column %ld: %s near '\\x%02x'", line, column, what,
                          (unsigned char) *p);
         else
-                snprintf(rd->err, rd->err_size, "line %d, column %d: %s near '%.*s'", line, column, what,
+                snprintf(rd->err, rd->err_size, "line %ld, column %ld: %s near '%.*s'", line, column, what,
                          (int) (n < 40 ? n : 40), p);
         return -EINVAL;
 }
@@ -159,37 +165,26 @@ static void skip_space(reader_t *rd)
                 rd->pos++;
 }
 
-/* One value decoded by jansson at rd->pos, into the tree. */
+/* One value decoded by jansson at rd->pos, into the tree. jansson stops at the value's end
+ * and says where (json_loadb() counts exactly, characters it looked ahead at included). */
 static int element(reader_t *rd, npf_value_t *ret)
 {
-        size_t start = rd->pos, n = rd->len - start;
-        size_t flags = JSON_DECODE_ANY | JSON_ALLOW_NUL;
+        size_t start = rd->pos, n = rd->len - start < ELEMENT_MAX ? rd->len - start : ELEMENT_MAX;
         json_error_t je;
-        char c = rd->buf[start];
+        json_t *j = json_loadb(rd->buf + start, n, JSON_DECODE_ANY | JSON_ALLOW_NUL | JSON_DISABLE_EOF_CHECK, &je);
 
-        if (c == '{' || c == '[' || c == '"') {
-                /* jansson stops at the closing character and says where. */
-                flags |= JSON_DISABLE_EOF_CHECK;
-        } else {
-                /* A number or a literal: jansson given exactly its characters (with the
-                 * EOF check off it may read one past the token, a ',' that is ours). */
-                n = 0;
-                while (start + n < rd->len && rd->buf[start + n] != ',' && rd->buf[start + n] != ']' &&
-                       rd->buf[start + n] != '}' && rd->buf[start + n] != ' ' && rd->buf[start + n] != '\n' &&
-                       rd->buf[start + n] != '\r' && rd->buf[start + n] != '\t')
-                        n++;
-                if (n == 0)
-                        return fail_at(rd, start, "unexpected token");
-        }
-        json_t *j = json_loadb(rd->buf + start, n, flags, &je);
         if (!j) {
-                int line, column;
+                long line, column;
                 place(rd, start, &line, &column);
-                snprintf(rd->err, rd->err_size, "line %d, column %d: %s", line + je.line - 1,
-                         je.line == 1 ? column + je.column - 1 : je.column, je.text);
+                if (n == ELEMENT_MAX && je.position >= (int) (ELEMENT_MAX - 8))
+                        snprintf(rd->err, rd->err_size, "line %ld, column %ld: a single value longer than 2 GiB "
+                                 "is not read", line, column);
+                else
+                        snprintf(rd->err, rd->err_size, "line %ld, column %ld: %s", line + je.line - 1,
+                                 je.line == 1 ? column + je.column - 1 : (long) je.column, je.text);
                 return -EINVAL;
         }
-        rd->pos = start + (flags & JSON_DISABLE_EOF_CHECK ? (size_t) je.position : n);
+        rd->pos = start + (size_t) je.position;
         int r = from_json(rd, rd->t, j, ret, rd->err, rd->err_size);
         json_decref(j);
         return r;
@@ -202,7 +197,7 @@ static int value(reader_t *rd, unsigned depth, npf_value_t *ret)
 
         if (open == 0)
                 return fail_at(rd, rd->pos, "unexpected token");
-        if ((open != '{' && open != '[') || depth >= NPF_JSONTREE_STREAM_DEPTH)
+        if (open == '[' ? depth >= NPF_JSONTREE_WALK_LISTS : open == '{' ? depth >= NPF_JSONTREE_WALK_OBJECTS : true)
                 return element(rd, ret);
 
         char close = open == '{' ? '}' : ']';
@@ -223,8 +218,11 @@ static int value(reader_t *rd, unsigned depth, npf_value_t *ret)
                 if (open == '{') {
                         if (rd->pos >= rd->len || rd->buf[rd->pos] != '"')
                                 return fail_at(rd, rd->pos, "string or '}' expected");
+                        size_t key_at = rd->pos;
                         if ((r = element(rd, &kv[n++])) < 0)
                                 return r;
+                        if (memchr(kv[0].as.s, 0, kv[0].len))
+                                return fail_at(rd, key_at, "NUL byte in object key not supported");
                         skip_space(rd);
                         if (rd->pos >= rd->len || rd->buf[rd->pos] != ':')
                                 return fail_at(rd, rd->pos, "':' expected");
@@ -267,6 +265,13 @@ int npf_jsontree_load(const void *buf, size_t len, npf_vtree_t *tree, npf_jsontr
         err[0] = '\0';
         if (!rd.shorts)
                 goto out;
+        /* jansson skips a raw NUL after a number and miscounts where the value ended: refused
+         * first, as it is no JSON text. */
+        const char *nul = memchr(buf, 0, len);
+        if (nul) {
+                r = fail_at(&rd, (size_t) (nul - (const char *) buf), "a NUL byte, which JSON text never holds");
+                goto out;
+        }
         skip_space(&rd);
         if ((r = value(&rd, 0, &root)) < 0)
                 goto out;

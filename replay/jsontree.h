@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * JSON text into a value tree, for the JSON form of memory snapshots. jansson decodes every
- * value; only the outer containers (down to NPF_JSONTREE_STREAM_DEPTH) are walked here, so
- * that jansson holds one element of them at a time (one trace entry, one segment) and never
- * the whole document, which would take eight times the file. Each element goes into the tree
- * as it is decoded and is reduced there, as a pickle's would be.
+ * value; only the outer containers are walked here, so that jansson holds one element of
+ * them at a time (a trace entry, a block) and never the whole document, which would take
+ * eight times the file. Each element goes into the tree as it is decoded and is reduced
+ * there, as a pickle's would be.
  */
 #ifndef NPUPROF_REPLAY_JSONTREE_H
 #define NPUPROF_REPLAY_JSONTREE_H
@@ -14,7 +14,11 @@
 #include <jansson.h>
 #include <stddef.h>
 
-#define NPF_JSONTREE_STREAM_DEPTH 3u    /* root, device_traces, a device's list: walked here */
+/* Walked here: lists at depths 0 to 3 (device_traces, a device's trace, segments, a
+ * segment's blocks), objects at depths 0 to 2 (the root, a segment); a trace entry (an
+ * object at depth 3) or a block (at depth 4) is one element. */
+#define NPF_JSONTREE_WALK_LISTS 4u
+#define NPF_JSONTREE_WALK_OBJECTS 3u
 
 /* Called about every 16 MiB of input with the bytes read so far. */
 typedef void (*npf_jsontree_progress_cb)(void *userdata, size_t done, size_t total);

@@ -669,7 +669,9 @@ static void test_json_errors_placed(void **state)
                 "    ]\n  ]\n}",
                 "{\n  \"segments\": [\n    {\"blocks\": [1, 2,, 3]}\n  ],\n  \"x\": 1 2\n}",
                 "[\"\\u00e9\\u00e9\", {\"k\": 01}]", "[\"\\u00e9\\u00e9\" 1]", "[1e999]", "[\"a\\qb\"]",
-                "[99999999999999999999]", "{\"a\":1}}", "[{\"a\":1}{\"b\":2}]",
+                "[99999999999999999999]", "{\"a\":1}}", "[{\"a\":1}{\"b\":2}]", "[1x]", "[1:2]", "[1.5.5]",
+                "{\"a\\u0000b\":1}", "{\"segments\":[{\"blocks\":[{\"size\":1} {\"size\":2}]}]}",
+                "{\"segments\":[{\"blocks\":[{\"size\":1},{\"size\" 2}]}]}", "[[[[1 2]]]]", "[truex]",
         };
         for (size_t k = 0; k < N_OF(docs); k++) {
                 npf_vtree_t *t = npf_vtree_new(NULL, NULL);
@@ -686,6 +688,15 @@ static void test_json_errors_placed(void **state)
                 assert_int_equal(root.as.i, 77);
                 npf_vtree_free(t);
         }
+
+        /* A raw NUL byte is no JSON text (jansson would skip one after a number). */
+        static const char nul[] = "{\"device_traces\":[[{\"addr\":1\0,\"size\":8}]]}";
+        npf_vtree_t *t = npf_vtree_new(NULL, NULL);
+        npf_value_t root;
+        char err[ERR_SIZE] = "";
+        assert_int_equal(npf_jsontree_load(nul, sizeof(nul) - 1, t, NULL, NULL, &root, err, sizeof(err)), -EINVAL);
+        assert_string_equal(err, "line 1, column 29: a NUL byte, which JSON text never holds near '\\x00'");
+        npf_vtree_free(t);
 }
 
 /* As deep as jansson parses (2048 levels): built and freed without trouble. */
