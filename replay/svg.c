@@ -990,7 +990,9 @@ static void bar_panel(svg_t *w, const npf_svg_rank_t *ranks, size_t n, int which
                         char words[sizeof(name_t) + 32];
                         bool named = i % every != 0;
                         double over = (v / median_us - 1) * 100;
-                        /* A tenth near the threshold: +10.5% is a straggler, +10% would not be. */
+                        /* Near the threshold, a tenth rounded up: a straggler never reads +10%. */
+                        if (over < 20)
+                                over = ceil(over * 10 - 1e-9) / 10;
                         snprintf(words, sizeof(words), "%s%s+%.24s%%", named ? rank_name(r, i).s : "",
                                  named ? " " : "", trimmed(over, over < 20 ? 1 : 0).s);
                         text(w, cx, top - 4, "text-anchor=\"middle\" font-size=\"10\" fill=\"" WARN_DARK "\"", words);
