@@ -68,28 +68,13 @@ static int by_size_desc(const void *a, const void *b, void *lives)
         return x->addr < y->addr ? -1 : x->addr > y->addr;
 }
 
-/*
- * Where @l was allocated. The replay takes a block's stack from its alloc event when that has
- * one, else keeps the stack the block was met with: the block's at dump time, where it was
- * allocated, or, for a block the undo re-created from its free or free_completed event, that
- * event's, where it was freed (torch_npu's gradients, allocated by the autograd engine with
- * no Python stack, would all be put down to zero_grad). Such a block's site is unknown: the
- * empty stack.
- */
-static uint32_t alloc_stack(const npf_replay_t *r, const npf_life_t *l)
-{
-        bool from_free = l->freed != NPF_AFTER_TRACE;
-
-        return from_free && (l->alloc < 0 || r->events[l->alloc].stack == 0) ? 0 : l->stack;
-}
-
 static json_t *life_json(const npf_snapshot_t *s, const npf_replay_t *r, const npf_life_t *l,
                          const npf_analysis_opts_t *o)
 {
         json_t *j = json_pack("{s:o,s:o,s:o,s:o,s:o,s:o,s:o}", "addr", hex(l->addr), "size", u64(l->size), "stream",
                               u64(l->stream), "allocated_at", index_json(l->alloc), "free_requested_at",
                               index_json(l->free_requested), "allocated_time_us", time_of(r, l->alloc), "frames",
-                              npf_analysis_stack(s, alloc_stack(r, l), o->max_frames));
+                              npf_analysis_stack(s, l->stack, o->max_frames));
         if (j && l->context)
                 json_object_set_new(j, "compile_context", json_string(npf_intern_str(s->intern, l->context)));
         return j;
@@ -179,8 +164,7 @@ static json_t *sites(const npf_snapshot_t *s, const npf_replay_t *r, const size_
                 const npf_life_t *l = &r->lives[idx ? idx[i] : i];
                 int64_t from = l->alloc < 0 ? 0 : l->alloc;
                 int64_t to = l->free_requested == NPF_AFTER_TRACE ? (int64_t) r->n : l->free_requested;
-                uint32_t stack = alloc_stack(r, l);
-                site_t *x = &v[stack < n_stacks ? stack : n_stacks - 1];
+                site_t *x = &v[l->stack < n_stacks ? l->stack : n_stacks - 1];
                 x->count++;
                 x->bytes += l->size;
                 x->byte_events += (double) l->size * (double) (to > from ? to - from : 0);

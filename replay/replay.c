@@ -293,8 +293,10 @@ static int undo_event(undo_t *u, size_t i)
         case NPF_ACT_FREE: {
                 bool completed = e->action == NPF_ACT_FREE_COMPLETED;
                 npf_life_t nl = {
+                        /* The free's stack is where it was freed: the site is unknown until
+                         * its alloc event, if it has one, says (torch_npu's gradients, made by
+                         * the autograd engine, have none and would all be put down to zero_grad). */
                         .addr = e->addr, .size = e->size, .footprint = e->size, .stream = e->stream,
-                        .stack = e->stack,
                         .context = e->context, .alloc = NPF_BEFORE_TRACE,
                         .free_requested = completed ? NPF_BEFORE_TRACE : (int64_t) i, .freed = (int64_t) i,
                 };

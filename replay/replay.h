@@ -42,8 +42,7 @@ typedef struct npf_life {
         int64_t alloc;                  /* NPF_BEFORE_TRACE: a ghost, allocated before tracing */
         int64_t free_requested;         /* NPF_AFTER_TRACE: still allocated at dump */
         int64_t freed;                  /* free or free_completed; NPF_AFTER_TRACE: still active */
-        uint32_t stack;                 /* its alloc event's, else the block's as met: at dump
-                                         * time, or its free event's (see the analyses) */
+        uint32_t stack;                 /* where it was allocated; 0: unknown */
         uint32_t context;
 } npf_life_t;
 
