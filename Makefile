@@ -290,17 +290,17 @@ $(FUZZ_CONF): $(FUZZ_SRCS) conf/conf.h conf/jsonpos.h conf/outroot.h include/npu
 	@mkdir -p $(dir $@)
 	$(CLANG) $(FUZZ_FLAGS) -o $@ $(FUZZ_SRCS) $(JANSSON_LIBS)
 FUZZ_TRACE_SRCS := tests/fuzz/fuzz-trace.c replay/trace.c replay/input.c replay/intern.c conf/jsonpos.c
-$(FUZZ_TRACE): $(FUZZ_TRACE_SRCS) replay/trace.h replay/intern.h conf/jsonpos.h
+$(FUZZ_TRACE): $(FUZZ_TRACE_SRCS) replay/trace.h replay/input.h replay/intern.h conf/jsonpos.h
 	@mkdir -p $(dir $@)
 	$(CLANG) $(FUZZ_FLAGS) -o $@ $(FUZZ_TRACE_SRCS) $(JANSSON_LIBS) -lm
 FUZZ_PICKLE_SRCS := tests/fuzz/fuzz-pickle.c replay/pickle.c replay/value.c replay/beside.c
-$(FUZZ_PICKLE): $(FUZZ_PICKLE_SRCS) replay/pickle.h replay/value.h replay/beside.h
+$(FUZZ_PICKLE): $(FUZZ_PICKLE_SRCS) replay/pickle.h replay/input.h replay/value.h replay/beside.h
 	@mkdir -p $(dir $@)
 	$(CLANG) $(FUZZ_FLAGS) -o $@ $(FUZZ_PICKLE_SRCS) $(JANSSON_LIBS) -pthread
 
 FUZZ_SNAPSHOT_SRCS := tests/fuzz/fuzz-snapshot.c replay/snapshot.c replay/input.c replay/pickle.c replay/jsontree.c \
                       replay/value.c replay/intern.c replay/replay.c replay/analysis.c replay/beside.c
-$(FUZZ_SNAPSHOT): $(FUZZ_SNAPSHOT_SRCS) replay/snapshot.h replay/pickle.h replay/jsontree.h replay/value.h replay/intern.h \
+$(FUZZ_SNAPSHOT): $(FUZZ_SNAPSHOT_SRCS) replay/snapshot.h replay/input.h replay/pickle.h replay/jsontree.h replay/value.h replay/intern.h \
                   replay/replay.h replay/analysis.h replay/beside.h
 	@mkdir -p $(dir $@)
 	$(CLANG) $(FUZZ_FLAGS) -o $@ $(FUZZ_SNAPSHOT_SRCS) $(REPLAY_LIBS)

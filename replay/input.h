@@ -13,6 +13,11 @@
 
 #define NPF_INPUT_SNIFF_BYTES 65536u    /* bytes read to tell a snapshot from a trace */
 #define NPF_INPUT_WINDOW_MAX 256u       /* inputs taken from one window directory */
+#define NPF_INPUT_PROGRESS_EVERY ((size_t) 16 << 20)   /* how often a reader reports progress */
+
+/* Called by every reader about every NPF_INPUT_PROGRESS_EVERY bytes of input, with the bytes
+ * read so far and the input's size. */
+typedef void (*npf_input_progress_cb)(void *userdata, size_t done, size_t total);
 
 typedef enum npf_input_kind {
         NPF_INPUT_SNAPSHOT,

@@ -8,7 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define PROGRESS_EVERY ((size_t) 16 << 20)      /* as the pickle reader's */
 #define SHORT_MAX 64u                           /* strings copied once, however often they come */
 #define SHORT_SLOTS 4096u                       /* a power of two */
 #define ELEMENT_MAX ((size_t) INT_MAX)          /* jansson counts a value's bytes in an int */
@@ -17,7 +16,7 @@ typedef struct reader {
         const char *buf;
         size_t len, pos, next_progress;
         npf_vtree_t *t;
-        npf_jsontree_progress_cb progress;
+        npf_input_progress_cb progress;
         void *userdata;
         char *err;
         size_t err_size;
@@ -236,7 +235,7 @@ static int value(reader_t *rd, unsigned depth, npf_value_t *ret)
                         return r;
                 if (rd->progress && rd->pos >= rd->next_progress) {
                         rd->progress(rd->userdata, rd->pos, rd->len);
-                        rd->next_progress = rd->pos + PROGRESS_EVERY;
+                        rd->next_progress = rd->pos + NPF_INPUT_PROGRESS_EVERY;
                 }
                 skip_space(rd);
                 if (rd->pos < rd->len && rd->buf[rd->pos] == ',') {
@@ -253,10 +252,10 @@ static int value(reader_t *rd, unsigned depth, npf_value_t *ret)
         }
 }
 
-int npf_jsontree_load(const void *buf, size_t len, npf_vtree_t *tree, npf_jsontree_progress_cb progress,
+int npf_jsontree_load(const void *buf, size_t len, npf_vtree_t *tree, npf_input_progress_cb progress,
                       void *userdata, npf_value_t *ret, char *err, size_t err_size)
 {
-        reader_t rd = { .buf = buf, .len = len, .next_progress = PROGRESS_EVERY, .t = tree, .progress = progress,
+        reader_t rd = { .buf = buf, .len = len, .next_progress = NPF_INPUT_PROGRESS_EVERY, .t = tree, .progress = progress,
                         .userdata = userdata, .err = err, .err_size = err_size,
                         .shorts = calloc(SHORT_SLOTS, sizeof(npf_value_t)) };
         npf_value_t root;

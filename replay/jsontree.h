@@ -9,6 +9,7 @@
 #ifndef NPUPROF_REPLAY_JSONTREE_H
 #define NPUPROF_REPLAY_JSONTREE_H
 
+#include "replay/input.h"
 #include "replay/value.h"
 
 #include <jansson.h>
@@ -20,17 +21,16 @@
 #define NPF_JSONTREE_WALK_LISTS 4u
 #define NPF_JSONTREE_WALK_OBJECTS 3u
 
-/* Called about every 16 MiB of input with the bytes read so far. */
-typedef void (*npf_jsontree_progress_cb)(void *userdata, size_t done, size_t total);
-
 /*
  * npf_jsontree_load() - read the JSON document in @buf (@len bytes) into @tree.
- * Strings are copied into the tree, the same short string once; "\u0000" is kept; integers
- * are signed 64-bit, as jansson keeps them.
+ * Strings are copied into the tree, the same short string once; "\u0000" is kept in values
+ * (not in keys, nor a raw NUL byte anywhere); integers are signed 64-bit, as jansson keeps
+ * them; one element longer than 2 GiB is refused (jansson counts in an int). @progress (or
+ * NULL) is called about every NPF_INPUT_PROGRESS_EVERY bytes.
  * Return: 0 and the root, reduced, in @ret; or -EINVAL with "line L, column C: what" in
  * @err (@err_size bytes), -ENOMEM, or the reduce callback's error with its sentence.
  */
-int npf_jsontree_load(const void *buf, size_t len, npf_vtree_t *tree, npf_jsontree_progress_cb progress,
+int npf_jsontree_load(const void *buf, size_t len, npf_vtree_t *tree, npf_input_progress_cb progress,
                       void *userdata, npf_value_t *ret, char *err, size_t err_size);
 
 /* @json, a decoded jansson value, into @tree: its containers complete and reduced, @ret not

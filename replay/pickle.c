@@ -12,7 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define PROGRESS_EVERY (16u << 20)
 
 typedef struct vm {
         const uint8_t *base, *p, *end;
@@ -1136,12 +1135,12 @@ static int refuse(vm_t *vm, uint8_t op)
  * sequences, and one indirect jump per handler lets the branch predictor learn which opcode
  * follows which. Return: 0 at STOP, or a negative errno.
  */
-static int run(vm_t *vm, npf_pickle_progress_cb progress, void *userdata)
+static int run(vm_t *vm, npf_input_progress_cb progress, void *userdata)
 {
         const void *table[256];
-        size_t next_progress = PROGRESS_EVERY, from = 0, len;
-        const uint8_t *progress_at = vm->base + (vm->end - vm->base < PROGRESS_EVERY ? vm->end - vm->base
-                                                                                        : PROGRESS_EVERY);
+        size_t next_progress = NPF_INPUT_PROGRESS_EVERY, from = 0, len;
+        size_t size = (size_t) (vm->end - vm->base);
+        const uint8_t *progress_at = vm->base + (size < NPF_INPUT_PROGRESS_EVERY ? size : NPF_INPUT_PROGRESS_EVERY);
         const uint8_t *a, *const end = vm->end;
         uint8_t op;
         int r;
@@ -1214,9 +1213,9 @@ checkpoint:
                 if ((r = batch_drain(vm)) < 0)
                         return r;
                 progress(userdata, (size_t) (vm->p - vm->base), (size_t) (vm->end - vm->base));
-                next_progress += PROGRESS_EVERY;
+                next_progress += NPF_INPUT_PROGRESS_EVERY;
         }
-        progress_at = (size_t) (vm->end - vm->p) > PROGRESS_EVERY ? vm->p + PROGRESS_EVERY : vm->end;
+        progress_at = (size_t) (vm->end - vm->p) > NPF_INPUT_PROGRESS_EVERY ? vm->p + NPF_INPUT_PROGRESS_EVERY : vm->end;
         vm->op = vm->p;
         op = *vm->p++;
         goto *table[op];
@@ -1388,7 +1387,7 @@ op_refused:
 #undef DISPATCH
 }
 
-int npf_pickle_load(const void *buf, size_t len, npf_vtree_t *tree, unsigned flags, npf_pickle_progress_cb progress,
+int npf_pickle_load(const void *buf, size_t len, npf_vtree_t *tree, unsigned flags, npf_input_progress_cb progress,
                     void *userdata, npf_value_t *ret, char *err)
 {
         vm_t vm = { .base = buf, .p = buf, .end = (const uint8_t *) buf + len, .tree = tree, .err = err,

@@ -11,6 +11,7 @@
 #ifndef NPUPROF_REPLAY_PICKLE_H
 #define NPUPROF_REPLAY_PICKLE_H
 
+#include "replay/input.h"
 #include "replay/value.h"
 
 #include <stddef.h>
@@ -19,9 +20,6 @@
 #define NPF_PICKLE_STACK_MAX (1u << 24)         /* values on the stack, marks included */
 #define NPF_PICKLE_MEMO_MAX (1u << 28)          /* memo slots */
 #define NPF_PICKLE_DEPTH_MAX 4096u              /* open marks */
-
-/* Called about every 16 MiB of input with the bytes read so far. */
-typedef void (*npf_pickle_progress_cb)(void *userdata, size_t done, size_t total);
 
 /* npf_pickle_load() @flags. */
 #define NPF_PICKLE_OPCODES_ONLY 0x1u    /* run every opcode one by one, without the fast path for
@@ -40,7 +38,7 @@ typedef void (*npf_pickle_progress_cb)(void *userdata, size_t done, size_t total
  * byte offset, such as "offset 17: opcode GLOBAL (c) would import a Python object; refused".
  * Context: any; reentrant (the state is on the heap and in @tree).
  */
-int npf_pickle_load(const void *buf, size_t len, npf_vtree_t *tree, unsigned flags, npf_pickle_progress_cb progress,
+int npf_pickle_load(const void *buf, size_t len, npf_vtree_t *tree, unsigned flags, npf_input_progress_cb progress,
                     void *userdata, npf_value_t *ret, char *err);
 
 #endif /* NPUPROF_REPLAY_PICKLE_H */

@@ -593,7 +593,7 @@ static int read_document(loader_t *l, npf_value_t root, char *err)
         return 0;
 }
 
-int npf_snapshot_loadb(const void *buf, size_t len, npf_snapshot_progress_cb progress, void *userdata,
+int npf_snapshot_loadb(const void *buf, size_t len, npf_input_progress_cb progress, void *userdata,
                        npf_snapshot_t **ret, char *err)
 {
         loader_t l = { 0 };
@@ -639,7 +639,7 @@ out:
         return 0;
 }
 
-int npf_snapshot_load(const char *path, npf_snapshot_progress_cb progress, void *userdata, npf_snapshot_t **ret,
+int npf_snapshot_load(const char *path, npf_input_progress_cb progress, void *userdata, npf_snapshot_t **ret,
                       char *err)
 {
         void *map;

@@ -9,6 +9,7 @@
 #ifndef NPUPROF_REPLAY_SNAPSHOT_H
 #define NPUPROF_REPLAY_SNAPSHOT_H
 
+#include "replay/input.h"
 #include "replay/intern.h"
 
 #include <jansson.h>
@@ -89,9 +90,6 @@ typedef struct npf_snapshot {
         size_t input_bytes;
 } npf_snapshot_t;
 
-/* Called now and then while a large input is read. */
-typedef void (*npf_snapshot_progress_cb)(void *userdata, size_t done, size_t total);
-
 /*
  * npf_snapshot_load() - read the snapshot at @path (pickle or JSON, told by its first byte).
  * npf_snapshot_loadb() - the same from @len bytes at @buf.
@@ -101,9 +99,9 @@ typedef void (*npf_snapshot_progress_cb)(void *userdata, size_t done, size_t tot
  * opening and reading @path.
  * Context: any; reentrant.
  */
-int npf_snapshot_load(const char *path, npf_snapshot_progress_cb progress, void *userdata, npf_snapshot_t **ret,
+int npf_snapshot_load(const char *path, npf_input_progress_cb progress, void *userdata, npf_snapshot_t **ret,
                       char *err);
-int npf_snapshot_loadb(const void *buf, size_t len, npf_snapshot_progress_cb progress, void *userdata,
+int npf_snapshot_loadb(const void *buf, size_t len, npf_input_progress_cb progress, void *userdata,
                        npf_snapshot_t **ret, char *err);
 
 npf_snapshot_t *npf_snapshot_free(npf_snapshot_t *s);

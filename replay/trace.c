@@ -20,7 +20,6 @@
 #include <string.h>
 
 #define NONE UINT32_MAX
-#define PROGRESS_EVERY ((size_t) 16 << 20)
 #define PIECE_MAX ((size_t) 1 << 30)    /* one JSON value; jansson counts positions in an int */
 #define NOT_TRACE_AFTER 64u             /* elements without "ph" before the input is no trace */
 #define TRUNCATED 1                     /* internal: the input ended inside the events */
@@ -100,7 +99,7 @@ typedef struct loader {
         npf_trace_t *t;
         const char *text;
         size_t len, pos;
-        npf_trace_progress_cb progress;
+        npf_input_progress_cb progress;
         void *userdata;
         size_t next_progress;
         size_t elements;                /* of the events array, so far */
@@ -517,7 +516,7 @@ static void report_progress(loader_t *L)
 {
         if (L->progress && L->pos >= L->next_progress) {
                 L->progress(L->userdata, L->pos, L->len);
-                L->next_progress = L->pos + PROGRESS_EVERY;
+                L->next_progress = L->pos + NPF_INPUT_PROGRESS_EVERY;
         }
 }
 
@@ -912,7 +911,7 @@ static int analyse(npf_trace_t *t)
         return r;
 }
 
-int npf_trace_load(const void *buf, size_t len, npf_trace_progress_cb progress, void *userdata,
+int npf_trace_load(const void *buf, size_t len, npf_input_progress_cb progress, void *userdata,
                    npf_trace_t **ret_trace, char *err)
 {
         npf_trace_t *t = calloc(1, sizeof(*t));
@@ -932,7 +931,7 @@ int npf_trace_load(const void *buf, size_t len, npf_trace_progress_cb progress, 
         }
         loader_t L = {
                 .t = t, .text = buf, .len = len, .progress = progress, .userdata = userdata,
-                .next_progress = PROGRESS_EVERY, .last_thread = NONE, .err = err,
+                .next_progress = NPF_INPUT_PROGRESS_EVERY, .last_thread = NONE, .err = err,
         };
         r = document(&L);
         if (r == TRUNCATED) {
@@ -959,7 +958,7 @@ fail:
         return r;
 }
 
-int npf_trace_load_file(const char *path, npf_trace_progress_cb progress, void *userdata,
+int npf_trace_load_file(const char *path, npf_input_progress_cb progress, void *userdata,
                         npf_trace_t **ret_trace, char *err)
 {
         void *map;

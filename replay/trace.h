@@ -54,6 +54,8 @@
 #ifndef NPUPROF_REPLAY_TRACE_H
 #define NPUPROF_REPLAY_TRACE_H
 
+#include "replay/input.h"
+
 #include <jansson.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -81,9 +83,6 @@ typedef struct npf_trace_step_stats {
         double max_us;
 } npf_trace_step_stats_t;
 
-/* Called about every 16 MiB of input with the bytes read so far. */
-typedef void (*npf_trace_progress_cb)(void *userdata, size_t done, size_t total);
-
 /*
  * npf_trace_load() - read and analyse the Chrome trace in @buf (@len bytes). Nothing in the
  * result points into @buf. @progress may be NULL.
@@ -94,7 +93,7 @@ typedef void (*npf_trace_progress_cb)(void *userdata, size_t done, size_t total)
  * -ENOMEM; a sentence in @err (NPF_TRACE_ERR_MAX bytes) in every case.
  * Context: any; reentrant.
  */
-int npf_trace_load(const void *buf, size_t len, npf_trace_progress_cb progress, void *userdata,
+int npf_trace_load(const void *buf, size_t len, npf_input_progress_cb progress, void *userdata,
                    npf_trace_t **ret_trace, char *err);
 
 /*
@@ -102,7 +101,7 @@ int npf_trace_load(const void *buf, size_t len, npf_trace_progress_cb progress, 
  * Return: as npf_trace_load(), or the -errno of open/fstat/mmap (@err names the file);
  * -EINVAL for an empty file or one that is not a regular file.
  */
-int npf_trace_load_file(const char *path, npf_trace_progress_cb progress, void *userdata,
+int npf_trace_load_file(const char *path, npf_input_progress_cb progress, void *userdata,
                         npf_trace_t **ret_trace, char *err);
 
 /* Frees @t. Accepts NULL; returns NULL. */
