@@ -14,6 +14,7 @@ import os
 import socket
 import threading
 import time
+import traceback
 
 WAIT = 5.0      # the longest wait_for() waits unless told, in seconds; a suite may change it
 passed = failed = 0
@@ -40,6 +41,17 @@ def check(name, cond, detail=""):
     else:
         fail(name, detail)
     return cond
+
+
+def run_tests(tests):
+    """Each of @tests in turn: one that raises is a failure with its traceback, and the
+    others still run."""
+    for t in tests:
+        try:
+            t()
+        except Exception as e:
+            traceback.print_exc()
+            fail("%s: %s: %s" % (t.__name__, type(e).__name__, e))
 
 
 def figure(text):

@@ -35,7 +35,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import traceback
 import xml.etree.ElementTree as ET
 from fractions import Fraction
 
@@ -582,12 +581,7 @@ def main():
         print("cluster: 0 passed, 1 failed")
         return 1
     try:
-        for t in (test_walk, test_no_steps, test_figures):
-            try:
-                t()
-            except Exception as e:  # a broken test is a failed test, and the others still run
-                traceback.print_exc()
-                npftest.fail("%s: %s: %s" % (t.__name__, type(e).__name__, e))
+        npftest.run_tests((test_walk, test_no_steps, test_figures))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return npftest.summary("cluster")

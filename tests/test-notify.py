@@ -367,11 +367,7 @@ def main():
             print("test-notify: %s is not built" % b, file=sys.stderr)
             return 2
     try:
-        for t in (test_notify, test_watchdog_other_pid, test_socket_activate_tool, test_listen_fds):
-            try:
-                t()
-            except Exception as e:  # a broken test is a failed test, and the others still run
-                fail("%s: %s: %s" % (t.__name__, type(e).__name__, e))
+        npftest.run_tests((test_notify, test_watchdog_other_pid, test_socket_activate_tool, test_listen_fds))
     finally:
         for p in procs:
             stop(p)
