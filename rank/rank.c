@@ -357,9 +357,11 @@ int npf_rank_step_call(npf_rank_t *h, int64_t step)
                 atomic_store_explicit((_Atomic int64_t *) &h->fast.slot->step, step, memory_order_relaxed);
                 return 0;
         }
-        /* A child of fork() has its parent's handle: the window and the slot are the parent's. */
-        if (getpid() != h->pid)
-                return 0;
+        /*
+         * Detached: a countdown, then the clock, and only then a system call, so that a rank
+         * with no daemon pays no more per step than an attached one. getpid() is a system call
+         * (glibc caches no pid), so it comes after them.
+         */
         if (!h->fast.ctl) {
                 if (h->attach_countdown-- > 0)
                         return 0;
@@ -368,9 +370,14 @@ int npf_rank_step_call(npf_rank_t *h, int64_t step)
                 if (now < h->next_attach_ns)
                         return 0;
                 h->next_attach_ns = now + ATTACH_RETRY_NS;
+                /* A child of fork() has its parent's handle: the window and the slot are the parent's. */
+                if (getpid() != h->pid)
+                        return 0;
                 attach(h);
                 if (!h->fast.ctl)
                         return 0;
+        } else if (getpid() != h->pid) {
+                return 0;
         }
         /* The heartbeat says a rank with a window is alive and stepping: kept while one is armed or open. */
         npf_slot_step(h->fast.slot, step, npf_clock_ns(CLOCK_MONOTONIC));
