@@ -16,6 +16,7 @@ _check_layout() refuses a library whose npf_rank_info() writes a different size.
 
 import ctypes
 import errno as _errno
+import json
 import mmap
 import os
 import struct
@@ -43,14 +44,43 @@ NPF_WINDOW_LOST = 8
 WINDOW_STATE_NAMES = ("idle", "armed", "collecting", "flushing", "done", "missed", "failed",
                       "filtered", "lost")
 
+# Which schema the configuration file was written in (NPF_DIALECT_*).
+NPF_DIALECT_NATIVE = 1
+NPF_DIALECT_TORCH_NPU = 2
+NPF_DIALECT_MINDSPORE = 3
+
 # Bits of npf_shm_args_t.flags (NPF_FLAG_*) and .activities (NPF_ACT_*).
 NPF_FLAG_RECORD_SHAPES = 1 << 0
 NPF_FLAG_PROFILE_MEMORY = 1 << 1
 NPF_FLAG_WITH_STACK = 1 << 2
 NPF_FLAG_WITH_FLOPS = 1 << 3
 NPF_FLAG_WITH_MODULES = 1 << 4
+NPF_FLAG_L2_CACHE = 1 << 5
+NPF_FLAG_OP_ATTR = 1 << 6
+NPF_FLAG_MSTX = 1 << 7
+NPF_FLAG_PARALLEL_STRATEGY = 1 << 8
+NPF_FLAG_DATA_SIMPLIFICATION = 1 << 9
+NPF_FLAG_RECORD_OP_ARGS = 1 << 10
+NPF_FLAG_SYS_IO = 1 << 11
+NPF_FLAG_SYS_INTERCONNECTION = 1 << 12
 NPF_ACT_CPU = 1 << 0
 NPF_ACT_NPU = 1 << 1
+
+# npf_shm_args_t.level (NPF_LEVEL_*) and .aic_metrics (NPF_AIC_*), by the names torch_npu
+# gives them (experimental_config.py ProfilerLevel, AiCMetrics).
+LEVEL_NAMES = {-1: "Level_none", 0: "Level0", 1: "Level1", 2: "Level2"}
+AIC_NAMES = {-1: "AiCoreNone", 0: "PipeUtilization", 1: "ArithmeticUtilization", 2: "Memory", 3: "MemoryL0",
+             4: "MemoryUB", 5: "ResourceConflictRatio", 6: "L2Cache", 7: "MemoryAccess"}
+
+# .analyse_mode (NPF_ANALYSE_*), .export_type (NPF_EXPORT_*) and .host_sys (NPF_HOST_SYS_*).
+NPF_ANALYSE_OFF = -1
+NPF_ANALYSE_SYNC = 0
+NPF_ANALYSE_ASYNC = 1
+EXPORT_NAMES = ((1 << 0, "text"), (1 << 1, "db"))
+HOST_SYS_NAMES = ((1 << 0, "cpu"), (1 << 1, "mem"), (1 << 2, "disk"), (1 << 3, "network"), (1 << 4, "osrt"),
+                  (1 << 5, "numa"))
+NPF_RANKS_ALL = 0
+NPF_RANKS_LIST = 1
 
 # The control block's layout (the _Static_asserts at the end of shm.h).
 CTL_SIZE = 18496
@@ -61,10 +91,11 @@ CTL_OFF_CONFIG = 192
 CONFIG_SIZE = 16576
 ARGS_OFF_GENERATION = 0
 ARGS_OFF_CHECKSUM = 8
+ARGS_OFF_START_STEP = 24
 ARGS_OFF_ENABLED = 80
-ARGS_OFF_FLAGS = 88
-ARGS_OFF_LEVEL = 92
-ARGS_OFF_ACTIVITIES = 100
+CONFIG_OFF_PROF_DIR = 192
+CONFIG_OFF_EXTRA = 4288
+NPF_SHM_EXTRA_MAX = 4096
 
 
 class RankOptions(ctypes.Structure):
@@ -151,6 +182,12 @@ def _bind(lib):
     lib.npf_rank_close_after_fork.restype = None
     lib.npf_rank_info.argtypes = [p, ctypes.POINTER(RankInfo)]
     lib.npf_rank_info.restype = None
+    # npf_rank_fail(h, why): a framework's error fails the window; None in a library without it.
+    fail = getattr(lib, "npf_rank_fail", None)
+    if fail is not None:
+        fail.argtypes = [p, ctypes.c_char_p]
+        fail.restype = ctypes.c_int
+    lib.npf_fail = fail
     return lib
 
 
@@ -219,8 +256,8 @@ def read_config_args(name, generation, retries=50):
     sequence (offset 64) must be even, equal to 2 * @generation, and unchanged around the
     copy; the copy must carry @generation and its FNV-1a checksum (which also guards against
     a weakly ordered CPU reordering the loads, since Python has no acquire fence).
-    Return: a dict with flags, activities, level and enabled, or None when generation
-    @generation is no longer the one published, or the segment cannot be read.
+    Return: a dict of npf_shm_args_t's fields by their C names (see _args()), or None when
+    generation @generation is no longer the one published, or the segment cannot be read.
     """
     if os.name != "posix":
         return None
@@ -254,12 +291,38 @@ def read_config_args(name, generation, retries=50):
             gen, checksum = struct.unpack_from("<QQ", config, ARGS_OFF_GENERATION)
             if gen != generation or checksum != _checksum(config):
                 continue
-            enabled, _dialect, flags, level, _aic, activities = struct.unpack_from(
-                "<IIIiiI", config, ARGS_OFF_ENABLED)
-            return {"enabled": bool(enabled), "flags": flags, "level": level, "activities": activities}
+            return _args(config)
         return None
     finally:
         mm.close()
+
+
+def _args(config):
+    """The fields of a checked copy of npf_shm_config_t: npf_shm_args_t's by their C names,
+    prof_dir as text and extra (the metadata and mstx domains) as a dict."""
+    (start_step, stop_step, step_count, warmup, start_at_multiple_of, duration_ms,
+     gc_detect_threshold_us) = struct.unpack_from("<qqQQQQq", config, ARGS_OFF_START_STEP)
+    (enabled, dialect, flags, level, aic_metrics, activities, analyse_mode, export_type, host_sys, backend,
+     rank_filter, rank_count, prof_dir_len, extra_len) = struct.unpack_from("<IIIiiIiIIIIIII", config,
+                                                                            ARGS_OFF_ENABLED)
+    prof_dir = bytes(config[CONFIG_OFF_PROF_DIR:CONFIG_OFF_PROF_DIR + min(prof_dir_len, NPF_SHM_PATH_MAX - 1)])
+    extra = {}
+    if 0 < extra_len < NPF_SHM_EXTRA_MAX:
+        try:
+            extra = json.loads(bytes(config[CONFIG_OFF_EXTRA:CONFIG_OFF_EXTRA + extra_len]).decode("utf-8"))
+        except ValueError:
+            extra = {}
+        if not isinstance(extra, dict):
+            extra = {}
+    return {
+        "enabled": bool(enabled), "dialect": dialect, "flags": flags, "level": level,
+        "aic_metrics": aic_metrics, "activities": activities, "analyse_mode": analyse_mode,
+        "export_type": export_type, "host_sys": host_sys, "backend": backend, "rank_filter": rank_filter,
+        "rank_count": rank_count, "start_step": start_step, "stop_step": stop_step, "step_count": step_count,
+        "warmup": warmup, "start_at_multiple_of": start_at_multiple_of, "duration_ms": duration_ms,
+        "gc_detect_threshold_us": gc_detect_threshold_us, "prof_dir": prof_dir.decode("utf-8", "replace"),
+        "extra": extra,
+    }
 
 
 def config_generation(name):
