@@ -21,6 +21,7 @@ open a new Monitor in the child if it trains.
 """
 
 import dataclasses
+import errno as _errno
 import os
 import threading
 import weakref
@@ -135,6 +136,21 @@ class Monitor:
                 return 0
             self._last = step
             return self._lib.npf_step(self._handle, step)
+
+    def fail(self, message):
+        """End the window armed or open now as `failed`, with @message (a framework's error)
+        in info().message, the slot and the manifest: npf_rank_fail().
+
+        Return: 0; -ENOENT when no window is armed or open; -ENOSYS when libnpuprof has no
+        npf_rank_fail() (the window then goes on, and only the caller knows the message).
+        """
+        fn = self._lib.npf_fail
+        if fn is None:
+            return -_errno.ENOSYS
+        with self._lock:
+            if self._handle is None:
+                return -_errno.ENOENT
+            return fn(self._handle, str(message).encode("utf-8", "replace")[:255])
 
     @property
     def current_step(self):
