@@ -103,14 +103,26 @@ PROGRAMS := $(BUILD)/npuprofctl $(BUILD)/npuprofd $(BUILD)/npuprof-replay $(LIBN
 
 # --- tests ------------------------------------------------------------------------------
 UNIT_TESTS := $(BUILD)/tests/test-shm $(BUILD)/tests/test-slot $(BUILD)/tests/test-proc \
-              $(BUILD)/tests/test-conf $(BUILD)/tests/test-jsonpos $(BUILD)/tests/test-backend-acl \
+              $(BUILD)/tests/test-conf $(BUILD)/tests/test-jsonpos \
               $(BUILD)/tests/test-rank $(BUILD)/tests/test-outroot $(BUILD)/tests/test-analyze
 UNIT_TESTS += $(BUILD)/tests/test-svg
 UNIT_TESTS += $(BUILD)/tests/test-pickle $(BUILD)/tests/test-value
 UNIT_TESTS += $(BUILD)/tests/test-trace $(BUILD)/tests/test-view
-# The stand-in for the CANN runtime, which cannot exist here: it records every call.
+# The stand-in for the CANN runtime, which cannot exist here: it records every call and
+# answers as CANN does. It and the acl backend's test are built against CANN's own headers
+# (shared/testdata/cann), and only where they are: without them the ACL tests are skipped.
+CANN        ?= ../shared/testdata/cann
+CANN_INC    := $(CANN)/include/external
+HAVE_CANN   := $(wildcard $(CANN_INC)/acl/acl_prof.h)
 ACL_STUB    := $(BUILD)/tests/stub-acl/libascendcl.so
 MSPROF_STUB := $(BUILD)/tests/stub-acl/libmsprofiler.so
+# A CANN whose libmsprofiler.so has neither aclprofSetConfig nor the feature calls.
+ACL_STUBS   := $(ACL_STUB) $(MSPROF_STUB) $(BUILD)/tests/stub-acl/old/libascendcl.so \
+               $(BUILD)/tests/stub-acl/old/libmsprofiler.so.1
+ifneq ($(HAVE_CANN),)
+UNIT_TESTS  += $(BUILD)/tests/test-backend-acl
+TEST_ACL_STUBS := $(ACL_STUBS)
+endif
 TORTURE    := $(BUILD)/tests/torture-seqlock
 BENCH      := $(BUILD)/bench/bench-shm
 BENCH_DAEMON := $(BUILD)/bench/bench-daemon
@@ -184,19 +196,40 @@ $(BUILD)/tests/test-conf: $(BUILD)/tests/test-conf.o $(CONF_OBJS) $(SHM_OBJS)
 $(BUILD)/tests/test-jsonpos: $(BUILD)/tests/test-jsonpos.o $(BUILD)/conf/jsonpos.o
 	$(CC) $(LDFLAGS) -o $@ $^ $(CMOCKA_LIBS)
 
-$(ACL_STUB): tests/stub-acl/libascendcl.c
+STUB_FLAGS := -Itests -I$(CANN_INC)
+$(BUILD)/tests/stub-acl/old/%: STUB_FLAGS += -DNPF_ACL_STUB_OLD_CANN
+$(BUILD)/tests/stub-acl/libmsprofiler.so: tests/stub-acl/libmsprofiler.c tests/stub-acl/stub.h
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -shared -o $@ $<
+	$(CC) $(CPPFLAGS) $(STUB_FLAGS) $(CFLAGS) $(LDFLAGS) -shared -Wl,-soname,libmsprofiler.so -o $@ $<
 
-$(MSPROF_STUB): tests/stub-acl/libascendcl.c
+# The older CANN's has a soname of its own, or the loader would take the one already loaded.
+$(BUILD)/tests/stub-acl/old/libmsprofiler.so.1: tests/stub-acl/libmsprofiler.c tests/stub-acl/stub.h
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -DNPF_ACL_STUB_MSPROFILER -shared -o $@ $<
+	$(CC) $(CPPFLAGS) $(STUB_FLAGS) $(CFLAGS) $(LDFLAGS) -shared -Wl,-soname,libmsprofiler.so.1 -o $@ $<
 
-$(BUILD)/tests/test-backend-acl.o: CPPFLAGS += -DNPF_ACL_STUB_DEFAULT='"$(ACL_STUB)"'
-$(BUILD)/tests/test-backend-acl: $(BUILD)/tests/test-backend-acl.o $(BUILD)/rank/backend-acl.o | $(ACL_STUB) $(MSPROF_STUB)
-	$(CC) $(LDFLAGS) -o $@ $^ $(CMOCKA_LIBS) -ldl -pthread
+# libascendcl.so depends on the libmsprofiler.so beside it, as CANN's does.
+$(BUILD)/tests/stub-acl/libascendcl.so: tests/stub-acl/libascendcl.c tests/stub-acl/stub.h \
+		$(BUILD)/tests/stub-acl/libmsprofiler.so
+	$(CC) $(CPPFLAGS) $(STUB_FLAGS) $(CFLAGS) $(LDFLAGS) -shared -o $@ $< \
+		-L$(dir $@) -l:libmsprofiler.so -Wl,-rpath,'$$ORIGIN'
 
-$(BUILD)/tests/test-rank: $(BUILD)/tests/test-rank.o $(sort $(RANK_OBJS) $(CONF_OBJS)) $(SHM_OBJS) | $(ACL_STUB) $(MSPROF_STUB)
+$(BUILD)/tests/stub-acl/old/libascendcl.so: tests/stub-acl/libascendcl.c tests/stub-acl/stub.h \
+		$(BUILD)/tests/stub-acl/old/libmsprofiler.so.1
+	$(CC) $(CPPFLAGS) $(STUB_FLAGS) $(CFLAGS) $(LDFLAGS) -shared -o $@ $< \
+		-L$(dir $@) -l:libmsprofiler.so.1 -Wl,-rpath,'$$ORIGIN'
+
+# The backend once more, with CANN's headers first: every prototype, enumerator, data-type
+# bit and error code of rank/acl-api.h is checked against CANN's (-Werror: a redefined bit).
+$(BUILD)/tests/backend-acl-cann.o: rank/backend-acl.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) -DNPF_ACL_CANN_HEADERS -I$(CANN_INC) $(CFLAGS) -Werror -MMD -MP -c $< -o $@
+
+$(BUILD)/tests/test-backend-acl.o: CPPFLAGS += -DNPF_ACL_STUB_DEFAULT='"$(ACL_STUB)"' -DNPF_ACL_CANN_HEADERS -I$(CANN_INC)
+$(BUILD)/tests/test-backend-acl: $(BUILD)/tests/test-backend-acl.o $(BUILD)/tests/backend-acl-cann.o $(CONF_OBJS) \
+		$(SHM_OBJS) | $(ACL_STUBS)
+	$(CC) $(LDFLAGS) -o $@ $^ $(CMOCKA_LIBS) $(JANSSON_LIBS) -ldl -pthread
+
+$(BUILD)/tests/test-rank: $(BUILD)/tests/test-rank.o $(sort $(RANK_OBJS) $(CONF_OBJS)) $(SHM_OBJS) | $(TEST_ACL_STUBS)
 	$(CC) $(LDFLAGS) -o $@ $^ $(CMOCKA_LIBS) $(RANK_LIBS)
 
 $(BUILD)/tests/test-outroot: $(BUILD)/tests/test-outroot.o $(BUILD)/conf/outroot.o

@@ -98,7 +98,8 @@ static const name_value_t activity_names[] = { { "CPU", NPF_ACT_CPU }, { "NPU", 
 static const name_value_t export_names[] = { { "text", NPF_EXPORT_TEXT }, { "db", NPF_EXPORT_DB }, { NULL, 0 } };
 static const name_value_t host_sys_names[] = {
         { "cpu", NPF_HOST_SYS_CPU }, { "mem", NPF_HOST_SYS_MEM }, { "disk", NPF_HOST_SYS_DISK },
-        { "network", NPF_HOST_SYS_NETWORK }, { "osrt", NPF_HOST_SYS_OSRT }, { NULL, 0 },
+        { "network", NPF_HOST_SYS_NETWORK }, { "osrt", NPF_HOST_SYS_OSRT }, { "numa", NPF_HOST_SYS_NUMA },
+        { NULL, 0 },
 };
 static const name_value_t backend_names[] = {
         { "auto", NPF_BACKEND_AUTO }, { "acl", NPF_BACKEND_ACL }, { "host", NPF_BACKEND_HOST }, { NULL, 0 },
@@ -1113,8 +1114,14 @@ static void resolve(parse_t *p)
                 warn_at(p, top("analyse_mode", &kp),
                         "analyse is false but analyse_mode asks for sync/async analysis; analyse_mode wins");
 
-        /* Both frameworks collect pipe utilization by default above Level0. */
-        if (!p->has_aic && a->level >= NPF_LEVEL_1)
+        /*
+         * A native file collects pipe utilization by default above Level0, as torch_npu's
+         * _ExperimentalConfig() does when built in code (experimental_config.py:90). A torch_npu
+         * or MindSpore file without the key collects none: torch_npu's dynamic_profile reads a
+         * missing aic_metrics as AiCoreNone (_dynamic_profiler_config_context.py:263), MindSpore's
+         * monitor as -1, AiCoreNone (mindspore/profiler/dynamic_profiler.py:60, 210-211).
+         */
+        if (!p->has_aic && a->level >= NPF_LEVEL_1 && p->dialect == NPF_DIALECT_NATIVE)
                 a->aic_metrics = NPF_AIC_PIPE_UTILIZATION;
 
         if (p->rank_list) {

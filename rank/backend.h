@@ -18,6 +18,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include <jansson.h>
+
 #include "npuprof/shm.h"
 
 #define NPF_BACKEND_ERR_MAX 256
@@ -30,6 +32,10 @@ typedef struct npf_backend_window {
         int32_t  local_device;          /* -1 when unknown: device 0 */
         int64_t  first_step;
         int64_t  last_step;             /* NPF_STEP_NONE for a timed window */
+        /* An empty object, the window's "runtime" in its manifest: what the backend asked of
+         * the runtime and what the runtime refused. The rank library owns it and keeps it until
+         * the manifest is written, after window_close(); a backend may fill it until then. */
+        json_t  *runtime;
 } npf_backend_window_t;
 
 typedef struct npf_backend_ops {

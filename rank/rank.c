@@ -54,6 +54,7 @@ struct npf_rank {
         uint64_t opened_ns, opened_real_ns;
         const npf_backend_ops_t *backend;
         void *bstate;
+        json_t *runtime;                /* the window's "runtime" in its manifest; NULL when none */
         char dir[NPF_SHM_PATH_MAX + 160];
         char message[256];
 };
@@ -167,6 +168,8 @@ static int write_manifest(npf_rank_t *h, bool complete)
                               "started_unix_ms", (json_int_t) (h->opened_real_ns / 1000000u),
                               "ended_unix_ms", (json_int_t) (npf_clock_ns(CLOCK_REALTIME) / 1000000u),
                               "message", h->message[0] ? json_string(h->message) : json_null());
+        if (m && h->runtime && json_object_size(h->runtime) > 0)
+                json_object_set(m, "runtime", h->runtime);
         snprintf(tmp, sizeof(tmp), "%s/.manifest.json.tmp", h->dir);
         snprintf(path, sizeof(path), "%s/manifest.json", h->dir);
         char *text = m ? json_dumps(m, JSON_INDENT(2) | JSON_PRESERVE_ORDER) : NULL;
@@ -264,6 +267,8 @@ static int open_window(npf_rank_t *h, int64_t step)
         h->message[0] = '\0';
         publish_state(h, NPF_WINDOW_COLLECTING, step);
         close(dirfd);
+        json_decref(h->runtime);
+        h->runtime = json_object();
         npf_backend_window_t bw = {
                 .dir = h->dir,
                 .args = &h->win.args,
@@ -271,12 +276,15 @@ static int open_window(npf_rank_t *h, int64_t step)
                 .local_device = h->device,
                 .first_step = step,
                 .last_step = h->stop,
+                .runtime = h->runtime,
         };
         r = h->backend->window_open(&h->bstate, &bw, err);
         if (r < 0) {
                 snprintf(msg, sizeof(msg), "%s backend: %.200s", h->backend->name, err);
                 snprintf(h->message, sizeof(h->message), "%.255s", msg);
                 write_manifest(h, false);
+                json_decref(h->runtime);
+                h->runtime = NULL;
                 publish_state(h, NPF_WINDOW_FAILED, step);
                 return r;
         }
@@ -305,6 +313,8 @@ static int close_window(npf_rank_t *h, int64_t step, bool complete, int failed)
         if (failed < 0)
                 r = failed;
         int m = write_manifest(h, complete);
+        json_decref(h->runtime);
+        h->runtime = NULL;
         if (r == 0)
                 r = m;
         publish_state(h, r < 0 ? NPF_WINDOW_FAILED : NPF_WINDOW_DONE, step);
@@ -502,7 +512,28 @@ void npf_rank_close(npf_rank_t *h)
         if (h->fast.slot)
                 npf_slot_release(npf_shm_ranks(h->shm), h->fast.slot);
         npf_shm_close(h->shm);
+        json_decref(h->runtime);
         free(h);
+}
+
+int npf_rank_fail(npf_rank_t *h, const char *why)
+{
+        if (!h || !why)
+                return -EINVAL;
+        if (getpid() != h->pid)
+                return -ENOENT;
+        switch (h->state) {
+        case NPF_WINDOW_ARMED:
+                snprintf(h->message, sizeof(h->message), "%.255s", why);
+                publish_state(h, NPF_WINDOW_FAILED, h->state_step);
+                return 0;
+        case NPF_WINDOW_COLLECTING:
+                snprintf(h->message, sizeof(h->message), "%.255s", why);
+                close_window(h, h->last_step, false, -ECANCELED);
+                return 0;
+        default:
+                return -ENOENT;
+        }
 }
 
 void npf_rank_close_after_fork(npf_rank_t *h)
@@ -511,6 +542,7 @@ void npf_rank_close_after_fork(npf_rank_t *h)
                 return;
         /* The slot and any open backend state are the parent's: drop the mappings only. */
         npf_shm_close(h->shm);
+        json_decref(h->runtime);
         free(h);
 }
 

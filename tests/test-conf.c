@@ -916,12 +916,15 @@ static void test_aic_metrics_default_depends_on_level(void **state)
                 { "{\"level\": 1, \"aic_metrics\": \"AiCoreNone\"}", NPF_LEVEL_1, NPF_AIC_NONE },
                 { "{\"level\": 2, \"aic_metrics\": \"Memory\"}", NPF_LEVEL_2, NPF_AIC_MEMORY },
                 { "{\"level\": 0, \"aic_metrics\": \"MemoryUB\"}", NPF_LEVEL_0, NPF_AIC_MEMORY_UB },
-                { "{\"experimental_config\": {\"profiler_level\": \"Level1\"}}", NPF_LEVEL_1, NPF_AIC_PIPE_UTILIZATION },
-                { "{\"experimental_config\": {\"profiler_level\": \"Level2\"}}", NPF_LEVEL_2, NPF_AIC_PIPE_UTILIZATION },
+                /* torch_npu's dynamic_profile: a missing aic_metrics is AiCoreNone at every level
+                 * (_dynamic_profiler_config_context.py:263). */
+                { "{\"experimental_config\": {\"profiler_level\": \"Level1\"}}", NPF_LEVEL_1, NPF_AIC_NONE },
+                { "{\"experimental_config\": {\"profiler_level\": \"Level2\"}}", NPF_LEVEL_2, NPF_AIC_NONE },
                 { "{\"experimental_config\": {\"profiler_level\": \"Level0\"}}", NPF_LEVEL_0, NPF_AIC_NONE },
                 { "{\"experimental_config\": {\"profiler_level\": \"Level2\", \"aic_metrics\": \"MemoryAccess\"}}",
                   NPF_LEVEL_2, NPF_AIC_MEMORY_ACCESS },
-                { "{\"profiler_level\": 1}", NPF_LEVEL_1, NPF_AIC_PIPE_UTILIZATION },
+                /* MindSpore's monitor: aicore_metrics defaults to -1, AiCoreNone (dynamic_profiler.py:60). */
+                { "{\"profiler_level\": 1}", NPF_LEVEL_1, NPF_AIC_NONE },
                 { "{\"profiler_level\": 0}", NPF_LEVEL_0, NPF_AIC_NONE },
                 { "{\"profiler_level\": 2, \"aic_metrics\": -1}", NPF_LEVEL_2, NPF_AIC_NONE },
                 { "{\"profiler_level\": \"Level1\", \"aicore_metrics\": 6}", NPF_LEVEL_1, NPF_AIC_L2_CACHE },
@@ -1044,9 +1047,9 @@ static void test_export_type_and_host_sys_lists(void **state)
 
         parse_valid(&res, "{\"host_sys\": []}");
         assert_int_equal(res.c.args.host_sys, 0);
-        parse_valid(&res, "{\"host_sys\": [\"cpu\", \"mem\", \"disk\", \"network\", \"osrt\"]}");
+        parse_valid(&res, "{\"host_sys\": [\"cpu\", \"mem\", \"disk\", \"network\", \"osrt\", \"numa\"]}");
         assert_int_equal(res.c.args.host_sys, NPF_HOST_SYS_CPU | NPF_HOST_SYS_MEM | NPF_HOST_SYS_DISK |
-                                              NPF_HOST_SYS_NETWORK | NPF_HOST_SYS_OSRT);
+                                              NPF_HOST_SYS_NETWORK | NPF_HOST_SYS_OSRT | NPF_HOST_SYS_NUMA);
         check_diag(empty_export, parse_one_error(&res, empty_export), "export_type", 1, 17, "the list is empty", NULL);
         check_diag(bad_host, parse_one_error(&res, bad_host), "experimental_config.host_sys[1]", 1, 46,
                    "found the string \"gpu\"", "\"osrt\"");

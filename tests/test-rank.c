@@ -104,6 +104,8 @@ static int teardown(void **state)
         unsetenv("NPUPROF_MSPROFILER_LIB");
         unsetenv("NPF_ACL_STUB_LOG");
         unsetenv("NPF_ACL_STUB_FAIL");
+        unsetenv("NPF_ACL_STUB_SOC");
+        unsetenv("NPF_ACL_STUB_SET_DEVICE");
         npf_shm_close(f->writer);
         npf_shm_unlink(f->name);
         nftw(f->tmp, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
@@ -691,6 +693,75 @@ static void test_acl_failed_at_start(void **state)
         drop_json(m);
         steps(h, 4, 10);
         assert_state(h, NPF_WINDOW_FAILED, 3);
+}
+
+/* A sampler the device lacks costs its data, not the window: the manifest says what CANN refused. */
+static void test_acl_refused_sampler_in_manifest(void **state)
+{
+        fixture_t *f = *state;
+        char dir[512];
+
+        use_acl_stub(f, NULL);
+        assert_int_equal(setenv("NPF_ACL_STUB_SOC", "Ascend310P", 1), 0);
+        assert_int_equal(setenv("NPF_ACL_STUB_SET_DEVICE", "0", 1), 0);
+        npf_rank_t *h = open_rank(f, 0, 0, "acl");
+        publish(f, "{\"start_step\": 3, \"steps\": 2, \"sys_io\": true}");
+        steps(h, 1, 5);
+        assert_state(h, NPF_WINDOW_DONE, 5);
+        window_dir(f, dir, sizeof(dir), "rank0_start3_stop4");
+        json_t *m = check_manifest(dir, 0, "complete", 3, 4, 4, "acl");
+        json_t *runtime = json_object_get(m, "runtime");
+        json_t *refused = json_array_get(json_object_get(runtime, "refused"), 0);
+        assert_string_equal(json_string_value(json_object_get(refused, "setting")), "sys_io");
+        assert_int_equal(json_integer_value(json_object_get(refused, "code")), 100010);
+        assert_string_equal(json_string_value(json_object_get(refused, "name")), "ACL_ERROR_INVALID_PROFILING_CONFIG");
+        assert_string_equal(json_string_value(json_object_get(runtime, "data_types")), "0x801");
+        assert_int_equal(json_integer_value(json_object_get(runtime, "device")), 0);
+        drop_json(m);
+}
+
+/* A framework's error fails the open window: closed, incomplete, its message everywhere. */
+static void test_fail_open_window(void **state)
+{
+        fixture_t *f = *state;
+        char dir[512];
+
+        npf_rank_t *h = open_rank(f, 0, 0, "host");
+        publish(f, "{\"start_step\": 3, \"steps\": 4}");
+        steps(h, 1, 4);
+        assert_state(h, NPF_WINDOW_COLLECTING, 3);
+        assert_int_equal(npf_rank_fail(h, "torch: RuntimeError: the profiler broke"), 0);
+        assert_state(h, NPF_WINDOW_FAILED, 4);
+        assert_string_equal(info_of(h).message, "torch: RuntimeError: the profiler broke");
+        assert_string_equal(slot_of(f, 0).st.message, "torch: RuntimeError: the profiler broke");
+        window_dir(f, dir, sizeof(dir), "rank0_start3_stop6");
+        json_t *m = check_manifest(dir, 0, "incomplete", 3, 6, 4, "host");
+        assert_string_equal(json_string_value(json_object_get(m, "message")), "torch: RuntimeError: the profiler broke");
+        drop_json(m);
+        /* The generation opens nothing more; a second failure has nothing to fail. */
+        steps(h, 5, 9);
+        assert_state(h, NPF_WINDOW_FAILED, 4);
+        assert_int_equal(npf_rank_fail(h, "again"), -ENOENT);
+}
+
+/* An armed window fails before it opens: no directory, and it never opens. */
+static void test_fail_armed_window(void **state)
+{
+        fixture_t *f = *state;
+        char dir[512];
+
+        npf_rank_t *h = open_rank(f, 0, 0, "host");
+        assert_int_equal(npf_rank_fail(h, "nothing yet"), -ENOENT);
+        publish(f, "{\"start_step\": 5, \"steps\": 2}");
+        steps(h, 1, 2);
+        assert_state(h, NPF_WINDOW_ARMED, 1);
+        assert_int_equal(npf_rank_fail(h, "torch_npu: cannot build the profiler"), 0);
+        assert_state(h, NPF_WINDOW_FAILED, 1);
+        steps(h, 3, 8);
+        assert_state(h, NPF_WINDOW_FAILED, 1);
+        window_dir(f, dir, sizeof(dir), "rank0_start5_stop6");
+        assert_false(exists(dir));
+        assert_int_equal(npf_rank_fail(NULL, "x"), -EINVAL);
 }
 
 /* The runtime refuses to stop: failed at the closing step, the manifest incomplete. */
@@ -1302,6 +1373,9 @@ int main(void)
                 cmocka_unit_test_setup_teardown(test_acl_window_done, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_acl_failed_at_start, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_acl_failed_at_close, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_acl_refused_sampler_in_manifest, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_fail_open_window, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_fail_armed_window, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_one_window_per_generation, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_new_generation_waits_for_close, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_new_generation_replaces_armed, setup, teardown),

@@ -82,6 +82,15 @@ int npf_rank_step_call(npf_rank_t *h, int64_t step);
 /* Close an open window (its manifest says `incomplete` if it was cut short) and release. */
 void npf_rank_close(npf_rank_t *h);
 
+/*
+ * npf_rank_fail() - end the window armed or open now as `failed`, with @why (a framework's
+ * error, say) as its message in the slot, npf_rank_info() and the manifest. An open window
+ * is closed on its backend first and its manifest says `incomplete`; the generation opens
+ * no other window on this rank. Return: 0; -ENOENT when no window is armed or open;
+ * -EINVAL for a NULL argument. Context: the training loop's thread, between steps.
+ */
+int npf_rank_fail(npf_rank_t *h, const char *why);
+
 /* Free the handle a child inherited through fork() without touching the parent's slot. */
 void npf_rank_close_after_fork(npf_rank_t *h);
 

@@ -114,6 +114,7 @@ enum {
         NPF_HOST_SYS_DISK = 1u << 2,
         NPF_HOST_SYS_NETWORK = 1u << 3,
         NPF_HOST_SYS_OSRT = 1u << 4,
+        NPF_HOST_SYS_NUMA = 1u << 5,
 };
 enum { NPF_BACKEND_AUTO = 0, NPF_BACKEND_ACL = 1, NPF_BACKEND_HOST = 2 };
 enum { NPF_RANKS_ALL = 0, NPF_RANKS_LIST = 1 };

@@ -437,6 +437,9 @@ def test_rank_kill_opening():
     """A rank killed while its backend opens the window (a runtime can take long to start):
     the window is open from the moment its directory exists, so it is recorded lost and the
     directory gets its manifest, not left behind with neither."""
+    if not os.access(ACL_STUB, os.R_OK):
+        print("rank kill opening: skipped: no CANN stand-in (%s), which needs shared/testdata/cann" % ACL_STUB)
+        return
     w = World("rank_kill_opening", {"start_step": 10, "steps": 20, "output_dir": "job"}, poll_ms=200)
     stub_log = os.path.join(w.dir, "acl.log")
     env = dict(os.environ, NPUPROF_ACL_LIB=ACL_STUB, NPF_ACL_STUB_LOG=stub_log, NPF_ACL_STUB_HOLD="aclprofInit:60000")
@@ -807,7 +810,7 @@ CASES = {
 
 def main():
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(130))
-    for b in (NPUPROFD, NPUPROFCTL, TRAIN, ACL_STUB):
+    for b in (NPUPROFD, NPUPROFCTL, TRAIN):
         if not os.access(b, os.X_OK):
             print("test-faults: %s is not built" % b, file=sys.stderr)
             return 2
