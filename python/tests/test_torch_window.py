@@ -524,13 +524,112 @@ def t_slot_and_fork():
         d.stop()
 
 
+# --- a GPU: the CUDA activity and the allocator's history ---------------------------------
+
+def t_gpu():
+    """torch.cuda.is_available(), torch.cuda.memory's _record_memory_history and _snapshot,
+    and the CUDA activity replaced by recording stand-ins (there is no GPU here)."""
+    import pickle
+    import torch.profiler as tp
+    src = os.path.join(ROOT, "..", "shared", "testdata", "torch_npu_snapshots", "snapshot_expandable.pkl")
+    if os.path.isfile(src):
+        with open(src, "rb") as f:
+            snapshot = pickle.load(f)
+    else:
+        snapshot = {"segments": [], "device_traces": [[]]}
+    real = (torch.cuda.is_available, torch.cuda.memory._record_memory_history, torch.cuda.memory._snapshot,
+            tp.profile)
+    built = []
+    calls = []
+    now = [0]
+
+    class Recording(tp.profile):
+        """torch's own profile, told the activities it was given but for CUDA, which a
+        torch without CUDA cannot trace."""
+
+        def __init__(self, *, activities=None, **kw):
+            built.append(list(activities or []))
+            super().__init__(activities=[a for a in activities or [] if a != tp.ProfilerActivity.CUDA], **kw)
+
+    def history_113(enabled, device=None):          # torch 1.13's signature
+        calls.append(("record", now[0], enabled, {}))
+
+    def history_2(enabled="all", context="all", stacks="all", max_entries=sys.maxsize, device=None):
+        calls.append(("record", now[0], enabled, {"max_entries": max_entries}))     # torch 2.1's
+
+    def take_snapshot():
+        calls.append(("snapshot", now[0]))
+        return snapshot
+
+    d = Daemon("gpu", {})
+    try:
+        if not check("gpu: npuprofd published generation 1", d.wait_generation(1) == 1, d.tail()):
+            return
+        torch.cuda.is_available = lambda: True
+        torch.cuda.memory._snapshot = take_snapshot
+        tp.profile = Recording
+        rounds = (("torch 1.13", history_113, [("record", 3, True, {}), ("snapshot", 5), ("record", 5, False, {})]),
+                  ("torch 2", history_2, [("record", 3, "all", {"max_entries": npuprof.torch.MEMORY_HISTORY_MAX_ENTRIES}),
+                                          ("snapshot", 5), ("record", 5, None, {"max_entries": sys.maxsize})]))
+        for i, (name, history, want) in enumerate(rounds):
+            out = os.path.join(d.dir, "out%d" % i)
+            save_config(d.conf, {"start_step": 3, "steps": 2, "output_dir": out, "profile_memory": True})
+            if not check("gpu, %s: the window 3..4 with profile_memory is published" % name,
+                         d.wait_generation(2 + i) == 2 + i, d.tail()):
+                return
+            torch.cuda.memory._record_memory_history = history
+            del built[:], calls[:]
+            model, opt = make_model()
+            with npuprof.torch.ProfilerWindow(shm_name=d.shm) as win:
+                for k in range(8):
+                    train_step(model, opt)
+                    now[0] = k + 1
+                    win.step()
+            check("gpu, %s: the profiler is asked for the CPU and CUDA activities" % name,
+                  built == [[tp.ProfilerActivity.CPU, tp.ProfilerActivity.CUDA]], built)
+            check("gpu, %s: the allocator's history is recorded from step 3, dumped and stopped at step 5" % name,
+                  calls == want, calls)
+            wdir = os.path.join(out, "rank0_start3_stop4")
+            snap = os.path.join(wdir, npuprof.torch.MEMORY_SNAPSHOT_NAME)
+            try:
+                with open(snap, "rb") as f:
+                    same = pickle.load(f) == snapshot
+                with open(os.path.join(wdir, "manifest.json")) as f:
+                    m = json.load(f)
+            except (OSError, ValueError) as e:
+                fail("gpu, %s: memory_snapshot.pickle and the manifest are in the window directory" % name, e)
+                continue
+            check("gpu, %s: memory_snapshot.pickle is the snapshot, as _dump_snapshot() writes it" % name, same)
+            check("gpu, %s: the manifest is complete and lists it, and the torch trace" % name,
+                  m.get("status") == "complete" and {"memory_snapshot.pickle", "torch_trace.json"}
+                  <= {f["name"] for f in m.get("files", [])}, json.dumps(m)[:600])
+            check("gpu, %s: the snapshot was written before the manifest" % name,
+                  os.stat(snap).st_mtime_ns <= os.stat(os.path.join(wdir, "manifest.json")).st_mtime_ns)
+        # The file asks for the device only, on a machine where torch finds none.
+        torch.cuda.is_available = real[0]
+        out = os.path.join(d.dir, "cpu")
+        save_config(d.conf, {"start_step": 3, "steps": 2, "output_dir": out, "activities": ["NPU"],
+                             "profile_memory": True})
+        d.wait_generation(4)
+        del built[:], calls[:]
+        with npuprof.torch.ProfilerWindow(shm_name=d.shm) as win:
+            for k in range(6):
+                win.step()
+        check("gpu: with no device, the CPU activity and no memory history",
+              built == [[tp.ProfilerActivity.CPU]] and calls == [], "%s %s" % (built, calls))
+    finally:
+        (torch.cuda.is_available, torch.cuda.memory._record_memory_history, torch.cuda.memory._snapshot,
+         tp.profile) = real
+        d.stop()
+
+
 def main():
     for exe in ("npuprofd", "libnpuprof.so"):
         if not os.path.exists(os.path.join(BUILD, exe)):
             print("python: %s/%s is not built" % (BUILD, exe))
             return 2
     print("torch %s, libnpuprof %s" % (torch.__version__, os.environ["NPUPROF_LIB"]), flush=True)
-    for t in (t_detached, t_window, t_torch_fails, t_cut_short, t_slot_and_fork):
+    for t in (t_detached, t_window, t_torch_fails, t_cut_short, t_gpu, t_slot_and_fork):
         try:
             t()
         except Exception:  # noqa: BLE001 - one test's crash is its failure, not the suite's

@@ -1,0 +1,627 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: MIT
+"""ProfilerWindow under torch_npu's own code: the same profiler and the same steps as
+torch_npu's dynamic_profile, from the same file.
+
+    /usr/bin/python3 python/tests/test_torch_npu_window.py [BUILD_DIR]
+
+torch_npu's dynamic-profiling Python from ../shared/testdata/frameworks/torch_npu is imported
+unchanged; only its native parts and the profile class are recording stand-ins
+(npu_stubs.py). A private npuprofd (its own configuration, shm name, socket and output
+root) publishes each file; ProfilerWindow runs in a loop that calls win.step() at the end
+of every iteration.
+
+  - settings: for torch_npu files of every setting, what ProfilerWindow builds (the
+    profile's arguments, the native _ExperimentalConfig's, the schedule, the trace
+    handler's analyse_flag and async_mode, the step offset, the metadata) is what
+    torch_npu's own enable_prof() builds from ConfigContext(file); native and MindSpore
+    files of the same settings give the same;
+  - steps: one loop calls the real dynamic_profile.step() and win.step() at the end of each
+    iteration, torch_npu reading the file through its own monitor loop (worker_func, in a
+    thread, writing into an in-memory stand-in for its shared memory) and npuprofd
+    publishing it: both profilers start, step and stop at the same calls, with the same
+    ProfilerStep#N spans;
+  - memory: with profile_memory the NPU allocator's history is recorded for the window's
+    steps and dumped as memory_snapshot.pickle (a real torch_npu snapshot stands in for the
+    device's) before the manifest, and npuprofd's analysis of the window reports its peak;
+  - failures: a profiler or a snapshot that fails leaves the loop running and the window
+    failed with the framework's message.
+
+Prints "ok   NAME" / "FAIL NAME" per check and "python-npu: N passed, N failed"; exit 77
+when torch cannot be imported or the frameworks folder is absent.
+"""
+
+import sys
+sys.dont_write_bytecode = True  # noqa: E402 - no __pycache__ in the source tree
+
+import copy
+import importlib
+import json
+import multiprocessing
+import os
+import pickle
+import shutil
+import signal
+import struct
+import subprocess
+import tempfile
+import threading
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+BUILD = os.path.abspath(sys.argv[1]) if len(sys.argv) > 1 else os.path.join(ROOT, "build")
+sys.path.insert(0, os.path.join(ROOT, "python"))
+sys.path.insert(0, os.path.join(ROOT, "tests"))
+sys.path.insert(0, HERE)
+os.environ.setdefault("NPUPROF_LIB", os.path.join(BUILD, "libnpuprof.so"))
+os.environ.pop("NPUPROF_SHM", None)
+os.environ.pop("RANK_ID", None)
+os.environ["RANK"] = "0"        # torch_npu's ConfigContext and npuprof both read it
+
+import npftest  # noqa: E402
+from npftest import ok, fail, check, wait_for  # noqa: E402
+import npu_stubs  # noqa: E402
+
+SNAPSHOTS = os.path.normpath(os.path.join(ROOT, "..", "shared", "testdata", "torch_npu_snapshots"))
+
+try:
+    with open(os.environ["NPUPROF_LIB"], "rb") as _f:
+        _so = _f.read()
+except OSError:
+    _so = b""
+if any(rt in _so for rt in (b"libasan.so", b"libtsan.so", b"libubsan.so", b"libhwasan.so")):
+    print("skip: %s needs a sanitizer runtime, which cannot be loaded into Python; "
+          "the Python binding is tested on the plain build" % os.environ["NPUPROF_LIB"])
+    sys.exit(77)
+FRAMEWORKS = npu_stubs.frameworks_dir()
+if FRAMEWORKS is None:
+    print("skip: ../shared/testdata/frameworks/torch_npu is absent: torch_npu's own code cannot be run")
+    sys.exit(77)
+try:
+    import torch  # noqa: F401
+except Exception as e:  # noqa: BLE001 - any reason torch is unusable is a skip
+    print("skip: torch cannot be imported by %s: %s: %s (Debian: apt-get install python3-torch)"
+          % (sys.executable, type(e).__name__, e))
+    sys.exit(77)
+
+tnpu = npu_stubs.install(FRAMEWORKS)
+# torch_npu's monitor names its thread with torch 2's torch.multiprocessing._set_thread_name;
+# Debian's torch 1.13 has none, and the name is all it does.
+import torch.multiprocessing  # noqa: E402
+if not hasattr(torch.multiprocessing, "_set_thread_name"):
+    torch.multiprocessing._set_thread_name = lambda name: None
+dynamic_profile = importlib.import_module("torch_npu.profiler.dynamic_profile")
+config_context = importlib.import_module("torch_npu.profiler._dynamic_profiler._dynamic_profiler_config_context")
+monitor_mod = importlib.import_module("torch_npu.profiler._dynamic_profiler._dynamic_profiler_monitor")
+shm_mod = importlib.import_module("torch_npu.profiler._dynamic_profiler._dynamic_profiler_monitor_shm")
+utils_mod = importlib.import_module("torch_npu.profiler._dynamic_profiler._dynamic_profiler_utils")
+ConfigContext = config_context.ConfigContext
+Profile = npu_stubs.Profile
+
+import npuprof  # noqa: E402
+import npuprof.torch  # noqa: E402
+from npuprof import _lib  # noqa: E402
+
+TMP = tempfile.mkdtemp(prefix="npftest-npu.")
+SHM_PREFIX = "npftest-npu-%d" % os.getpid()
+daemons = []
+
+
+def save_config(path, obj, mtime=None):
+    """As an editor saves it: a temporary file, fsync, rename over."""
+    tmp = path + ".tmp~"
+    with open(tmp, "w") as f:
+        json.dump(obj, f, indent=2)
+        f.write("\n")
+        f.flush()
+        os.fsync(f.fileno())
+    if mtime is not None:
+        os.utime(tmp, (mtime, mtime))
+    os.rename(tmp, path)
+
+
+class Daemon:
+    """npuprofd on a private configuration, shm name, socket and output root, analysing
+    finished windows with the real npuprof-replay."""
+
+    def __init__(self, tag, config):
+        self.dir = os.path.join(TMP, tag)
+        os.makedirs(self.dir)
+        self.conf = os.path.join(self.dir, "profiler_config.json")
+        self.shm = "%s-%s" % (SHM_PREFIX, tag)
+        self.sock = os.path.join(self.dir, "npuprofd.sock")
+        self.log = os.path.join(self.dir, "daemon.log")
+        save_config(self.conf, config)
+        self.logf = open(self.log, "w")
+        self.proc = subprocess.Popen(
+            [os.path.join(BUILD, "npuprofd"), "--config", self.conf, "--shm-name", self.shm, "--socket", self.sock,
+             "--output-root", self.dir, "--poll-interval", "50", "--log", "stderr",
+             "--analyzer", os.path.join(BUILD, "npuprof-replay")],
+            stdin=subprocess.DEVNULL, stdout=self.logf, stderr=self.logf)
+        daemons.append(self)
+
+    def generation(self):
+        return _lib.config_generation(self.shm) or 0
+
+    def wait_generation(self, at_least, timeout=5.0):
+        return wait_for(lambda: self.generation() >= at_least, timeout) and self.generation()
+
+    def publish(self, config, mtime=None):
+        """Save @config and wait for npuprofd to publish it. Return: its generation, or 0."""
+        g = self.generation()
+        save_config(self.conf, config, mtime)
+        return self.wait_generation(g + 1) or 0
+
+    def tail(self):
+        try:
+            with open(self.log) as f:
+                return "daemon log:\n" + "".join(f.readlines()[-12:])
+        except OSError as e:
+            return str(e)
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.logf.close()
+        npftest.unlink_segments([self.shm])
+
+
+def cleanup():
+    for d in daemons:
+        if d.proc.poll() is None:
+            d.stop()
+    shutil.rmtree(TMP, ignore_errors=True)
+
+
+def on_signal(sig, _frame):
+    raise SystemExit(128 + sig)
+
+
+signal.signal(signal.SIGTERM, on_signal)
+signal.signal(signal.SIGHUP, on_signal)
+
+
+def window_loop(shm, calls, during=None):
+    """ProfilerWindow over @calls iterations, win.step() at the end of each (npu_stubs.AT
+    is the number of the call). Return: the ProfilerWindow, the profiles it built, and the
+    info() at the start of each iteration."""
+    before = len(Profile.instances)
+    states = {}
+    with npuprof.torch.ProfilerWindow(shm_name=shm) as win:
+        for k in range(calls):
+            states[win.current_step] = win.info()
+            if during:
+                during(k)
+            npu_stubs.AT[0] = k + 1
+            win.step()
+        states["end"] = win.info()
+    mine = [p for p in Profile.instances[before:] if p.owner == "npuprof.torch"]
+    return win, mine, states
+
+
+def torch_npu_builds(conf, start):
+    """The profile torch_npu's own dynamic_profile builds for @conf: the file as its monitor
+    hands it over (worker_func sets is_valid), ConfigContext and valid() as
+    shm_to_prof_conf_context() runs them, then enable_prof() at step @start."""
+    cfg = ConfigContext(dict(copy.deepcopy(conf), is_valid=True))
+    if not cfg.valid():
+        return None
+    cls = dynamic_profile._DynamicProfile._cls
+    dp = cls()
+    dp.cfg_ctx = cfg
+    dp.cur_step = start
+    before = len(Profile.instances)
+    npu_stubs.AT[0] = start
+    dp.enable_prof()
+    made = [p for p in Profile.instances[before:] if p.owner == "torch_npu.profiler.dynamic_profile"]
+    return made[0] if made else None
+
+
+def diff(a, b):
+    return "\n".join("%s: %r != %r" % (k, a.get(k), b.get(k)) for k in sorted(set(a) | set(b))
+                     if a.get(k) != b.get(k))
+
+
+# --- the settings ---------------------------------------------------------------------------
+
+DROP = object()     # a key of the template to leave out
+
+
+def torch_npu_file(out, **kw):
+    """torch_npu's template (DynamicProfilerShareMemory.JSON_DATA, the file its monitor
+    writes when there is none) with @kw over it; experimental_config=None drops it, and a
+    key of it given as DROP is left out."""
+    f = copy.deepcopy(shm_mod.DynamicProfilerShareMemory.JSON_DATA)
+    f.update(prof_dir=out, start_step=3, active=2)
+    exp = kw.pop("experimental_config", {})
+    if exp is None:
+        del f["experimental_config"]
+    else:
+        f["experimental_config"].update(exp)
+        for k in [k for k, v in exp.items() if v is DROP]:
+            del f["experimental_config"][k]
+    f.update(kw)
+    return f
+
+
+EVERYTHING = dict(
+    activities=["CPU", "NPU"], analyse=True, async_mode=True, record_shapes=True, profile_memory=True,
+    with_stack=True, with_flops=True, with_modules=True, warmup=1, active=2,
+    metadata={"job": "llama-7b", "nodes": 4, "tags": ["a", "b"]},
+    experimental_config={"profiler_level": "Level1", "aic_metrics": "ArithmeticUtilization", "l2_cache": True,
+                         "op_attr": True, "gc_detect_threshold": 0.5, "data_simplification": False,
+                         "record_op_args": True, "export_type": ["text", "db"], "mstx": True,
+                         "mstx_domain_include": ["comm", "train"], "host_sys": ["cpu", "mem", "disk"],
+                         "sys_io": True, "sys_interconnection": True})
+
+TORCH_NPU_CASES = [
+    ("the template", {}),
+    ("every setting on", EVERYTHING),
+    ("Level_none: mstx forced on, aic_metrics and op_attr without db dropped, analysis off for a rank list",
+     dict(activities=["CPU"], analyse=True, async_mode=False, is_rank=True, rank_list=[0, 3],
+          experimental_config={"profiler_level": "Level_none", "aic_metrics": "PipeUtilization", "op_attr": True,
+                               "export_type": "text", "mstx": False, "msprof_tx": False})),
+    ("Level0: aic_metrics reset, db only, msprof_tx with excluded domains, gc at 0, osrt and network",
+     dict(analyse=True, async_mode=False,
+          experimental_config={"profiler_level": "Level0", "aic_metrics": "MemoryAccess", "export_type": ["db"],
+                               "msprof_tx": True, "mstx_domain_exclude": ["noisy"], "gc_detect_threshold": 0,
+                               "host_sys": ["network", "osrt"]})),
+    ("Level2 with MemoryUB, L2 cache, NPU only", dict(
+        activities=["NPU"], experimental_config={"profiler_level": "Level2", "aic_metrics": "MemoryUB",
+                                                 "l2_cache": True})),
+    ("Level1 with no aic_metrics", dict(experimental_config={"profiler_level": "Level1", "aic_metrics": DROP})),
+    ("msprof_tx on, mstx off", dict(experimental_config={"msprof_tx": True, "mstx": False})),
+    ("no experimental_config at all", dict(experimental_config=None, with_stack=True)),
+    ("host_sys numa", dict(experimental_config={"host_sys": ["numa", "cpu"]})),
+]
+
+
+def compare_case(d, name, conf, out, start=3):
+    """Publish @conf, run ProfilerWindow through its window and compare what it built with
+    torch_npu's own."""
+    g = d.publish(conf)
+    if not g:
+        st = subprocess.run([os.path.join(BUILD, "npuprofctl"), "--socket", d.sock, "status"],
+                            capture_output=True, text=True).stdout
+        fail("settings, %s: npuprofd publishes the file" % name, st[-1500:] + d.tail())
+        return
+    win, made, states = window_loop(d.shm, start + 6)
+    ref = torch_npu_builds(conf, start)
+    if not check("settings, %s: ProfilerWindow built one torch_npu profile, torch_npu one" % name,
+                 len(made) == 1 and ref is not None,
+                 "ProfilerWindow: %d, torch_npu: %r; states %s" % (len(made), ref, states.get(start))):
+        return
+    mine = made[0]
+    e_mine, e_ref = npu_stubs.effective(mine), npu_stubs.effective(ref)
+    check("settings, %s: the same profiler as torch_npu's dynamic_profile builds" % name, e_mine == e_ref,
+          diff(e_mine, e_ref))
+    stop = start + conf.get("warmup", 0) + conf.get("active", 1) - 1
+    wdir = os.path.join(out, "rank0_start%d_stop%d" % (start, stop))
+    h = mine.kwargs["on_trace_ready"]
+    check("settings, %s: on_trace_ready writes into the window directory, as torch_npu's into prof_dir" % name,
+          h.dir_name == wdir and ref.kwargs["on_trace_ready"].dir_name == out,
+          "%r, torch_npu %r" % (h.dir_name, ref.kwargs["on_trace_ready"].dir_name))
+    return e_mine
+
+
+def t_settings():
+    d = Daemon("settings", {})
+    try:
+        if not check("settings: npuprofd published generation 1", d.wait_generation(1) == 1, d.tail()):
+            return
+        results = {}
+        for i, (name, kw) in enumerate(TORCH_NPU_CASES):
+            out = os.path.join(d.dir, "case%d" % i)
+            results[name] = compare_case(d, name, torch_npu_file(out, **kw), out)
+
+        # The same settings in npuprof's own dialect and in MindSpore's.
+        x = EVERYTHING["experimental_config"]
+        out = os.path.join(d.dir, "native")
+        native = {"start_step": 3, "warmup": 1, "steps": 2, "output_dir": out, "activities": ["CPU", "NPU"],
+                  "analyse": "async", "record_shapes": True, "profile_memory": True, "with_stack": True,
+                  "with_flops": True, "with_modules": True, "level": x["profiler_level"]}
+        for k in ("aic_metrics", "l2_cache", "op_attr", "gc_detect_threshold", "data_simplification",
+                  "record_op_args", "export_type", "mstx", "mstx_domain_include", "host_sys", "sys_io",
+                  "sys_interconnection"):
+            native[k] = x[k]
+        ref = dict(results.get("every setting on") or {})
+        got = compare_native(d, "native", native, out)
+        ref.pop("metadata", None)
+        if got is not None:
+            got.pop("metadata", None)
+            check("settings: a native file of the same settings builds the same profiler (metadata aside)",
+                  got == ref, diff(got, ref))
+        out = os.path.join(d.dir, "mindspore")
+        ms = {"start_step": 3, "stop_step": 4, "prof_path": out, "activities": ["CPU", "NPU"], "analyse": True,
+              "analyse_mode": 1, "profiler_level": "Level2", "aic_metrics": "MemoryUB", "l2_cache": True,
+              "mstx": True, "data_simplification": False, "sys_io": True, "sys_interconnection": False,
+              "export_type": ["text"], "host_sys": ["cpu"], "mstx_domain_exclude": ["x"], "with_stack": True,
+              "record_shapes": True, "profile_memory": False}
+        tn = torch_npu_file(out, active=2, analyse=True, async_mode=True, with_stack=True, record_shapes=True,
+                            experimental_config={"profiler_level": "Level2", "aic_metrics": "MemoryUB",
+                                                 "l2_cache": True, "mstx": True, "data_simplification": False,
+                                                 "sys_io": True, "export_type": ["text"], "host_sys": ["cpu"],
+                                                 "mstx_domain_exclude": ["x"]})
+        got = compare_native(d, "MindSpore", ms, out)
+        want = torch_npu_builds(tn, 3)
+        if got is not None and want is not None:
+            want = npu_stubs.effective(want)
+            check("settings: a MindSpore file builds what torch_npu builds from the same settings",
+                  got == want, diff(got, want))
+    finally:
+        d.stop()
+
+
+def compare_native(d, name, conf, out):
+    g = d.publish(conf)
+    if not check("settings, %s file: npuprofd publishes it" % name, g, d.tail()):
+        return None
+    win, made, states = window_loop(d.shm, 9)
+    if not check("settings, %s file: ProfilerWindow built one torch_npu profile for the window 3..4" % name,
+                 len(made) == 1 and states[3].state == "collecting", states.get(3)):
+        return None
+    return npu_stubs.effective(made[0])
+
+
+# --- the steps ------------------------------------------------------------------------------
+
+class MemoryShm(shm_mod.DynamicProfilerShareMemory):
+    """torch_npu's shared memory object with its buffer in this process's memory: reads and
+    writes are the real class's (read_bytes, write_bytes_over_py38)."""
+
+    def __init__(self, path, config_path, rank_id):  # noqa: super().__init__ would map /dev/shm
+        self._path = path
+        self.config_path = config_path
+        self._rank_id = rank_id
+        self.shm_path = "in-memory"
+        self._shm_buf_bytes_size = utils_mod.DynamicProfilerUtils.CFG_BUFFER_SIZE
+        self._is_dyno = False
+        self.is_create_process = False
+        self.shm = type("Buffer", (), {})()
+        self.shm.buf = memoryview(bytearray(self._shm_buf_bytes_size))
+        self.cur_mtime = 0
+        self.is_mmap = False
+        self._time_data_bytes = struct.pack("<I", self.cur_mtime)
+        self._time_bytes_size = len(self._time_data_bytes)
+
+
+def start_torch_npu(path):
+    """dynamic_profile.init(@path) with a fresh _DynamicProfile, its monitor's shared memory
+    in memory, and torch_npu's own monitor loop (worker_func) in a thread polling
+    @path/profiler_config.json every second. Return: (stop function, the shm object)."""
+    dynamic_profile._DynamicProfile._instance.clear()
+    real = monitor_mod.DynamicProfilerShareMemory
+    monitor_mod.DynamicProfilerShareMemory = MemoryShm
+    try:
+        dynamic_profile.init(path)
+    finally:
+        monitor_mod.DynamicProfilerShareMemory = real
+    mon = dynamic_profile._DynamicProfile()._dynamic_monitor
+    params = mon._monitor_process_params()
+    params["poll_interval"] = multiprocessing.Value("i", 1)
+    t = threading.Thread(target=monitor_mod.worker_func, args=(params,), daemon=True)
+    t.start()
+
+    def stop():
+        params["loop_flag"].value = False
+        t.join(5)
+    return stop, mon._shm_obj
+
+
+def t_steps():
+    d = Daemon("steps", {})
+    stop_monitor = None
+    try:
+        if not check("steps: npuprofd published generation 1", d.wait_generation(1) == 1, d.tail()):
+            return
+        stop_monitor, shm = start_torch_npu(d.dir)
+        # torch_npu takes a file whose change time is later than its own start, in whole seconds.
+        mtime = time.time() + 2
+        for i, (start, warmup, active) in enumerate(((5, 0, 3), (14, 2, 2), (24, 1, 1))):
+            out = os.path.join(d.dir, "steps%d" % i)
+            conf = torch_npu_file(out, start_step=start, warmup=warmup, active=active)
+            mtime += 2
+            before = len(Profile.instances)
+            if i == 0:
+                win = npuprof.torch.ProfilerWindow(shm_name=d.shm)
+                win.start()
+                calls = 0
+            # The file is read by both before the first call below.
+            while calls < start - 3:
+                calls += 1
+                npu_stubs.AT[0] = calls
+                dynamic_profile.step()
+                win.step()
+            g = d.publish(conf, mtime)
+            want = struct.pack("<I", int(mtime))
+            seen = wait_for(lambda: bytes(shm.read_bytes(read_time=True)) == want, 5)
+            if not check("steps %d..%d: npuprofd and torch_npu's monitor both took the file" % (
+                    start, start + warmup + active - 1), g and seen, d.tail()):
+                return
+            while calls < start + warmup + active + 2:
+                calls += 1
+                npu_stubs.AT[0] = calls
+                dynamic_profile.step()
+                win.step()
+            made = Profile.instances[before:]
+            ref = [p for p in made if p.owner == "torch_npu.profiler.dynamic_profile"]
+            mine = [p for p in made if p.owner == "npuprof.torch"]
+            what = "start %d, warmup %d, active %d" % (start, warmup, active)
+            if not check("steps, %s: one profile each" % what, len(ref) == 1 and len(mine) == 1,
+                         "torch_npu %d, ProfilerWindow %d" % (len(ref), len(mine))):
+                continue
+            ref, mine = ref[0], mine[0]
+            check("steps, %s: torch_npu starts at call %d, steps at each call to %d and stops there" % (
+                what, start, start + warmup + active),
+                  ref.calls == [("offset", start, start), ("start", start)]
+                  + [("step", c) for c in range(start + 1, start + warmup + active + 1)]
+                  + [("stop", start + warmup + active)], ref.calls)
+            check("steps, %s: ProfilerWindow makes the same calls at the same steps" % what,
+                  mine.calls == ref.calls, "%s\ntorch_npu: %s" % (mine.calls, ref.calls))
+            names = ["ProfilerStep#%d" % s for s in range(start, start + warmup + active + 1)]
+            check("steps, %s: the same ProfilerStep#N spans, %s.." % (what, names[0]),
+                  mine.spans == ref.spans and [n for _, n in ref.spans] == names,
+                  "%s\ntorch_npu: %s" % (mine.spans, ref.spans))
+            check("steps, %s: the same warmup and recorded steps" % what,
+                  mine.actions == ref.actions
+                  and ref.actions[:warmup + active] == ["WARMUP"] * warmup + ["RECORD"] * (active - 1)
+                  + ["RECORD_AND_SAVE"], "%s\ntorch_npu: %s" % (mine.actions, ref.actions))
+            wdir = os.path.join(out, "rank0_start%d_stop%d" % (start, start + warmup + active - 1))
+            check("steps, %s: npuprof's window directory is rank0_start%d_stop%d, its manifest complete" % (
+                what, start, start + warmup + active - 1),
+                  manifest(wdir).get("status") == "complete", wdir)
+        win.stop()
+    finally:
+        if stop_monitor:
+            stop_monitor()
+        d.stop()
+
+
+def manifest(wdir):
+    try:
+        with open(os.path.join(wdir, "manifest.json")) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return {}
+
+
+# --- the device memory ------------------------------------------------------------------------
+
+def replay_peak(path):
+    """The allocated peak npuprof-replay finds in @path, device by device."""
+    out = tempfile.mkdtemp(dir=TMP)
+    subprocess.run([os.path.join(BUILD, "npuprof-replay"), "-q", "-o", out, path], check=False)
+    try:
+        with open(os.path.join(out, "report.json")) as f:
+            rep = json.load(f)
+        return {dv["device"]: dv["peak"]["allocated"]["bytes"] for s in rep["snapshots"] for dv in s["devices"]}
+    except (OSError, ValueError, KeyError):
+        return None
+
+
+def t_memory():
+    src = os.path.join(SNAPSHOTS, "snapshot_expandable.pkl")
+    if not os.path.isfile(src):
+        print("skip memory: %s is absent" % src, flush=True)
+        return
+    d = Daemon("memory", {})
+    try:
+        if not check("memory: npuprofd published generation 1", d.wait_generation(1) == 1, d.tail()):
+            return
+        with open(src, "rb") as f:
+            npu_stubs.SNAPSHOT[0] = pickle.load(f)
+        del npu_stubs.MEMORY_CALLS[:]
+        out = os.path.join(d.dir, "out")
+        if not check("memory: a window 4..6 with profile_memory is published",
+                     d.publish(torch_npu_file(out, start_step=4, active=3, profile_memory=True)), d.tail()):
+            return
+        win, made, states = window_loop(d.shm, 10)
+        calls = [(c[0], c[1], c[2] if c[0] == "record" else None, c[4].get("max_entries") if c[0] == "record"
+                  else None) for c in npu_stubs.MEMORY_CALLS]
+        check("memory: the NPU allocator's history is recorded from step 4 and dumped and stopped at step 7",
+              calls == [("record", 4, "all", npuprof.torch.MEMORY_HISTORY_MAX_ENTRIES), ("snapshot", 7, None, None),
+                        ("record", 7, None, None)], calls)
+        wdir = os.path.join(out, "rank0_start4_stop6")
+        snap = os.path.join(wdir, npuprof.torch.MEMORY_SNAPSHOT_NAME)
+        with open(src, "rb") as a:
+            same = os.path.isfile(snap) and pickle.load(a) == pickle.load(open(snap, "rb"))
+        check("memory: memory_snapshot.pickle in the window directory is what _snapshot() gave", same,
+              os.listdir(wdir) if os.path.isdir(wdir) else "no %s" % wdir)
+        m = manifest(wdir)
+        check("memory: the manifest is complete and lists memory_snapshot.pickle",
+              m.get("status") == "complete" and npuprof.torch.MEMORY_SNAPSHOT_NAME in
+              [f["name"] for f in m.get("files", [])], json.dumps(m)[:800])
+        report = os.path.join(wdir, "analysis", "report.json")
+        got = wait_for(lambda: os.path.isfile(report), 30)
+        if not check("memory: npuprofd analysed the window (analysis/report.json)", got, d.tail()):
+            return
+        with open(report) as f:
+            rep = json.load(f)
+        peaks = {dv["device"]: dv["peak"]["allocated"]["bytes"] for s in rep.get("snapshots", [])
+                 for dv in s["devices"]}
+        want = replay_peak(src)
+        check("memory: the window's report lists the snapshot's allocated peak (%s)" % want,
+              want and peaks == want, "report %s, the snapshot itself %s" % (peaks, want))
+        with open(os.path.join(wdir, "analysis", "report.txt")) as f:
+            txt = f.read()
+        mib = "%.1f MiB" % (list(want.values())[0] / 1048576.0) if want else "?"
+        check("memory: report.txt gives the peak (%s)" % mib, mib in txt, txt[:600])
+    finally:
+        npu_stubs.SNAPSHOT[0] = None
+        d.stop()
+
+
+# --- failures ----------------------------------------------------------------------------------
+
+def t_failures():
+    d = Daemon("failures", {})
+    try:
+        if not check("failures: npuprofd published generation 1", d.wait_generation(1) == 1, d.tail()):
+            return
+        has_fail = _lib.load().npf_fail is not None
+        cases = (
+            ("the profiler cannot start", "start", RuntimeError("ACL error 507011: the device is lost"), 4),
+            ("the snapshot cannot be taken", "snapshot", RuntimeError("NPU out of memory"), 7),
+        )
+        for i, (name, where, exc, at) in enumerate(cases):
+            out = os.path.join(d.dir, "f%d" % i)
+            if not check("failures, %s: a window 4..6 is published" % name,
+                         d.publish(torch_npu_file(out, start_step=4, active=3, profile_memory=True)), d.tail()):
+                continue
+            del npu_stubs.MEMORY_CALLS[:]
+            if where == "start":
+                Profile.fail_start = exc
+            else:
+                npu_stubs.SNAPSHOT[0] = exc
+            try:
+                win, made, states = window_loop(d.shm, 10)
+            finally:
+                Profile.fail_start = None
+                npu_stubs.SNAPSHOT[0] = None
+            check("failures, %s: the loop ran its 10 steps" % name, win.current_step is None and 9 in states)
+            end = states["end"]
+            check("failures, %s: info().message has torch_npu's message" % name, str(exc) in end.message, end)
+            records = [c for c in npu_stubs.MEMORY_CALLS if c[0] == "record"]
+            check("failures, %s: the memory history was stopped" % name,
+                  records and records[-1][2] is None, npu_stubs.MEMORY_CALLS)
+            wdir = os.path.join(out, "rank0_start4_stop6")
+            check("failures, %s: no snapshot and no temporary file are left" % name,
+                  os.path.isdir(wdir) and not [f for f in os.listdir(wdir) if f.startswith(".") or f.endswith(".pickle")],
+                  os.listdir(wdir) if os.path.isdir(wdir) else wdir)
+            if not has_fail:
+                print("skip failures, %s: libnpuprof has no npf_rank_fail(), so the window runs on (state %s)"
+                      % (name, end.state), flush=True)
+                continue
+            check("failures, %s: the window is failed from step %d, with torch_npu's message" % (name, at),
+                  all(states[s].state == "failed" for s in range(at, 10)) and end.state == "failed",
+                  "\n".join("%s: %s" % (s, states[s]) for s in states))
+            m = manifest(wdir)
+            check("failures, %s: its manifest says so" % name,
+                  m.get("status") == "incomplete" and str(exc) in (m.get("message") or ""), json.dumps(m)[:600])
+    finally:
+        d.stop()
+
+
+def main():
+    for exe in ("npuprofd", "libnpuprof.so", "npuprof-replay", "npuprofctl"):
+        if not os.path.exists(os.path.join(BUILD, exe)):
+            print("python-npu: %s/%s is not built" % (BUILD, exe))
+            return 2
+    print("torch %s; torch_npu's own code from %s; libnpuprof %s" % (
+        torch.__version__, FRAMEWORKS, os.environ["NPUPROF_LIB"]), flush=True)
+    npftest.run_tests([t_settings, t_steps, t_memory, t_failures])
+    return npftest.summary("python-npu")
+
+
+if __name__ == "__main__":
+    try:
+        rc = main()
+    finally:
+        cleanup()
+    sys.exit(rc)
