@@ -332,9 +332,10 @@ class ProfilerWindow:
         # library closes the window and writes the manifest.
         if self._prof is not None and self._win_stop >= 0 and n > self._win_stop:
             self._finish(complete=True)
-        mon.step(n)
+        mon._step_to(n)
         if self._prof is None:
-            if mon._quiet():
+            f = mon._fast
+            if f is None or not f.busy:     # nothing armed or open: mon._quiet(), inline
                 return
             a = self._armed
             if a is not None and a[0] == mon._seen_generation() and n < a[1]:

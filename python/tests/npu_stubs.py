@@ -22,8 +22,12 @@ real modules of the folder (experimental_config, scheduler) and to the stand-ins
 """
 
 import enum
+import importlib
+import multiprocessing
 import os
+import struct
 import sys
+import threading
 import types
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -217,7 +221,11 @@ def install(root):
     pkg.profiler = tp
     tp.profiler = module("torch_npu.profiler.profiler", profile=Profile,
                          tensorboard_trace_handler=tensorboard_trace_handler)
-    import importlib
+    # torch_npu's monitor names its thread with torch 2's torch.multiprocessing._set_thread_name;
+    # Debian's torch 1.13 has none, and the name is all it does.
+    import torch.multiprocessing as tmp
+    if not hasattr(tmp, "_set_thread_name"):
+        tmp._set_thread_name = lambda name: None
     ec = importlib.import_module("torch_npu.profiler.experimental_config")
     sched = importlib.import_module("torch_npu.profiler.scheduler")
     EXPERIMENTAL = ec
@@ -230,3 +238,54 @@ def install(root):
         ProfilerLevel=ec.ProfilerLevel, AiCMetrics=ec.AiCMetrics, ExportType=ec.ExportType,
         HostSystem=ec.HostSystem)
     return pkg
+
+
+def init_dynamic_profile(path, monitor=True):
+    """torch_npu's dynamic_profile.init(@path), for a job whose rank did not create the
+    shared memory: a fresh _DynamicProfile whose monitor's shared memory is a buffer in this
+    process (the real DynamicProfilerShareMemory's reads and writes on it), and with
+    @monitor torch_npu's own monitor loop (worker_func) in a thread, polling
+    @path/profiler_config.json every second and writing what it reads into that buffer.
+    Return: (the dynamic_profile module, the shared memory object, a function that stops the
+    monitor loop)."""
+    dp = importlib.import_module("torch_npu.profiler.dynamic_profile")
+    mon_mod = importlib.import_module("torch_npu.profiler._dynamic_profiler._dynamic_profiler_monitor")
+    shm_mod = importlib.import_module("torch_npu.profiler._dynamic_profiler._dynamic_profiler_monitor_shm")
+    utils = importlib.import_module("torch_npu.profiler._dynamic_profiler._dynamic_profiler_utils")
+
+    class MemoryShm(shm_mod.DynamicProfilerShareMemory):
+        """The real class with its buffer in memory rather than in /dev/shm."""
+
+        def __init__(self, path, config_path, rank_id):  # its own would map /dev/shm
+            self._path = path
+            self.config_path = config_path
+            self._rank_id = rank_id
+            self.shm_path = "in-memory"
+            self._shm_buf_bytes_size = utils.DynamicProfilerUtils.CFG_BUFFER_SIZE
+            self._is_dyno = False
+            self.is_create_process = False
+            self.shm = types.SimpleNamespace(buf=memoryview(bytearray(self._shm_buf_bytes_size)))
+            self.cur_mtime = 0
+            self.is_mmap = False
+            self._time_data_bytes = struct.pack("<I", self.cur_mtime)
+            self._time_bytes_size = len(self._time_data_bytes)
+
+    dp._DynamicProfile._instance.clear()
+    real = mon_mod.DynamicProfilerShareMemory
+    mon_mod.DynamicProfilerShareMemory = MemoryShm
+    try:
+        dp.init(path)
+    finally:
+        mon_mod.DynamicProfilerShareMemory = real
+    mon = dp._DynamicProfile()._dynamic_monitor
+    if not monitor:
+        return dp, mon._shm_obj, lambda: None
+    params = mon._monitor_process_params()
+    params["poll_interval"] = multiprocessing.Value("i", 1)
+    t = threading.Thread(target=mon_mod.worker_func, args=(params,), daemon=True)
+    t.start()
+
+    def stop():
+        params["loop_flag"].value = False
+        t.join(5)
+    return dp, mon._shm_obj, stop

@@ -37,7 +37,6 @@ sys.dont_write_bytecode = True  # noqa: E402 - no __pycache__ in the source tree
 import copy
 import importlib
 import json
-import multiprocessing
 import os
 import pickle
 import shutil
@@ -45,7 +44,6 @@ import signal
 import struct
 import subprocess
 import tempfile
-import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -86,16 +84,9 @@ except Exception as e:  # noqa: BLE001 - any reason torch is unusable is a skip
     sys.exit(77)
 
 tnpu = npu_stubs.install(FRAMEWORKS)
-# torch_npu's monitor names its thread with torch 2's torch.multiprocessing._set_thread_name;
-# Debian's torch 1.13 has none, and the name is all it does.
-import torch.multiprocessing  # noqa: E402
-if not hasattr(torch.multiprocessing, "_set_thread_name"):
-    torch.multiprocessing._set_thread_name = lambda name: None
 dynamic_profile = importlib.import_module("torch_npu.profiler.dynamic_profile")
 config_context = importlib.import_module("torch_npu.profiler._dynamic_profiler._dynamic_profiler_config_context")
-monitor_mod = importlib.import_module("torch_npu.profiler._dynamic_profiler._dynamic_profiler_monitor")
 shm_mod = importlib.import_module("torch_npu.profiler._dynamic_profiler._dynamic_profiler_monitor_shm")
-utils_mod = importlib.import_module("torch_npu.profiler._dynamic_profiler._dynamic_profiler_utils")
 ConfigContext = config_context.ConfigContext
 Profile = npu_stubs.Profile
 
@@ -371,56 +362,13 @@ def compare_native(d, name, conf, out):
 
 # --- the steps ------------------------------------------------------------------------------
 
-class MemoryShm(shm_mod.DynamicProfilerShareMemory):
-    """torch_npu's shared memory object with its buffer in this process's memory: reads and
-    writes are the real class's (read_bytes, write_bytes_over_py38)."""
-
-    def __init__(self, path, config_path, rank_id):  # noqa: super().__init__ would map /dev/shm
-        self._path = path
-        self.config_path = config_path
-        self._rank_id = rank_id
-        self.shm_path = "in-memory"
-        self._shm_buf_bytes_size = utils_mod.DynamicProfilerUtils.CFG_BUFFER_SIZE
-        self._is_dyno = False
-        self.is_create_process = False
-        self.shm = type("Buffer", (), {})()
-        self.shm.buf = memoryview(bytearray(self._shm_buf_bytes_size))
-        self.cur_mtime = 0
-        self.is_mmap = False
-        self._time_data_bytes = struct.pack("<I", self.cur_mtime)
-        self._time_bytes_size = len(self._time_data_bytes)
-
-
-def start_torch_npu(path):
-    """dynamic_profile.init(@path) with a fresh _DynamicProfile, its monitor's shared memory
-    in memory, and torch_npu's own monitor loop (worker_func) in a thread polling
-    @path/profiler_config.json every second. Return: (stop function, the shm object)."""
-    dynamic_profile._DynamicProfile._instance.clear()
-    real = monitor_mod.DynamicProfilerShareMemory
-    monitor_mod.DynamicProfilerShareMemory = MemoryShm
-    try:
-        dynamic_profile.init(path)
-    finally:
-        monitor_mod.DynamicProfilerShareMemory = real
-    mon = dynamic_profile._DynamicProfile()._dynamic_monitor
-    params = mon._monitor_process_params()
-    params["poll_interval"] = multiprocessing.Value("i", 1)
-    t = threading.Thread(target=monitor_mod.worker_func, args=(params,), daemon=True)
-    t.start()
-
-    def stop():
-        params["loop_flag"].value = False
-        t.join(5)
-    return stop, mon._shm_obj
-
-
 def t_steps():
     d = Daemon("steps", {})
     stop_monitor = None
     try:
         if not check("steps: npuprofd published generation 1", d.wait_generation(1) == 1, d.tail()):
             return
-        stop_monitor, shm = start_torch_npu(d.dir)
+        _, shm, stop_monitor = npu_stubs.init_dynamic_profile(d.dir)
         # torch_npu takes a file whose change time is later than its own start, in whole seconds.
         mtime = time.time() + 2
         for i, (start, warmup, active) in enumerate(((5, 0, 3), (14, 2, 2), (24, 1, 1))):
