@@ -308,6 +308,8 @@ bench: all $(BENCH) $(BENCH_DAEMON) $(BENCH_RANK) $(BENCH_REPLAY) $(BENCH_SNAPSH
 	@echo
 	@$(BENCH_RANK)
 	@echo
+	@$(PYTHON) bench/bench-python.py $(BUILD)
+	@echo
 	@$(BENCH_DAEMON) $(BUILD)/npuprofd
 	@echo
 	@$(BENCH_REPLAY) $(BENCH_SNAPSHOT) $(BUILD)/npuprof-replay "$$($(PYTHON) bench/replay-baseline.py $(BENCH_SNAPSHOT))"
