@@ -512,7 +512,6 @@ def t_failures():
     try:
         if not check("failures: npuprofd published generation 1", d.wait_generation(1) == 1, d.tail()):
             return
-        has_fail = _lib.load().npf_fail is not None
         cases = (
             ("the profiler cannot start", "start", RuntimeError("ACL error 507011: the device is lost"), 4),
             ("the snapshot cannot be taken", "snapshot", RuntimeError("NPU out of memory"), 7),
@@ -542,10 +541,6 @@ def t_failures():
             check("failures, %s: no snapshot and no temporary file are left" % name,
                   os.path.isdir(wdir) and not [f for f in os.listdir(wdir) if f.startswith(".") or f.endswith(".pickle")],
                   os.listdir(wdir) if os.path.isdir(wdir) else wdir)
-            if not has_fail:
-                print("skip failures, %s: libnpuprof has no npf_rank_fail(), so the window runs on (state %s)"
-                      % (name, end.state), flush=True)
-                continue
             check("failures, %s: the window is failed from step %d, with torch_npu's message" % (name, at),
                   all(states[s].state == "failed" for s in range(at, 10)) and end.state == "failed",
                   "\n".join("%s: %s" % (s, states[s]) for s in states))

@@ -417,16 +417,12 @@ def window_fails(tag, broken, expect, at_step):
             m = {}
         check("%s: no torch trace and no temporary file in the window directory" % tag,
               not [f for f in os.listdir(wdir) if f.startswith(".") or f == "torch_trace.json"], os.listdir(wdir))
-        if _lib.load().npf_fail is None:
-            print("skip %s: libnpuprof has no npf_rank_fail(): the window cannot be failed from Python, "
-                  "so it ran on to done (state %s)" % (tag, after.state), flush=True)
-        else:
-            check("%s: the window is failed from step %d on, with the framework's message" % (tag, at_step),
-                  all(states[s].state == "failed" for s in range(at_step, 10) if s in states)
-                  and after.state == "failed" and expect in after.message,
-                  "\n".join("%d: %s" % (s, states[s]) for s in sorted(states)) + "\nafter: %s" % (after,))
-            check("%s: the manifest says incomplete, with the framework's message" % tag,
-                  m.get("status") == "incomplete" and expect in (m.get("message") or ""), json.dumps(m))
+        check("%s: the window is failed from step %d on, with the framework's message" % (tag, at_step),
+              all(states[s].state == "failed" for s in range(at_step, 10) if s in states)
+              and after.state == "failed" and expect in after.message,
+              "\n".join("%d: %s" % (s, states[s]) for s in sorted(states)) + "\nafter: %s" % (after,))
+        check("%s: the manifest says incomplete, with the framework's message" % tag,
+              m.get("status") == "incomplete" and expect in (m.get("message") or ""), json.dumps(m))
         # A profiler left running by the failure would make the next one fail to start.
         with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as p:
             train_step(model, opt)
