@@ -39,8 +39,9 @@ For each window, on this rank:
     dynamic_profile stops it. The native and MindSpore dialects give the same fields;
   - without torch_npu, torch.profiler.profile runs with the CPU activity, and CUDA (or
     another accelerator torch exposes and finds, such as XPU) when the file asks for the
-    device; each step is a "ProfilerStep#N" span, and after the last step its Chrome trace
-    is written to torch_trace.json in the window directory;
+    device, under schedule(wait=0, warmup, active, repeat=1) when the window has warmup
+    steps (they run unrecorded); each recorded step is a "ProfilerStep#N" span, and after
+    the last step its Chrome trace is written to torch_trace.json in the window directory;
   - with profile_memory, and a device allocator (torch_npu's NPU, or torch's CUDA), the
     allocator's history is recorded for the window's steps
     (torch.cuda.memory._record_memory_history, torch_npu.npu.memory's) and, at the end of
@@ -251,6 +252,7 @@ class ProfilerWindow:
         self._prof = None               # the running profiler
         self._rf = None                 # torch: its open ProfilerStep#N span
         self._npu = False
+        self._scheduled = False         # torch: the profile runs a schedule (for its warmup)
         self._mem = None                # the memory module recording the allocator's history
         self._win = None                # (generation, start) of the window being profiled
         self._win_dir = None
@@ -427,6 +429,12 @@ class ProfilerWindow:
         if mask & _lib.NPF_ACT_NPU:
             acts += _device_activities(torch, act)
         kwargs = dict(sw, activities=acts or [act.CPU])
+        # The warmup steps are run but not recorded, as torch's schedule does them.
+        warmup = 0 if args is None else int(args["warmup"])
+        count = 0 if args is None else int(args["step_count"])
+        self._scheduled = 0 < warmup < count
+        if self._scheduled:
+            kwargs["schedule"] = tpr.schedule(wait=0, warmup=warmup, active=count - warmup, repeat=1)
         kwargs = _accepted(tpr.profile.__init__, kwargs)
         self.profile_kwargs = kwargs
         self.profile_options = {k: v for k, v in kwargs.items() if isinstance(v, bool)}
@@ -435,7 +443,8 @@ class ProfilerWindow:
             prof.record_steps = False
         prof.start()
         self._prof = prof
-        prof.step_num = n
+        if not self._scheduled:
+            prof.step_num = n
         meta = {} if args is None else args["extra"].get("metadata") or {}
         if isinstance(meta, dict) and hasattr(prof, "add_metadata_json"):
             for key, value in meta.items():
@@ -451,7 +460,8 @@ class ProfilerWindow:
             self._rf.__exit__(None, None, None)
             self._rf = None
             self._prof.step()
-            self._prof.step_num = n
+            if not self._scheduled:
+                self._prof.step_num = n     # a schedule counts steps from 0
             import torch.profiler as tpr
             self._rf = tpr.record_function("ProfilerStep#%d" % n)
             self._rf.__enter__()

@@ -479,6 +479,37 @@ def t_cut_short():
         d.stop()
 
 
+# --- warmup steps: run, not recorded ----------------------------------------------------
+
+def t_warmup():
+    d = Daemon("warmup", {})
+    try:
+        if not check("warmup: npuprofd published generation 1", d.wait_generation(1) == 1, d.tail()):
+            return
+        out = os.path.join(d.dir, "out")
+        save_config(d.conf, {"start_step": 5, "warmup": 2, "steps": 2, "output_dir": out})
+        if not check("warmup: the window 5..8 with 2 warmup steps is published", d.wait_generation(2) == 2,
+                     d.tail()):
+            return
+        model, opt = make_model()
+        with npuprof.torch.ProfilerWindow(shm_name=d.shm) as win:
+            for _ in range(12):
+                train_step(model, opt)
+                win.step()
+        wdir = os.path.join(out, "rank0_start5_stop8")
+        try:
+            steps, events = profiler_steps(os.path.join(wdir, "torch_trace.json"))
+            linears = [e for e in events if e.get("name") == "aten::linear" and e.get("ph") == "X"]
+            check("warmup: the torch trace has steps 7 and 8 only, as torch's schedule(warmup=2) records them",
+                  sorted(steps) == [7, 8] and len(linears) == 6, "%s, %d linears" % (steps, len(linears)))
+            with open(os.path.join(wdir, "manifest.json")) as f:
+                check("warmup: the manifest is complete", json.load(f).get("status") == "complete")
+        except (OSError, ValueError, KeyError) as e:
+            fail("warmup: the window's torch trace and manifest are there", e)
+    finally:
+        d.stop()
+
+
 # --- the slot: held against a second claimant, kept across fork(), released by close() ----
 
 def t_slot_and_fork():
@@ -625,7 +656,7 @@ def main():
             print("python: %s/%s is not built" % (BUILD, exe))
             return 2
     print("torch %s, libnpuprof %s" % (torch.__version__, os.environ["NPUPROF_LIB"]), flush=True)
-    for t in (t_detached, t_window, t_torch_fails, t_cut_short, t_gpu, t_slot_and_fork):
+    for t in (t_detached, t_window, t_torch_fails, t_cut_short, t_warmup, t_gpu, t_slot_and_fork):
         try:
             t()
         except Exception:  # noqa: BLE001 - one test's crash is its failure, not the suite's
