@@ -5,7 +5,8 @@
     /usr/bin/python3 bench/bench-python.py [BUILD_DIR]
 
 Every figure is the median over rounds of the time a step takes, the rounds of all the
-loops interleaved so that a slower moment of the machine falls on each alike:
+loops interleaved (forwards, then backwards) so that a slower moment of the machine falls
+on each alike:
   - npuprof.torch.ProfilerWindow.step() on a rank attached to a private npuprofd with no
     window, against torch_npu's dynamic_profile.step() in the same run: torch_npu's own
     Python from ../shared/testdata/frameworks/torch_npu (python/tests/npu_stubs.py stands
@@ -54,14 +55,16 @@ def per_step(fn, steps=STEPS):
 
 
 def measure(loops):
-    """{name: median microseconds a step} of @loops ({name: step function}), interleaved."""
+    """{name: median microseconds a step} of @loops ({name: step function}), interleaved,
+    in turn forwards and backwards, so that no loop always runs after the same one."""
     times = {name: [] for name in loops}
     for fn in loops.values():
         per_step(fn, 2000)
+    order = list(loops.items())
     gc.disable()
     try:
-        for _ in range(ROUNDS):
-            for name, fn in loops.items():
+        for r in range(ROUNDS):
+            for name, fn in (order if r % 2 == 0 else order[::-1]):
                 times[name].append(per_step(fn))
     finally:
         gc.enable()
