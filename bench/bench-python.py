@@ -77,7 +77,8 @@ def start_daemon(tmp):
         json.dump({}, f)
     shm = "npfbench-py-%d" % os.getpid()
     p = subprocess.Popen([os.path.join(BUILD, "npuprofd"), "--config", conf, "--shm-name", shm,
-                          "--socket", os.path.join(tmp, "sock"), "--output-root", tmp, "--poll-interval", "1000",
+                          "--socket", os.path.join(tmp, "sock"), "--output-root", tmp,
+                          "--poll-interval", "1000",
                           "--log", "stderr"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                          stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 5
@@ -96,12 +97,13 @@ def torch_npu_step(tmp):
     root = npu_stubs.frameworks_dir()
     if root is None:
         return None, "../shared/testdata/frameworks/torch_npu is absent"
+    import contextlib
+    import importlib
+    import io
     try:
-        import torch  # noqa: F401
+        importlib.import_module("torch")    # torch_npu's own code imports it
     except Exception as e:  # noqa: BLE001
         return None, "torch cannot be imported (%s)" % e
-    import contextlib
-    import io
     npu_stubs.install(root)
     path = os.path.join(tmp, "torch_npu")
     os.makedirs(path)
@@ -138,8 +140,8 @@ def main():
             ROUNDS, STEPS, sys.version.split()[0]))
         print("  ProfilerWindow.step(), attached, no window      %6.3f us" % m["window"])
         if tn is not None:
-            print("  torch_npu dynamic_profile.step(), its own code  %6.3f us   ProfilerWindow / torch_npu = %.2fx"
-                  % (m["torch_npu"], m["window"] / m["torch_npu"]))
+            print("  torch_npu dynamic_profile.step(), its own code  %6.3f us   "
+                  "ProfilerWindow / torch_npu = %.2fx" % (m["torch_npu"], m["window"] / m["torch_npu"]))
         else:
             print("  torch_npu dynamic_profile.step(): not measured: %s" % why)
         print("  ProfilerWindow.step(), detached (no daemon)     %6.3f us   detached / attached = %.2fx"

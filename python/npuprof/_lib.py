@@ -305,7 +305,8 @@ def _args(config):
     (enabled, dialect, flags, level, aic_metrics, activities, analyse_mode, export_type, host_sys, backend,
      rank_filter, rank_count, prof_dir_len, extra_len) = struct.unpack_from("<IIIiiIiIIIIIII", config,
                                                                             ARGS_OFF_ENABLED)
-    prof_dir = bytes(config[CONFIG_OFF_PROF_DIR:CONFIG_OFF_PROF_DIR + min(prof_dir_len, NPF_SHM_PATH_MAX - 1)])
+    prof_dir_len = min(prof_dir_len, NPF_SHM_PATH_MAX - 1)
+    prof_dir = bytes(config[CONFIG_OFF_PROF_DIR:CONFIG_OFF_PROF_DIR + prof_dir_len])
     extra = {}
     if 0 < extra_len < NPF_SHM_EXTRA_MAX:
         try:

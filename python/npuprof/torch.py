@@ -220,7 +220,8 @@ def _record_history(mem, on):
         return fn("all", max_entries=MEMORY_HISTORY_MAX_ENTRIES) if on else fn(None)
     if "trace_alloc_max_entries" in params:
         if on:
-            return fn(True, trace_alloc_max_entries=MEMORY_HISTORY_MAX_ENTRIES, trace_alloc_record_context=True)
+            return fn(True, trace_alloc_max_entries=MEMORY_HISTORY_MAX_ENTRIES,
+                      trace_alloc_record_context=True)
         return fn(False)
     return fn(bool(on))
 
@@ -395,9 +396,11 @@ class ProfilerWindow:
         kwargs = {
             # An empty list, as torch_npu's own for a file that lists none: profile() then
             # takes every supported activity.
-            "activities": [a for bit, a in ((_lib.NPF_ACT_CPU, act.CPU), (_lib.NPF_ACT_NPU, act.NPU)) if mask & bit],
+            "activities": [a for bit, a in ((_lib.NPF_ACT_CPU, act.CPU), (_lib.NPF_ACT_NPU, act.NPU))
+                           if mask & bit],
             "schedule": tp.schedule(wait=0, warmup=warmup, active=active, repeat=1, skip_first=0),
-            "on_trace_ready": tp.tensorboard_trace_handler(i.output, analyse_flag=analyse, async_mode=async_mode),
+            "on_trace_ready": tp.tensorboard_trace_handler(i.output, analyse_flag=analyse,
+                                                           async_mode=async_mode),
         }
         kwargs.update(sw)
         kwargs["experimental_config"] = _npu_experimental_config(tp, args)

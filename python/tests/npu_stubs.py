@@ -200,7 +200,7 @@ def install(root):
     global EXPERIMENTAL
     if "torch_npu" in sys.modules:
         return sys.modules["torch_npu"]
-    import torch  # noqa: F401 - the real one, which torch_npu's modules import
+    importlib.import_module("torch")      # the real one, which torch_npu's modules import
 
     def module(name, path=None, **attrs):
         m = types.ModuleType(name)
@@ -231,10 +231,12 @@ def install(root):
     EXPERIMENTAL = ec
     # The names of the real torch_npu/profiler/__init__.py.
     tp.__dict__.update(
-        ProfilerActivity=ProfilerActivity, profile=Profile, tensorboard_trace_handler=tensorboard_trace_handler,
-        schedule=sched.Schedule, ProfilerAction=sched.ProfilerAction, _ExperimentalConfig=ec._ExperimentalConfig,
+        ProfilerActivity=ProfilerActivity, profile=Profile,
+        tensorboard_trace_handler=tensorboard_trace_handler, schedule=sched.Schedule,
+        ProfilerAction=sched.ProfilerAction, _ExperimentalConfig=ec._ExperimentalConfig,
         supported_profiler_level=ec.supported_profiler_level,
-        supported_ai_core_metrics=ec.supported_ai_core_metrics, supported_export_type=ec.supported_export_type,
+        supported_ai_core_metrics=ec.supported_ai_core_metrics,
+        supported_export_type=ec.supported_export_type,
         ProfilerLevel=ec.ProfilerLevel, AiCMetrics=ec.AiCMetrics, ExportType=ec.ExportType,
         HostSystem=ec.HostSystem)
     return pkg

@@ -58,7 +58,7 @@ os.environ.pop("RANK_ID", None)
 os.environ["RANK"] = "0"        # torch_npu's ConfigContext and npuprof both read it
 
 import npftest  # noqa: E402
-from npftest import ok, fail, check, wait_for  # noqa: E402
+from npftest import fail, check, wait_for  # noqa: E402
 import npu_stubs  # noqa: E402
 
 SNAPSHOTS = os.path.normpath(os.path.join(ROOT, "..", "shared", "testdata", "torch_npu_snapshots"))
@@ -85,7 +85,8 @@ except Exception as e:  # noqa: BLE001 - any reason torch is unusable is a skip
 
 tnpu = npu_stubs.install(FRAMEWORKS)
 dynamic_profile = importlib.import_module("torch_npu.profiler.dynamic_profile")
-config_context = importlib.import_module("torch_npu.profiler._dynamic_profiler._dynamic_profiler_config_context")
+config_context = importlib.import_module(
+    "torch_npu.profiler._dynamic_profiler._dynamic_profiler_config_context")
 shm_mod = importlib.import_module("torch_npu.profiler._dynamic_profiler._dynamic_profiler_monitor_shm")
 ConfigContext = config_context.ConfigContext
 Profile = npu_stubs.Profile
@@ -126,7 +127,8 @@ class Daemon:
         save_config(self.conf, config)
         self.logf = open(self.log, "w")
         self.proc = subprocess.Popen(
-            [os.path.join(BUILD, "npuprofd"), "--config", self.conf, "--shm-name", self.shm, "--socket", self.sock,
+            [os.path.join(BUILD, "npuprofd"), "--config", self.conf, "--shm-name", self.shm,
+             "--socket", self.sock,
              "--output-root", self.dir, "--poll-interval", "50", "--log", "stderr",
              "--analyzer", os.path.join(BUILD, "npuprof-replay")],
             stdin=subprocess.DEVNULL, stdout=self.logf, stderr=self.logf)
@@ -256,17 +258,20 @@ TORCH_NPU_CASES = [
     ("every setting on", EVERYTHING),
     ("Level_none: mstx forced on, aic_metrics and op_attr without db dropped, analysis off for a rank list",
      dict(activities=["CPU"], analyse=True, async_mode=False, is_rank=True, rank_list=[0, 3],
-          experimental_config={"profiler_level": "Level_none", "aic_metrics": "PipeUtilization", "op_attr": True,
+          experimental_config={"profiler_level": "Level_none", "aic_metrics": "PipeUtilization",
+                               "op_attr": True,
                                "export_type": "text", "mstx": False, "msprof_tx": False})),
     ("Level0: aic_metrics reset, db only, msprof_tx with excluded domains, gc at 0, osrt and network",
      dict(analyse=True, async_mode=False,
-          experimental_config={"profiler_level": "Level0", "aic_metrics": "MemoryAccess", "export_type": ["db"],
+          experimental_config={"profiler_level": "Level0", "aic_metrics": "MemoryAccess",
+                               "export_type": ["db"],
                                "msprof_tx": True, "mstx_domain_exclude": ["noisy"], "gc_detect_threshold": 0,
                                "host_sys": ["network", "osrt"]})),
     ("Level2 with MemoryUB, L2 cache, NPU only", dict(
         activities=["NPU"], experimental_config={"profiler_level": "Level2", "aic_metrics": "MemoryUB",
                                                  "l2_cache": True})),
-    ("Level1 with no aic_metrics", dict(experimental_config={"profiler_level": "Level1", "aic_metrics": DROP})),
+    ("Level1 with no aic_metrics",
+     dict(experimental_config={"profiler_level": "Level1", "aic_metrics": DROP})),
     ("msprof_tx on, mstx off", dict(experimental_config={"msprof_tx": True, "mstx": False})),
     ("no experimental_config at all", dict(experimental_config=None, with_stack=True)),
     ("host_sys numa", dict(experimental_config={"host_sys": ["numa", "cpu"]})),
@@ -295,7 +300,8 @@ def compare_case(d, name, conf, out, start=3):
     stop = start + conf.get("warmup", 0) + conf.get("active", 1) - 1
     wdir = os.path.join(out, "rank0_start%d_stop%d" % (start, stop))
     h = mine.kwargs["on_trace_ready"]
-    check("settings, %s: on_trace_ready writes into the window directory, as torch_npu's into prof_dir" % name,
+    check("settings, %s: on_trace_ready writes into the window directory, torch_npu's into prof_dir"
+          % name,
           h.dir_name == wdir and ref.kwargs["on_trace_ready"].dir_name == out,
           "%r, torch_npu %r" % (h.dir_name, ref.kwargs["on_trace_ready"].dir_name))
     return e_mine
@@ -329,7 +335,8 @@ def t_settings():
             check("settings: a native file of the same settings builds the same profiler (metadata aside)",
                   got == ref, diff(got, ref))
         out = os.path.join(d.dir, "mindspore")
-        ms = {"start_step": 3, "stop_step": 4, "prof_path": out, "activities": ["CPU", "NPU"], "analyse": True,
+        ms = {"start_step": 3, "stop_step": 4, "prof_path": out, "activities": ["CPU", "NPU"],
+              "analyse": True,
               "analyse_mode": 1, "profiler_level": "Level2", "aic_metrics": "MemoryUB", "l2_cache": True,
               "mstx": True, "data_simplification": False, "sys_io": True, "sys_interconnection": False,
               "export_type": ["text"], "host_sys": ["cpu"], "mstx_domain_exclude": ["x"], "with_stack": True,
@@ -448,7 +455,8 @@ def replay_peak(path):
     try:
         with open(os.path.join(out, "report.json")) as f:
             rep = json.load(f)
-        return {dv["device"]: dv["peak"]["allocated"]["bytes"] for s in rep["snapshots"] for dv in s["devices"]}
+        return {dv["device"]: dv["peak"]["allocated"]["bytes"]
+                for s in rep["snapshots"] for dv in s["devices"]}
     except (OSError, ValueError, KeyError):
         return None
 
@@ -473,7 +481,8 @@ def t_memory():
         calls = [(c[0], c[1], c[2] if c[0] == "record" else None, c[4].get("max_entries") if c[0] == "record"
                   else None) for c in npu_stubs.MEMORY_CALLS]
         check("memory: the NPU allocator's history is recorded from step 4 and dumped and stopped at step 7",
-              calls == [("record", 4, "all", npuprof.torch.MEMORY_HISTORY_MAX_ENTRIES), ("snapshot", 7, None, None),
+              calls == [("record", 4, "all", npuprof.torch.MEMORY_HISTORY_MAX_ENTRIES),
+                        ("snapshot", 7, None, None),
                         ("record", 7, None, None)], calls)
         wdir = os.path.join(out, "rank0_start4_stop6")
         snap = os.path.join(wdir, npuprof.torch.MEMORY_SNAPSHOT_NAME)
@@ -519,7 +528,8 @@ def t_failures():
         for i, (name, where, exc, at) in enumerate(cases):
             out = os.path.join(d.dir, "f%d" % i)
             if not check("failures, %s: a window 4..6 is published" % name,
-                         d.publish(torch_npu_file(out, start_step=4, active=3, profile_memory=True)), d.tail()):
+                         d.publish(torch_npu_file(out, start_step=4, active=3, profile_memory=True)),
+                         d.tail()):
                 continue
             del npu_stubs.MEMORY_CALLS[:]
             if where == "start":
@@ -539,14 +549,16 @@ def t_failures():
                   records and records[-1][2] is None, npu_stubs.MEMORY_CALLS)
             wdir = os.path.join(out, "rank0_start4_stop6")
             check("failures, %s: no snapshot and no temporary file are left" % name,
-                  os.path.isdir(wdir) and not [f for f in os.listdir(wdir) if f.startswith(".") or f.endswith(".pickle")],
+                  os.path.isdir(wdir)
+                  and not [f for f in os.listdir(wdir) if f.startswith(".") or f.endswith(".pickle")],
                   os.listdir(wdir) if os.path.isdir(wdir) else wdir)
             check("failures, %s: the window is failed from step %d, with torch_npu's message" % (name, at),
                   all(states[s].state == "failed" for s in range(at, 10)) and end.state == "failed",
                   "\n".join("%s: %s" % (s, states[s]) for s in states))
             m = manifest(wdir)
             check("failures, %s: its manifest says so" % name,
-                  m.get("status") == "incomplete" and str(exc) in (m.get("message") or ""), json.dumps(m)[:600])
+                  m.get("status") == "incomplete" and str(exc) in (m.get("message") or ""),
+                  json.dumps(m)[:600])
     finally:
         d.stop()
 

@@ -416,7 +416,8 @@ def window_fails(tag, broken, expect, at_step):
             fail("%s: the window's manifest is there" % tag, e)
             m = {}
         check("%s: no torch trace and no temporary file in the window directory" % tag,
-              not [f for f in os.listdir(wdir) if f.startswith(".") or f == "torch_trace.json"], os.listdir(wdir))
+              not [f for f in os.listdir(wdir) if f.startswith(".") or f == "torch_trace.json"],
+              os.listdir(wdir))
         check("%s: the window is failed from step %d on, with the framework's message" % (tag, at_step),
               all(states[s].state == "failed" for s in range(at_step, 10) if s in states)
               and after.state == "failed" and expect in after.message,
@@ -500,7 +501,7 @@ def t_warmup():
         try:
             steps, events = profiler_steps(os.path.join(wdir, "torch_trace.json"))
             linears = [e for e in events if e.get("name") == "aten::linear" and e.get("ph") == "X"]
-            check("warmup: the torch trace has steps 7 and 8 only, as torch's schedule(warmup=2) records them",
+            check("warmup: the torch trace has steps 7 and 8 only, as torch's schedule(warmup=2) has it",
                   sorted(steps) == [7, 8] and len(linears) == 6, "%s, %d linears" % (steps, len(linears)))
             with open(os.path.join(wdir, "manifest.json")) as f:
                 check("warmup: the manifest is complete", json.load(f).get("status") == "complete")
@@ -595,9 +596,12 @@ def t_gpu():
         torch.cuda.is_available = lambda: True
         torch.cuda.memory._snapshot = take_snapshot
         tp.profile = Recording
-        rounds = (("torch 1.13", history_113, [("record", 3, True, {}), ("snapshot", 5), ("record", 5, False, {})]),
-                  ("torch 2", history_2, [("record", 3, "all", {"max_entries": npuprof.torch.MEMORY_HISTORY_MAX_ENTRIES}),
-                                          ("snapshot", 5), ("record", 5, None, {"max_entries": sys.maxsize})]))
+        most = npuprof.torch.MEMORY_HISTORY_MAX_ENTRIES
+        rounds = (("torch 1.13", history_113,
+                   [("record", 3, True, {}), ("snapshot", 5), ("record", 5, False, {})]),
+                  ("torch 2", history_2,
+                   [("record", 3, "all", {"max_entries": most}), ("snapshot", 5),
+                    ("record", 5, None, {"max_entries": sys.maxsize})]))
         for i, (name, history, want) in enumerate(rounds):
             out = os.path.join(d.dir, "out%d" % i)
             save_config(d.conf, {"start_step": 3, "steps": 2, "output_dir": out, "profile_memory": True})
@@ -614,7 +618,7 @@ def t_gpu():
                     win.step()
             check("gpu, %s: the profiler is asked for the CPU and CUDA activities" % name,
                   built == [[tp.ProfilerActivity.CPU, tp.ProfilerActivity.CUDA]], built)
-            check("gpu, %s: the allocator's history is recorded from step 3, dumped and stopped at step 5" % name,
+            check("gpu, %s: the allocator's history is recorded from step 3, dumped and stopped at 5" % name,
                   calls == want, calls)
             wdir = os.path.join(out, "rank0_start3_stop4")
             snap = os.path.join(wdir, npuprof.torch.MEMORY_SNAPSHOT_NAME)
@@ -626,7 +630,8 @@ def t_gpu():
             except (OSError, ValueError) as e:
                 fail("gpu, %s: memory_snapshot.pickle and the manifest are in the window directory" % name, e)
                 continue
-            check("gpu, %s: memory_snapshot.pickle is the snapshot, as _dump_snapshot() writes it" % name, same)
+            check("gpu, %s: memory_snapshot.pickle is the snapshot, as _dump_snapshot() writes it" % name,
+                  same)
             check("gpu, %s: the manifest is complete and lists it, and the torch trace" % name,
                   m.get("status") == "complete" and {"memory_snapshot.pickle", "torch_trace.json"}
                   <= {f["name"] for f in m.get("files", [])}, json.dumps(m)[:600])
