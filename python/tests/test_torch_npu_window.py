@@ -180,7 +180,7 @@ signal.signal(signal.SIGTERM, on_signal)
 signal.signal(signal.SIGHUP, on_signal)
 
 
-def window_loop(shm, calls, during=None):
+def window_loop(shm, calls):
     """ProfilerWindow over @calls iterations, win.step() at the end of each (npu_stubs.AT
     is the number of the call). Return: the ProfilerWindow, the profiles it built, and the
     info() at the start of each iteration."""
@@ -189,8 +189,6 @@ def window_loop(shm, calls, during=None):
     with npuprof.torch.ProfilerWindow(shm_name=shm) as win:
         for k in range(calls):
             states[win.current_step] = win.info()
-            if during:
-                during(k)
             npu_stubs.AT[0] = k + 1
             win.step()
         states["end"] = win.info()
