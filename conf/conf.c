@@ -55,6 +55,7 @@ typedef struct parse {
         bool analyse, async_mode;
         bool is_rank;
         bool ranks_set;
+        unsigned tx_keys;               /* torch_npu's msprof_tx and mstx that are true: TX_* */
         json_t *rank_list;              /* borrowed, parsed at the end */
         path_t rank_list_at;
 } parse_t;
@@ -412,6 +413,29 @@ static void parse_switch(parse_t *p, const path_t *at, json_t *v, const key_desc
                 p->c->args.flags |= k->arg;
         else
                 p->c->args.flags &= ~k->arg;
+}
+
+/*
+ * torch_npu's msprof_tx and mstx are one switch, on when either is true
+ * (experimental_config.py:130, msprof_tx=self._msprof_tx or self._mstx): a later false one
+ * does not clear an earlier true one, as torch_npu's own template has both false.
+ */
+enum { TX_MSPROF_TX = 1u << 0, TX_MSTX = 1u << 1 };
+
+static void parse_tx(parse_t *p, const path_t *at, json_t *v, const key_desc_t *k)
+{
+        bool on;
+
+        if (!get_bool(p, at, v, &on))
+                return;
+        if (on)
+                p->tx_keys |= k->arg;
+        else
+                p->tx_keys &= ~k->arg;
+        if (p->tx_keys)
+                p->c->args.flags |= NPF_FLAG_MSTX;
+        else
+                p->c->args.flags &= ~NPF_FLAG_MSTX;
 }
 
 static void parse_start_step(parse_t *p, const path_t *at, json_t *v, const key_desc_t *k)
@@ -874,8 +898,8 @@ static const key_desc_t experimental_keys[] = {
         { "data_simplification", D_T, 0, parse_switch, NPF_FLAG_DATA_SIMPLIFICATION },
         { "record_op_args", D_T, 0, parse_switch, NPF_FLAG_RECORD_OP_ARGS },
         { "export_type", D_T, 0, parse_export_type, 0 },
-        { "msprof_tx", D_T, 0, parse_switch, NPF_FLAG_MSTX },
-        { "mstx", D_T, 0, parse_switch, NPF_FLAG_MSTX },
+        { "msprof_tx", D_T, 0, parse_tx, TX_MSPROF_TX },
+        { "mstx", D_T, 0, parse_tx, TX_MSTX },
         { "mstx_domain_include", D_T, 0, parse_string_list, 0 },
         { "mstx_domain_exclude", D_T, 0, parse_string_list, 0 },
         { "host_sys", D_T, 0, parse_host_sys, 0 },

@@ -431,6 +431,7 @@ static const mask_row_t mask_rows[] = {
         { TN("{\"l2_cache\": true}"), NULL, 0xFF, 0x811, "PM 139-141" },
         { TN("{\"msprof_tx\": true}"), NULL, 0xFF, 0x881, "msprof_tx (EC 130; PM 142-144)" },
         { TN("{\"mstx\": true}"), NULL, 0xFF, 0x881, "mstx (EC 130; PM 142-144)" },
+        { TN("{\"msprof_tx\": true, \"mstx\": false}"), NULL, 0xFF, 0x881, "msprof_tx or mstx (EC 130)" },
         { TN("{\"op_attr\": true, \"export_type\": \"db\"}"), NULL, 0xFF, 0x4801,
           "OP_ATTR where CANN reports ATTR (PM 155-157, 378-384)" },
         { TN("{\"op_attr\": true, \"export_type\": [\"text\", \"db\"]}"), NULL, 0xFF, 0x4801, "EC 263" },

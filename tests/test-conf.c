@@ -239,6 +239,10 @@ static const key_case_t key_cases[] = {
           NPF_EXPORT_TEXT | NPF_EXPORT_DB, NULL },
         { T, "{\"experimental_config\": {\"msprof_tx\": true}}", F_FLAGS, DS | NPF_FLAG_MSTX, NULL },
         { T, "{\"experimental_config\": {\"mstx\": true}}", F_FLAGS, DS | NPF_FLAG_MSTX, NULL },
+        /* One switch, on when either is (experimental_config.py:130), in either order. */
+        { T, "{\"experimental_config\": {\"msprof_tx\": true, \"mstx\": false}}", F_FLAGS, DS | NPF_FLAG_MSTX, NULL },
+        { T, "{\"experimental_config\": {\"mstx\": true, \"msprof_tx\": false}}", F_FLAGS, DS | NPF_FLAG_MSTX, NULL },
+        { T, "{\"experimental_config\": {\"msprof_tx\": false, \"mstx\": false}}", F_FLAGS, DS, NULL },
         { T, "{\"experimental_config\": {\"mstx_domain_include\": [\"x\"]}}", F_EXTRA, 0,
           "{\"mstx_domain_include\":[\"x\"]}" },
         { T, "{\"experimental_config\": {\"mstx_domain_exclude\": [\"y\"]}}", F_EXTRA, 0,
