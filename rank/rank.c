@@ -339,7 +339,12 @@ static void evaluate(npf_rank_t *h, int64_t step)
         }
         int64_t start = a->start_step;
         if (start == NPF_STEP_NEXT) {
-                start = step + 1;
+                /*
+                 * torch_npu's start_step -1 starts its profiler in the very dynamic_profile.step()
+                 * that reads the file (torch_npu/profiler/dynamic_profile.py, step(): cfg_ctx.start()),
+                 * which is where this step begins; npuprof's "next" is the step after.
+                 */
+                start = a->dialect == NPF_DIALECT_TORCH_NPU ? step : step + 1;
                 uint64_t k = a->start_at_multiple_of;
                 if (k > 1 && start % (int64_t) k)
                         start += (int64_t) k - start % (int64_t) k;

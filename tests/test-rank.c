@@ -946,12 +946,13 @@ static void test_torch_npu_start_step(void **state)
         assert_state(h, NPF_WINDOW_IDLE, 1);
         assert_int_equal(count_windows(f), 0);
 
+        /* -1: torch_npu starts in the very step() that reads the file (dynamic_profile.py:110-124). */
         publish(f, next);
         steps(h, 11, 11);
-        assert_state(h, NPF_WINDOW_ARMED, 11);
-        steps(h, 12, 14);
-        assert_state(h, NPF_WINDOW_DONE, 14);
-        check_done_window(f, 0, 12, 13);
+        assert_state(h, NPF_WINDOW_COLLECTING, 11);
+        steps(h, 12, 13);
+        assert_state(h, NPF_WINDOW_DONE, 13);
+        check_done_window(f, 0, 11, 12);
 }
 
 /* --- start_at_multiple_of and duration_ms --------------------------------------------- */
