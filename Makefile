@@ -367,11 +367,12 @@ fuzz: $(FUZZ_CONF) $(FUZZ_TRACE) $(FUZZ_PICKLE) $(FUZZ_SNAPSHOT) $(FUZZ_PROTO)
 # The unit's ExecStart follows SBINDIR; an operator's /etc/npuprof files are never overwritten.
 .PHONY: install-systemd
 install: all install-systemd
-	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(SBINDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5 \
-		$(DESTDIR)$(MANDIR)/man8
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(SBINDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man3 \
+		$(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(MANDIR)/man8
 	install -m 0755 $(BUILD)/npuprofctl $(BUILD)/npuprof-replay $(DESTDIR)$(BINDIR)/
 	install -m 0755 $(BUILD)/npuprofd $(DESTDIR)$(SBINDIR)/
 	install -m 0644 docs/npuprofctl.1 docs/npuprof-replay.1 $(DESTDIR)$(MANDIR)/man1/
+	install -m 0644 docs/libnpuprof.3 $(DESTDIR)$(MANDIR)/man3/
 	install -m 0644 docs/profiler_config.json.5 $(DESTDIR)$(MANDIR)/man5/
 	install -m 0644 docs/npuprofd.8 $(DESTDIR)$(MANDIR)/man8/
 	install -d $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCLUDEDIR)/npuprof

@@ -16,7 +16,7 @@
  *                  aclrtGetDevice (the device the process uses)
  *                  aclprofCreateConfig({device}, 1, metric, NULL, mask)  aclprofStart
  *   window_step    nothing: CANN collects on its own between Start and Stop
- *   window_close   aclrtSynchronizeDeviceWithTimeout(-1) (or aclrtSynchronizeDevice), so
+ *   window_close   aclrtSynchronizeDeviceWithTimeout (or aclrtSynchronizeDevice), so
  *                  the tail of the device's work is in the window; then aclprofStop,
  *                  aclprofDestroyConfig, aclprofFinalize
  *   shutdown       the window_close sequence, when a window is still open; else nothing
@@ -619,6 +619,23 @@ static void note_refused(json_t *runtime, const char *setting, const char *call,
 }
 
 /*
+ * The timeout of aclrtSynchronizeDeviceWithTimeout(), as torch_npu takes it: the seconds of
+ * $ACL_DEVICE_SYNC_TIMEOUT in milliseconds, else -1, none
+ * (torch_npu/csrc/core/npu/register/OptionsManager.cpp:211-221, AclInterface.cpp:1031-1054).
+ */
+static int32_t sync_timeout_ms(void)
+{
+        const char *s = getenv("ACL_DEVICE_SYNC_TIMEOUT");
+        char *end;
+        long v;
+
+        if (!s || !*s)
+                return -1;
+        v = strtol(s, &end, 10);
+        return v > 0 && v <= INT32_MAX / 1000 ? (int32_t) (v * 1000) : -1;
+}
+
+/*
  * Synchronize the device, then stop, destroy and finalize what @w holds, each step only when
  * owed; every step runs even when an earlier one failed. A failed synchronization costs the
  * tail of the data, not the window: it is noted in the manifest. Return: 0, or the errno of
@@ -632,11 +649,10 @@ static int window_teardown(acl_window_t *w, char *err)
         char more[NPF_BACKEND_ERR_MAX];
 
         if (w->started) {
-                /* torch_npu synchronizes the device before it stops (profiler_interface.py:165-170),
-                 * with the timeout of ACL_DEVICE_SYNC_TIMEOUT, -1 by default
-                 * (torch_npu/csrc/core/npu/interface/AclInterface.cpp:1031-1054). */
+                /* torch_npu synchronizes the device before it stops (profiler_interface.py:165-170). */
                 const char *call = w->lib.sync_timeout ? "aclrtSynchronizeDeviceWithTimeout" : "aclrtSynchronizeDevice";
-                e = w->lib.sync_timeout ? w->lib.sync_timeout(-1) : w->lib.sync ? w->lib.sync() : ACL_SUCCESS;
+                e = w->lib.sync_timeout ? w->lib.sync_timeout(sync_timeout_ms())
+                    : w->lib.sync ? w->lib.sync() : ACL_SUCCESS;
                 if (e != ACL_SUCCESS && w->runtime)
                         note_refused(w->runtime, "synchronize", call, e, NULL);
         }

@@ -130,6 +130,7 @@ static int teardown(void **state)
         unsetenv("NPUPROF_ACL_LIB");
         unsetenv("NPUPROF_MSPROFILER_LIB");
         unsetenv("ASCEND_RT_VISIBLE_DEVICES");
+        unsetenv("ACL_DEVICE_SYNC_TIMEOUT");
         json_decref(f->win.runtime);
         unlink(f->log);
         rmdir(f->dir);
@@ -822,6 +823,20 @@ static void test_synchronize_before_stop(void **state)
         free(got);
 }
 
+static void test_synchronize_timeout_as_torch_npu(void **state)
+{
+        fixture_t *f = *state;
+        char *got;
+
+        /* ACL_DEVICE_SYNC_TIMEOUT, in seconds, as torch_npu reads it (OptionsManager.cpp:211-221). */
+        setenv("ACL_DEVICE_SYNC_TIMEOUT", "30", 1);
+        run_window(f);
+        unsetenv("ACL_DEVICE_SYNC_TIMEOUT");
+        got = calls(f);
+        assert_non_null(strstr(got, "aclrtSynchronizeDeviceWithTimeout timeout=30000 -> 0\n"));
+        free(got);
+}
+
 static void test_cut_short_window_closes_alike(void **state)
 {
         fixture_t *f = *state;
@@ -1092,6 +1107,7 @@ int main(void)
                 T(test_npu_only_activities),
                 T(test_open_starts_and_steps_call_nothing),
                 T(test_synchronize_before_stop),
+                T(test_synchronize_timeout_as_torch_npu),
                 T(test_cut_short_window_closes_alike),
                 T(test_each_window_inits_and_finalizes),
                 T(test_second_open_window_refused),
