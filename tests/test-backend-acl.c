@@ -934,6 +934,41 @@ static void test_cann_refuses_a_second_init(void **state)
         run_window(f);
 }
 
+/* CANN's own answers, which the backend relies on the stand-in to give. */
+static void test_cann_answers_as_cann(void **state)
+{
+        fixture_t *f = *state;
+        void *cann = dlopen(f->stub, RTLD_NOW | RTLD_LOCAL);
+        __typeof__(aclprofSetConfig) *set_config;
+        __typeof__(aclprofCreateConfig) *create_config;
+        __typeof__(aclprofStart) *start;
+        __typeof__(aclprofDestroyConfig) *destroy_config;
+        uint32_t device = 0;
+        aclprofConfig *c;
+
+        assert_non_null(cann);
+        set_config = (__typeof__(aclprofSetConfig) *) dlsym(cann, "aclprofSetConfig");
+        create_config = (__typeof__(aclprofCreateConfig) *) dlsym(cann, "aclprofCreateConfig");
+        start = (__typeof__(aclprofStart) *) dlsym(cann, "aclprofStart");
+        destroy_config = (__typeof__(aclprofDestroyConfig) *) dlsym(cann, "aclprofDestroyConfig");
+        assert_true(set_config && create_config && start && destroy_config);
+        /* Bad input is 100000; a value out of range or an unknown host item is 100010. */
+        assert_int_equal(set_config(ACL_PROF_ARGS_MIN, "1", 1), ACL_ERROR_INVALID_PARAM);
+        assert_int_equal(set_config(ACL_PROF_SYS_IO_FREQ, "100", 2), ACL_ERROR_INVALID_PARAM);
+        assert_int_equal(set_config(ACL_PROF_SYS_IO_FREQ, "101", 3), ACL_ERROR_INVALID_PROFILING_CONFIG);
+        assert_int_equal(set_config(ACL_PROF_HOST_SYS, "cpu,gpu", 7), ACL_ERROR_INVALID_PROFILING_CONFIG);
+        assert_int_equal(set_config(ACL_PROF_HOST_SYS, "cpu,numa", 8), ACL_SUCCESS);
+        /* A data-type bit outside PROF_SWITCH_SUPPORT is refused at the start: 200007. */
+        c = create_config(&device, 1, ACL_AICORE_NONE, NULL, 0x400);
+        assert_non_null(c);
+        assert_int_equal(start(c), ACL_ERROR_PROF_MODULES_UNSUPPORTED);
+        assert_int_equal(destroy_config(c), ACL_SUCCESS);
+        /* A device the driver does not have makes no configuration. */
+        device = 8;
+        assert_null(create_config(&device, 1, ACL_AICORE_NONE, NULL, 0x801));
+        dlclose(cann);
+}
+
 /* --- injected failures ----------------------------------------------------------------- */
 
 static void test_init_failure_stops_everything(void **state)
@@ -1115,6 +1150,7 @@ int main(void)
                 T(test_shutdown_without_window_calls_nothing),
                 T(test_shutdown_failure_reported_by_close),
                 T(test_cann_refuses_a_second_init),
+                T(test_cann_answers_as_cann),
                 T(test_init_failure_stops_everything),
                 T(test_create_config_failure_finalizes),
                 T(test_start_failure_destroys_and_finalizes),
