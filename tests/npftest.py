@@ -8,8 +8,12 @@ A suite counts its checks with ok(), fail() and check(), prints its timings with
 (never asserts them), waits with wait_for() (bounded by npftest.WAIT unless told), and ends
 with `sys.exit(npftest.summary("PREFIX"))`, which prints the one "PREFIX: N passed, N failed"
 line tests/run-tests reads. Notify is a NOTIFY_SOCKET owned by the test, as systemd owns one.
+save_config() writes a configuration file the way an editor does.
+
+Nothing here imports npuprof: the suites under tests/ run without the Python binding.
 """
 
+import json
 import os
 import socket
 import threading
@@ -66,6 +70,20 @@ def wait_for(pred, timeout=None, every=0.02):
         if v or time.monotonic() >= deadline:
             return v
         time.sleep(every)
+
+
+def save_config(path, obj, mtime=None):
+    """Write @obj to @path as an editor or npuprofctl saves it: a temporary file, fsync,
+    rename over; with @mtime, the file's modification time is set before the rename."""
+    tmp = path + ".tmp~"
+    with open(tmp, "w") as f:
+        json.dump(obj, f, indent=2)
+        f.write("\n")
+        f.flush()
+        os.fsync(f.fileno())
+    if mtime is not None:
+        os.utime(tmp, (mtime, mtime))
+    os.rename(tmp, path)
 
 
 def unlink_segments(names):

@@ -39,49 +39,28 @@ import importlib
 import json
 import os
 import pickle
-import shutil
-import signal
 import struct
 import subprocess
 import tempfile
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(os.path.dirname(HERE))
-BUILD = os.path.abspath(sys.argv[1]) if len(sys.argv) > 1 else os.path.join(ROOT, "build")
-sys.path.insert(0, os.path.join(ROOT, "python"))
-sys.path.insert(0, os.path.join(ROOT, "tests"))
-sys.path.insert(0, HERE)
-os.environ.setdefault("NPUPROF_LIB", os.path.join(BUILD, "libnpuprof.so"))
-os.environ.pop("NPUPROF_SHM", None)
-os.environ.pop("RANK_ID", None)
-os.environ["RANK"] = "0"        # torch_npu's ConfigContext and npuprof both read it
+import npu_stubs  # noqa: E402 - beside this file, as bindingtest is
 
-import npftest  # noqa: E402
-from npftest import fail, check, wait_for  # noqa: E402
-import npu_stubs  # noqa: E402
-
-SNAPSHOTS = os.path.normpath(os.path.join(ROOT, "..", "shared", "testdata", "torch_npu_snapshots"))
-
-try:
-    with open(os.environ["NPUPROF_LIB"], "rb") as _f:
-        _so = _f.read()
-except OSError:
-    _so = b""
-if any(rt in _so for rt in (b"libasan.so", b"libtsan.so", b"libubsan.so", b"libhwasan.so")):
-    print("skip: %s needs a sanitizer runtime, which cannot be loaded into Python; "
-          "the Python binding is tested on the plain build" % os.environ["NPUPROF_LIB"])
-    sys.exit(77)
 FRAMEWORKS = npu_stubs.frameworks_dir()
 if FRAMEWORKS is None:
     print("skip: ../shared/testdata/frameworks/torch_npu is absent: torch_npu's own code cannot be run")
     sys.exit(77)
-try:
-    import torch  # noqa: F401
-except Exception as e:  # noqa: BLE001 - any reason torch is unusable is a skip
-    print("skip: torch cannot be imported by %s: %s: %s (Debian: apt-get install python3-torch)"
-          % (sys.executable, type(e).__name__, e))
-    sys.exit(77)
+
+import bindingtest  # noqa: E402 - it puts python/ and tests/ on sys.path
+from bindingtest import Daemon, ROOT  # noqa: E402
+
+BUILD = bindingtest.setup("npftest-npu")
+os.environ["RANK"] = "0"        # torch_npu's ConfigContext and npuprof both read it
+
+import torch  # noqa: E402
+from npftest import fail, check, wait_for  # noqa: E402
+
+SNAPSHOTS = os.path.normpath(os.path.join(ROOT, "..", "shared", "testdata", "torch_npu_snapshots"))
 
 tnpu = npu_stubs.install(FRAMEWORKS)
 dynamic_profile = importlib.import_module("torch_npu.profiler.dynamic_profile")
@@ -93,91 +72,6 @@ Profile = npu_stubs.Profile
 
 import npuprof  # noqa: E402
 import npuprof.torch  # noqa: E402
-from npuprof import _lib  # noqa: E402
-
-TMP = tempfile.mkdtemp(prefix="npftest-npu.")
-SHM_PREFIX = "npftest-npu-%d" % os.getpid()
-daemons = []
-
-
-def save_config(path, obj, mtime=None):
-    """As an editor saves it: a temporary file, fsync, rename over."""
-    tmp = path + ".tmp~"
-    with open(tmp, "w") as f:
-        json.dump(obj, f, indent=2)
-        f.write("\n")
-        f.flush()
-        os.fsync(f.fileno())
-    if mtime is not None:
-        os.utime(tmp, (mtime, mtime))
-    os.rename(tmp, path)
-
-
-class Daemon:
-    """npuprofd on a private configuration, shm name, socket and output root, analysing
-    finished windows with the real npuprof-replay."""
-
-    def __init__(self, tag, config):
-        self.dir = os.path.join(TMP, tag)
-        os.makedirs(self.dir)
-        self.conf = os.path.join(self.dir, "profiler_config.json")
-        self.shm = "%s-%s" % (SHM_PREFIX, tag)
-        self.sock = os.path.join(self.dir, "npuprofd.sock")
-        self.log = os.path.join(self.dir, "daemon.log")
-        save_config(self.conf, config)
-        self.logf = open(self.log, "w")
-        self.proc = subprocess.Popen(
-            [os.path.join(BUILD, "npuprofd"), "--config", self.conf, "--shm-name", self.shm,
-             "--socket", self.sock,
-             "--output-root", self.dir, "--poll-interval", "50", "--log", "stderr",
-             "--analyzer", os.path.join(BUILD, "npuprof-replay")],
-            stdin=subprocess.DEVNULL, stdout=self.logf, stderr=self.logf)
-        daemons.append(self)
-
-    def generation(self):
-        return _lib.config_generation(self.shm) or 0
-
-    def wait_generation(self, at_least, timeout=5.0):
-        return wait_for(lambda: self.generation() >= at_least, timeout) and self.generation()
-
-    def publish(self, config, mtime=None):
-        """Save @config and wait for npuprofd to publish it. Return: its generation, or 0."""
-        g = self.generation()
-        save_config(self.conf, config, mtime)
-        return self.wait_generation(g + 1) or 0
-
-    def tail(self):
-        try:
-            with open(self.log) as f:
-                return "daemon log:\n" + "".join(f.readlines()[-12:])
-        except OSError as e:
-            return str(e)
-
-    def stop(self):
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(5)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        self.logf.close()
-        npftest.unlink_segments([self.shm])
-
-
-def cleanup():
-    for d in daemons:
-        if d.proc.poll() is None:
-            d.stop()
-    shutil.rmtree(TMP, ignore_errors=True)
-
-
-def on_signal(sig, _frame):
-    raise SystemExit(128 + sig)
-
-
-signal.signal(signal.SIGTERM, on_signal)
-signal.signal(signal.SIGHUP, on_signal)
 
 
 def window_loop(shm, calls):
@@ -306,7 +200,7 @@ def compare_case(d, name, conf, out, start=3):
 
 
 def t_settings():
-    d = Daemon("settings", {})
+    d = Daemon("settings", {}, analyzer=True)
     try:
         if not check("settings: npuprofd published generation 1", d.wait_generation(1) == 1, d.tail()):
             return
@@ -368,7 +262,7 @@ def compare_native(d, name, conf, out):
 # --- the steps ------------------------------------------------------------------------------
 
 def t_steps():
-    d = Daemon("steps", {})
+    d = Daemon("steps", {}, analyzer=True)
     stop_monitor = None
     try:
         if not check("steps: npuprofd published generation 1", d.wait_generation(1) == 1, d.tail()):
@@ -448,7 +342,7 @@ def manifest(wdir):
 
 def replay_peak(path):
     """The allocated peak npuprof-replay finds in @path, device by device."""
-    out = tempfile.mkdtemp(dir=TMP)
+    out = tempfile.mkdtemp(dir=bindingtest.TMP)
     subprocess.run([os.path.join(BUILD, "npuprof-replay"), "-q", "-o", out, path], check=False)
     try:
         with open(os.path.join(out, "report.json")) as f:
@@ -464,7 +358,7 @@ def t_memory():
     if not os.path.isfile(src):
         print("skip memory: %s is absent" % src, flush=True)
         return
-    d = Daemon("memory", {})
+    d = Daemon("memory", {}, analyzer=True)
     try:
         if not check("memory: npuprofd published generation 1", d.wait_generation(1) == 1, d.tail()):
             return
@@ -515,7 +409,7 @@ def t_memory():
 # --- failures ----------------------------------------------------------------------------------
 
 def t_failures():
-    d = Daemon("failures", {})
+    d = Daemon("failures", {}, analyzer=True)
     try:
         if not check("failures: npuprofd published generation 1", d.wait_generation(1) == 1, d.tail()):
             return
@@ -561,20 +455,8 @@ def t_failures():
         d.stop()
 
 
-def main():
-    for exe in ("npuprofd", "libnpuprof.so", "npuprof-replay", "npuprofctl"):
-        if not os.path.exists(os.path.join(BUILD, exe)):
-            print("python-npu: %s/%s is not built" % (BUILD, exe))
-            return 2
-    print("torch %s; torch_npu's own code from %s; libnpuprof %s" % (
-        torch.__version__, FRAMEWORKS, os.environ["NPUPROF_LIB"]), flush=True)
-    npftest.run_tests([t_settings, t_steps, t_memory, t_failures])
-    return npftest.summary("python-npu")
-
-
 if __name__ == "__main__":
-    try:
-        rc = main()
-    finally:
-        cleanup()
-    sys.exit(rc)
+    bindingtest.main("python-npu", ("npuprofd", "libnpuprof.so", "npuprof-replay", "npuprofctl"),
+                     "torch %s; torch_npu's own code from %s; libnpuprof %s" % (
+                         torch.__version__, FRAMEWORKS, os.environ["NPUPROF_LIB"]),
+                     [t_settings, t_steps, t_memory, t_failures])

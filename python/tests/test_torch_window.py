@@ -20,172 +20,18 @@ sys.dont_write_bytecode = True  # noqa: E402 - no __pycache__ in the source tree
 
 import json
 import os
-import shutil
-import signal
-import subprocess
-import tempfile
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(os.path.dirname(HERE))
-BUILD = os.path.abspath(sys.argv[1]) if len(sys.argv) > 1 else os.path.join(ROOT, "build")
-sys.path.insert(0, os.path.join(ROOT, "python"))
-os.environ.setdefault("NPUPROF_LIB", os.path.join(BUILD, "libnpuprof.so"))
-os.environ.pop("NPUPROF_SHM", None)
+import bindingtest  # noqa: E402 - beside this file; it puts python/ and tests/ on sys.path
+from bindingtest import Daemon, ROOT  # noqa: E402
+
+BUILD = bindingtest.setup("npftest-py")
 os.environ.pop("RANK", None)
-os.environ.pop("RANK_ID", None)
 
-
-def sanitizer_runtime(path):
-    """The sanitizer runtime a shared object needs (it cannot be loaded into Python), or None."""
-    try:
-        with open(path, "rb") as f:
-            data = f.read()
-    except OSError:
-        return None
-    for rt in (b"libasan.so", b"libtsan.so", b"libubsan.so", b"libhwasan.so"):
-        if rt in data:
-            return rt.decode()
-    return None
-
-
-_rt = sanitizer_runtime(os.environ["NPUPROF_LIB"])
-if _rt:
-    print("skip: %s needs %s, which cannot be loaded into a Python that was not started with it; "
-          "the Python binding is tested on the plain build" % (os.environ["NPUPROF_LIB"], _rt))
-    sys.exit(77)
-
-try:
-    import torch
-except Exception as e:  # noqa: BLE001 - any reason torch is unusable is a skip
-    print("skip: torch cannot be imported by %s: %s: %s" % (sys.executable, type(e).__name__, e))
-    print("      (Debian: apt-get install python3-torch; run with /usr/bin/python3)")
-    sys.exit(77)
-
+import torch  # noqa: E402
+from npftest import ok, fail, check, save_config  # noqa: E402
 import npuprof  # noqa: E402
 import npuprof.torch  # noqa: E402
-from npuprof import _lib  # noqa: E402
-
-passed = 0
-failed = 0
-TMP = tempfile.mkdtemp(prefix="npftest-py.")
-SHM_PREFIX = "npftest-py-%d" % os.getpid()
-daemons = []
-
-
-def ok(name):
-    global passed
-    passed += 1
-    print("ok   %s" % name, flush=True)
-
-
-def fail(name, detail=""):
-    global failed
-    failed += 1
-    print("FAIL %s" % name, flush=True)
-    for line in str(detail).splitlines()[:40]:
-        print("     | %s" % line)
-
-
-def check(name, cond, detail=""):
-    (ok if cond else fail)(name, *(() if cond else (detail,)))
-    return cond
-
-
-def wait_for(pred, timeout=5.0):
-    deadline = time.monotonic() + timeout
-    while True:
-        v = pred()
-        if v:
-            return v
-        if time.monotonic() >= deadline:
-            return v
-        time.sleep(0.01)
-
-
-def cleanup():
-    for p in daemons:
-        if p.poll() is None:
-            p.terminate()
-            try:
-                p.wait(5)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait()
-    for f in os.listdir("/dev/shm"):
-        if f.startswith(SHM_PREFIX + "-") or f.startswith(SHM_PREFIX + "."):
-            try:
-                os.unlink(os.path.join("/dev/shm", f))
-            except OSError:
-                pass
-    shutil.rmtree(TMP, ignore_errors=True)
-
-
-def on_signal(sig, _frame):
-    raise SystemExit(128 + sig)
-
-
-signal.signal(signal.SIGTERM, on_signal)
-signal.signal(signal.SIGHUP, on_signal)
-
-
-def save_config(path, obj):
-    """As an editor or npuprofctl saves it: a temporary file, fsync, rename over."""
-    tmp = path + ".tmp~"
-    with open(tmp, "w") as f:
-        json.dump(obj, f, indent=2)
-        f.write("\n")
-        f.flush()
-        os.fsync(f.fileno())
-    os.rename(tmp, path)
-
-
-class Daemon:
-    """npuprofd on a private configuration, shm name, socket and output root."""
-
-    def __init__(self, tag, config):
-        self.dir = os.path.join(TMP, tag)
-        os.makedirs(self.dir)
-        self.conf = os.path.join(self.dir, "profiler_config.json")
-        self.shm = "%s-%s" % (SHM_PREFIX, tag)
-        self.sock = os.path.join(self.dir, "npuprofd.sock")
-        self.log = os.path.join(self.dir, "daemon.log")
-        save_config(self.conf, config)
-        self.logf = open(self.log, "w")
-        self.proc = subprocess.Popen(
-            [os.path.join(BUILD, "npuprofd"), "--config", self.conf, "--shm-name", self.shm,
-             "--socket", self.sock, "--output-root", self.dir, "--poll-interval", "50", "--log", "stderr"],
-            stdin=subprocess.DEVNULL, stdout=self.logf, stderr=self.logf)
-        daemons.append(self.proc)
-
-    def generation(self):
-        return _lib.config_generation(self.shm)
-
-    def wait_generation(self, at_least, timeout=5.0):
-        g = wait_for(lambda: (self.generation() or 0) >= at_least and self.generation(), timeout)
-        return g if g and g >= at_least else None
-
-    def tail(self):
-        try:
-            with open(self.log) as f:
-                return "daemon log:\n" + "".join(f.readlines()[-12:])
-        except OSError as e:
-            return str(e)
-
-    def stop(self):
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(5)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        self.logf.close()
-        for suffix in (".ctl", ".ranks"):
-            try:
-                os.unlink("/dev/shm/%s%s" % (self.shm, suffix))
-            except OSError:
-                pass
 
 
 def make_model():
@@ -222,7 +68,7 @@ def profiler_steps(path):
 # --- no daemon at all ---------------------------------------------------------------------
 
 def t_detached():
-    name = "%s-absent" % SHM_PREFIX
+    name = "%s-absent" % bindingtest.SHM_PREFIX
     try:
         with npuprof.Monitor(rank=0, shm_name=name) as mon:
             i = mon.info()
@@ -655,25 +501,7 @@ def t_gpu():
         d.stop()
 
 
-def main():
-    for exe in ("npuprofd", "libnpuprof.so"):
-        if not os.path.exists(os.path.join(BUILD, exe)):
-            print("python: %s/%s is not built" % (BUILD, exe))
-            return 2
-    print("torch %s, libnpuprof %s" % (torch.__version__, os.environ["NPUPROF_LIB"]), flush=True)
-    for t in (t_detached, t_window, t_torch_fails, t_cut_short, t_warmup, t_gpu, t_slot_and_fork):
-        try:
-            t()
-        except Exception:  # noqa: BLE001 - one test's crash is its failure, not the suite's
-            import traceback
-            fail("%s raised" % t.__name__, traceback.format_exc())
-    print("python: %d passed, %d failed" % (passed, failed))
-    return 1 if failed else 0
-
-
 if __name__ == "__main__":
-    try:
-        rc = main()
-    finally:
-        cleanup()
-    sys.exit(rc)
+    bindingtest.main("python", ("npuprofd", "libnpuprof.so"),
+                     "torch %s, libnpuprof %s" % (torch.__version__, os.environ["NPUPROF_LIB"]),
+                     [t_detached, t_window, t_torch_fails, t_cut_short, t_warmup, t_gpu, t_slot_and_fork])
