@@ -323,6 +323,34 @@ def t_steps():
             check("steps, %s: npuprof's window directory is rank0_start%d_stop%d, its manifest complete" % (
                 what, start, start + warmup + active - 1),
                   manifest(wdir).get("status") == "complete", wdir)
+        # start_step -1: torch_npu starts in the very step() call that reads the file
+        # (dynamic_profile.py:110-124, cfg_ctx.start()); so does npuprof for a torch_npu file.
+        out = os.path.join(d.dir, "steps-next")
+        mtime += 2
+        before = len(Profile.instances)
+        g = d.publish(torch_npu_file(out, start_step=-1, warmup=0, active=2), mtime)
+        want = struct.pack("<I", int(mtime))
+        seen = wait_for(lambda: bytes(shm.read_bytes(read_time=True)) == want, 5)
+        if check("steps, start_step -1: npuprofd and torch_npu's monitor both took the file", g and seen, d.tail()):
+            first = calls + 1
+            for _ in range(5):
+                calls += 1
+                npu_stubs.AT[0] = calls
+                dynamic_profile.step()
+                win.step()
+            made = Profile.instances[before:]
+            ref = [p for p in made if p.owner == "torch_npu.profiler.dynamic_profile"]
+            mine = [p for p in made if p.owner == "npuprof.torch"]
+            if check("steps, start_step -1: one profile each", len(ref) == 1 and len(mine) == 1,
+                     "torch_npu %d, ProfilerWindow %d" % (len(ref), len(mine))):
+                check("steps, start_step -1: torch_npu starts at the call that reads the file (%d)" % first,
+                      ref[0].calls == [("offset", first, first), ("start", first), ("step", first + 1),
+                                       ("step", first + 2), ("stop", first + 2)], ref[0].calls)
+                check("steps, start_step -1: ProfilerWindow makes the same calls at the same steps",
+                      mine[0].calls == ref[0].calls, "%s\ntorch_npu: %s" % (mine[0].calls, ref[0].calls))
+                wdir = os.path.join(out, "rank0_start%d_stop%d" % (first, first + 1))
+                check("steps, start_step -1: npuprof's window is %d..%d, its manifest complete" % (first, first + 1),
+                      manifest(wdir).get("status") == "complete", wdir)
         win.stop()
     finally:
         if stop_monitor:
