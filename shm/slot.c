@@ -108,11 +108,35 @@ int npf_slot_reclaim(npf_shm_ranks_t *table, uint32_t index, npf_slot_view_t *re
 }
 
 /* Take a free slot for (@pid, @start) and fill it in. Return: its index, or -ENOSPC. */
+/*
+ * The free slot where the fewest windows ended, the lowest of those: a slot keeps the last
+ * NPF_SLOT_ENDED windows that ended in it for the daemon's next sweep, so ranks that come
+ * and go faster than it sweeps must not all pass through one slot. Return: its index, or
+ * NPF_SHM_SLOTS when none is free.
+ */
+static uint32_t least_used_free_slot(npf_shm_ranks_t *table)
+{
+        uint32_t best = NPF_SHM_SLOTS;
+        uint64_t fewest = UINT64_MAX;
+
+        for (uint32_t i = 0; i < NPF_SHM_SLOTS && fewest > 0; i++) {
+                npf_shm_slot_t *slot = &table->slots[i];
+                uint64_t claim = atomic_load_explicit(npf__seq(&slot->claim), memory_order_relaxed);
+                uint64_t ended = atomic_load_explicit(npf__seq(&slot->windows_ended), memory_order_relaxed);
+
+                if (NPF_SLOT_PID(claim) == 0 && ended < fewest) {
+                        best = i;
+                        fewest = ended;
+                }
+        }
+        return best;
+}
+
 static int take_free_slot(npf_shm_ranks_t *table, uint32_t rank, int32_t device, uint32_t pid, uint64_t start,
                           uint64_t *ret_claim)
 {
         for (int pass = 0; pass < 2; pass++) {
-                for (uint32_t i = 0; i < NPF_SHM_SLOTS; i++) {
+                for (uint32_t i = least_used_free_slot(table); i < NPF_SHM_SLOTS; i = least_used_free_slot(table)) {
                         npf_shm_slot_t *slot = &table->slots[i];
                         uint64_t claim = atomic_load_explicit(npf__seq(&slot->claim), memory_order_relaxed);
 

@@ -227,8 +227,16 @@ static void test_ended_names_its_rank(void **state)
         uint32_t idx = npf_slot_index(f->table, slot);
         npf_slot_set_state(slot, &st);
         npf_slot_release(f->table, slot);
+        /* While a slot where no window ended is free, the one that keeps a window is not taken. */
+        assert_int_equal(npf_slot_claim(f->table, 2, 0, &again, NULL), 0);
+        assert_ptr_not_equal(again, slot);
+        npf_slot_release(f->table, again);
+        /* Every other slot has kept more: the freed slot is the one reused. */
+        for (uint32_t i = 0; i < NPF_SHM_SLOTS; i++)
+                if (i != idx)
+                        f->table->slots[i].windows_ended = 2;
         assert_int_equal(npf_slot_claim(f->table, 3, 0, &again, NULL), 0);
-        assert_ptr_equal(again, slot);          /* the freed slot is the one reused */
+        assert_ptr_equal(again, slot);
         assert_int_equal(npf_slot_read(f->table, idx, &v), 0);
         assert_int_equal(v.rank, 3);
         assert_int_equal(v.windows_ended, 1);
