@@ -1394,7 +1394,7 @@ static const char *file_kind(mode_t mode)
         return "not a regular file";
 }
 
-int npf_conf_read(const char *path, char **ret_text, size_t *ret_len, uint32_t *ret_mode, npf_conf_report_t *report)
+int npf_conf_read(const char *path, char **ret_text, size_t *ret_len, struct stat *ret_st, npf_conf_report_t *report)
 {
         parse_t p = { .report = report };
         struct stat st;
@@ -1454,8 +1454,8 @@ int npf_conf_read(const char *path, char **ret_text, size_t *ret_len, uint32_t *
         close(fd);
         *ret_text = buf;
         *ret_len = used;
-        if (ret_mode)
-                *ret_mode = (uint32_t) st.st_mode;
+        if (ret_st)
+                *ret_st = st;
         return 0;
 fail:
         free(buf);

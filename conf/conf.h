@@ -13,6 +13,7 @@
 
 #include <jansson.h>
 #include <stdint.h>
+#include <sys/stat.h>
 
 #include "npuprof/shm.h"
 
@@ -47,10 +48,11 @@ int npf_conf_parse(const char *text, size_t len, npf_shm_config_t *ret_config, n
 /*
  * npf_conf_read() - read the file at @path, refusing what is not a regular file or is over
  * NPF_CONF_FILE_MAX bytes. Return: 0 and a malloc'd buffer (not NUL-terminated) in
- * @ret_text of @ret_len bytes, and the file's st_mode in @ret_mode unless it is NULL; or
- * -errno with the reason as an error in @report (a reason that quotes nothing of the file).
+ * @ret_text of @ret_len bytes, and the file's fstat() as it was opened (its mode, its
+ * modification time) in @ret_st unless it is NULL; or -errno with the reason as an error
+ * in @report (a reason that quotes nothing of the file).
  */
-int npf_conf_read(const char *path, char **ret_text, size_t *ret_len, uint32_t *ret_mode, npf_conf_report_t *report);
+int npf_conf_read(const char *path, char **ret_text, size_t *ret_len, struct stat *ret_st, npf_conf_report_t *report);
 
 /*
  * npf_conf_withhold() - replace every message and key of @report, which may quote the

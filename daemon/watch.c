@@ -42,6 +42,7 @@ struct npf_watch {
         uint64_t dir_dev, dir_ino;
         int rc;
         uint64_t hash;
+        int64_t mtime_s;                /* of the reading that agreed with the one before */
         npf_shm_config_t config;
         npf_conf_report_t report;
 };
@@ -63,8 +64,7 @@ static void read_work(uv_work_t *req)
         npf_watch_t *w = req->data;
         char *prev = NULL, *text = NULL;
         size_t prev_len = 0, len = 0;
-        uint32_t mode = 0;
-        struct stat dir_st;
+        struct stat st = { 0 }, dir_st;
         int r = 0;
 
         w->dir_dev = w->dir_ino = 0;
@@ -74,7 +74,7 @@ static void read_work(uv_work_t *req)
         }
 
         for (int i = 0; i < READS_TO_AGREE_MAX; i++) {
-                r = npf_conf_read(w->path, &text, &len, &mode, &w->report);
+                r = npf_conf_read(w->path, &text, &len, &st, &w->report);
                 if (r < 0)
                         break;
                 if (prev && prev_len == len && memcmp(prev, text, len) == 0)
@@ -101,12 +101,13 @@ static void read_work(uv_work_t *req)
                 return;
         }
         w->hash = fnv64(text, len);
+        w->mtime_s = (int64_t) st.st_mtim.tv_sec;
         w->rc = npf_conf_parse(text, len, &w->config, &w->report);
         if (w->rc == 0 && w->root)
                 w->rc = npf_conf_confine(&w->config, text, len, w->root, &w->report) < 0 ? -EINVAL : 0;
         /* What the daemon says of the file is shown to every local user: never a private file's bytes. */
-        if (!(mode & S_IROTH))
-                npf_conf_withhold(&w->report, w->path, mode);
+        if (!(st.st_mode & S_IROTH))
+                npf_conf_withhold(&w->report, w->path, (uint32_t) st.st_mode);
         free(text);
 }
 
@@ -179,6 +180,7 @@ static void read_done(uv_work_t *req, int status)
                         .config = w->rc == 0 ? &w->config : NULL,
                         .report = &w->report,
                         .content_hash = w->hash,
+                        .mtime_s = w->mtime_s,
                 };
                 uv_timer_stop(&w->settle);
                 w->cb(w, &res, w->data);
