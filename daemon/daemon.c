@@ -239,7 +239,7 @@ static void on_config(npf_watch_t *w, const npf_watch_result_t *res, void *data)
                         }
                 }
                 if (d->legacy)
-                        npf_legacy_publish(d->legacy, res->config);
+                        npf_legacy_publish(d->legacy, res->config, res->mtime_s);
                 if (old_state != NPF_FILE_VALID && old_state != NPF_FILE_UNKNOWN)
                         npf_log(LOG_NOTICE, (int64_t) generation_in_force(d), NPF_LOG_NONE,
                                 "%s is valid again", d->opt.config_path);
@@ -256,7 +256,7 @@ static void on_config(npf_watch_t *w, const npf_watch_result_t *res, void *data)
         } else {
                 const npf_conf_diag_t *e = res->report->n_errors ? &res->report->errors[0] : NULL;
                 if (d->legacy)
-                        npf_legacy_publish(d->legacy, NULL);
+                        npf_legacy_publish(d->legacy, NULL, 0);
                 st->file_state = res->rc == -ENOENT ? NPF_FILE_MISSING : NPF_FILE_INVALID;
                 st->line = e ? e->line : 0;
                 st->column = e ? e->column : 0;

@@ -54,6 +54,8 @@ typedef struct publisher {
         uint8_t *body;          /* the newest body, @body_len bytes (JSON, or the packed struct) */
         size_t body_len;
         uint64_t body_gen;      /* 0: nothing to publish yet */
+        uint64_t bytes_gen;     /* the body_gen whose bytes @body are: torch_npu restamps a body unchanged */
+        int64_t mtime_s;        /* torch_npu: the watched file's modification time of the newest body */
         char note[NPF_LEGACY_NOTE_MAX];
         attached_t procs[NPF_LEGACY_PROCESSES_MAX];
         size_t n_procs;
@@ -295,6 +297,22 @@ static void withdraw(publisher_t *p, object_t *o, uint64_t now_ns)
         o->withdrawn_ns = now_ns;
 }
 
+/*
+ * The time stamp of torch_npu's header for a body of the file modified at @mtime_s, in an
+ * object whose last stamp is @last. A job acts on a stamp later than the last it took,
+ * which starts as its own start time (int(time.time()) in DynamicProfilerMonitor()), and
+ * torch_npu's own monitor stamps the file's modification time in seconds (worker_func):
+ * so does this, so that a job acts on what was saved after it started and on nothing
+ * older. One stamp never announces two bodies: a save within the same second as the last,
+ * or with an older time, takes the last stamp + 1.
+ */
+static uint32_t torch_npu_stamp(uint32_t last, int64_t mtime_s)
+{
+        if (mtime_s > (int64_t) last && mtime_s <= (int64_t) UINT32_MAX)
+                return (uint32_t) mtime_s;
+        return last < UINT32_MAX ? last + 1 : last;
+}
+
 /* The second half: the body, then (a release store) the header that announces it. */
 static void write_body(publisher_t *p, object_t *o)
 {
@@ -302,13 +320,12 @@ static void write_body(publisher_t *p, object_t *o)
 
         switch (p->kind) {
         case NPF_LEGACY_TORCH_NPU: {
-                /* Later than any reader's start: they all attach within the object's hour. */
-                uint32_t stamp = o->stamp + 1;
-                uint64_t hour_end = (uint64_t) o->hour + 3600;
-                if (stamp < hour_end && hour_end <= UINT32_MAX)
-                        stamp = (uint32_t) hour_end;
-                memcpy(m + 4, p->body, p->body_len);
-                memset(m + 4 + p->body_len, ' ', NPF_LEGACY_SIZE - 4 - p->body_len);
+                uint32_t stamp = torch_npu_stamp(o->stamp, p->mtime_s);
+                /* A save of the same body only restamps it: no reader can see it torn. */
+                if (o->body_gen < p->bytes_gen) {
+                        memcpy(m + 4, p->body, p->body_len);
+                        memset(m + 4 + p->body_len, ' ', NPF_LEGACY_SIZE - 4 - p->body_len);
+                }
                 __atomic_store_n((uint32_t *) (void *) m, htole32(stamp), __ATOMIC_RELEASE);
                 o->stamp = stamp;
                 break;
@@ -365,7 +382,7 @@ static bool make_body(publisher_t *p, const npf_shm_config_t *c)
         free(p->body);
         p->body = body;
         p->body_len = len;
-        p->body_gen++;
+        p->bytes_gen = ++p->body_gen;
         return true;
 }
 
@@ -476,7 +493,9 @@ static bool tend(npf_legacy_t *l, publisher_t *p, object_t *o, time_t now, time_
                 return true;
         }
         if (p->body_gen && o->body_gen != p->body_gen) {
-                if (o->blank || (o->withdrawn_ns && now_ns - o->withdrawn_ns >= (uint64_t) NPF_LEGACY_SETTLE_MS * 1000000u))
+                /* A body it holds already (a restamp) is announced anew at once. */
+                if (o->blank || (!o->withdrawn_ns && o->body_gen >= p->bytes_gen) ||
+                    (o->withdrawn_ns && now_ns - o->withdrawn_ns >= (uint64_t) NPF_LEGACY_SETTLE_MS * 1000000u))
                         write_body(p, o);
                 else if (!o->withdrawn_ns)
                         withdraw(p, o, now_ns);
@@ -550,12 +569,22 @@ int npf_legacy_new(uv_loop_t *loop, const npf_legacy_options_t *o, npf_legacy_t 
         return 0;
 }
 
-void npf_legacy_publish(npf_legacy_t *l, const npf_shm_config_t *c)
+void npf_legacy_publish(npf_legacy_t *l, const npf_shm_config_t *c, int64_t mtime_s)
 {
         bool changed = false;
 
         for (size_t i = 0; i < l->n_pub; i++) {
-                if (!make_body(&l->pub[i], c))
+                publisher_t *p = &l->pub[i];
+                bool fresh = make_body(p, c);
+                /* torch_npu's own monitor stamps every save anew, the same body or not: a job
+                 * that started after the last one acts on the next, as it would there. */
+                if (!fresh && c && p->kind == NPF_LEGACY_TORCH_NPU && p->body_gen && mtime_s != p->mtime_s) {
+                        p->body_gen++;
+                        fresh = true;
+                }
+                if (fresh && c)
+                        p->mtime_s = mtime_s;
+                if (!fresh)
                         continue;
                 changed = true;
                 if (l->pub[i].note[0])

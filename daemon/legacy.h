@@ -61,12 +61,13 @@ int npf_legacy_parse_kinds(const char *s, unsigned *ret, char *err, size_t err_l
 int npf_legacy_new(uv_loop_t *loop, const npf_legacy_options_t *o, npf_legacy_t **ret);
 
 /*
- * npf_legacy_publish() - the configuration now in force, or NULL when the watched file is
- * broken (torch_npu is told "is_valid": false, the packed layout is_valid 0; MindSpore's
- * JSON layout, which has no such mark, keeps the last good one). Written at once where no
- * body was written in the last NPF_LEGACY_SETTLE_MS, else when that time is up.
+ * npf_legacy_publish() - the configuration now in force, read from the watched file as
+ * modified at @mtime_s (seconds since the epoch, its st_mtime: torch_npu's header), or NULL
+ * when the file is broken (torch_npu is told "is_valid": false, the packed layout is_valid
+ * 0; MindSpore's JSON layout, which has no such mark, keeps the last good one). Written at
+ * once where no body was written in the last NPF_LEGACY_SETTLE_MS, else when that time is up.
  */
-void npf_legacy_publish(npf_legacy_t *l, const npf_shm_config_t *c);
+void npf_legacy_publish(npf_legacy_t *l, const npf_shm_config_t *c, int64_t mtime_s);
 
 /* Each publisher, its objects and the processes that map them, for `npuprofctl status`. */
 json_t *npf_legacy_status_json(const npf_legacy_t *l);

@@ -63,6 +63,12 @@ def wait_for(pred, timeout=WAIT):
     return pred()
 
 
+def next_second():
+    """Sleep into the next whole second: torch_npu acts on a save whose modification time, in
+    whole seconds, is later than its own start (int(time.time()))."""
+    time.sleep(1.1 - time.time() % 1.0)
+
+
 def hour_name(prefix, t):
     return prefix + time.strftime("%Y%m%d%H", time.localtime(t))
 
@@ -210,7 +216,9 @@ def test_layouts():
         return wait_for(pred)
 
     # native file
+    before = wait_for(lambda: (lambda t: t and t[1] and t)(read_torch_npu(this_hour(TORCH))))
     d.write(NATIVE)
+    mtime = int(os.stat(d.config).st_mtime)
     got = published(lambda c: c.get("start_step") == 1000, lambda c: c.get("start_step") == 1000)
     if check(got, "a native file is published in both layouts"):
         (stamp, t), m = got
@@ -227,8 +235,10 @@ def test_layouts():
               t["rank_list"])
         check(t["prof_dir"] == os.path.join(d.root, "native"), "torch_npu: prof_dir under the output root",
               t["prof_dir"])
-        # A reader that started before the edit (at `now`, in the object's hour) sees it as new.
-        check(stamp > now, "torch_npu: the header is later than any reader's start", stamp)
+        # As torch_npu's own monitor stamps it: a reader acts on what was saved after it started.
+        check(before and stamp == max(mtime, before[0] + 1),
+              "torch_npu: the header is the file's modification time (the last one + 1 within a second)",
+              (stamp, mtime, before and before[0]))
         check(m["start_step"] == 1000 and m["stop_step"] == 1005, "MindSpore: start_step and stop_step (warmup included)", m)
         check(m["profiler_level"] == "Level2" and m["aic_metrics"] == "MemoryUB" and m["analyse_mode"] == 1,
               "MindSpore: level, aic_metrics, analyse_mode")
@@ -380,13 +390,14 @@ log.write(json.dumps({"object": name, "stale": ctime < start - stale_s, "age": s
 if ctime < start - stale_s:
     sys.exit(3)                     # the frameworks refuse a stale segment
 last, window, step = None, None, 0
+cur_time = int(start)               # torch_npu: a header later than this is new, then becomes it
 while True:
     step += 1
     log.write(json.dumps({"step": step}) + "\n")
     if kind == "torch_npu":
         stamp = struct.unpack("<I", bytes(shm.buf[:4]))[0]
-        if stamp > start and stamp != last:
-            last = stamp
+        if stamp > cur_time:
+            cur_time = stamp
             c = json.loads(bytes(shm.buf[4:]).decode().strip())
             if c.get("is_valid") and c["start_step"] > 0:
                 first = c["start_step"] if c["start_step"] >= 0 else step + 1
@@ -450,6 +461,8 @@ def test_jobs():
         check(re.search(r"legacy: +%s.*\n(.*\n)*? +pid %d +unmodified-job +%s" % (legacy, job.pid,
                                                                              job_lines(job)[0]["object"]), text),
               "%s job: npuprofctl status shows it under its publisher" % kind, text[-600:])
+        if kind == "torch_npu":
+            next_second()
         first = job_step(job) + 60
         if kind == "torch_npu":
             d.write({"start_step": first, "warmup": 1, "active": 4})
@@ -494,6 +507,7 @@ def test_hour_boundary():
           "a job started after it attaches to the new hour's object")
     check(wait_for(lambda: os.path.exists("/dev/shm/" + after)), "the hour after is created ahead")
     check(os.path.exists("/dev/shm/" + old), "the old hour's object stays while a job maps it")
+    next_second()
     first = max(job_step(early), job_step(late)) + 60
     d.write({"start_step": first, "warmup": 0, "active": 3})
     wait_for(lambda: min(job_step(early), job_step(late)) > first + 5, 15)
