@@ -358,8 +358,11 @@ static bool make_body(publisher_t *p, const npf_shm_config_t *c)
                 npf_legacy_mindspore_packed(c, body, p->note);
                 len = NPF_LEGACY_MS_PACKED_SIZE;
         } else {
-                if (!c && p->kind == NPF_LEGACY_MINDSPORE_JSON)
-                        return false;   /* no validity mark: the last good one stays */
+                /* A broken file changes nothing a job reads: the last good one stays. torch_npu's
+                 * own monitor would publish {"is_valid": false}, and a job that had not yet read
+                 * the good one before it would never see it. */
+                if (!c)
+                        return false;
                 json_t *j = p->kind == NPF_LEGACY_TORCH_NPU ? npf_legacy_torch_npu_json(c, p->note)
                                                             : npf_legacy_mindspore_json(c, p->note);
                 char *s = j ? json_dumps(j, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;

@@ -63,9 +63,9 @@ int npf_legacy_new(uv_loop_t *loop, const npf_legacy_options_t *o, npf_legacy_t 
 /*
  * npf_legacy_publish() - the configuration now in force, read from the watched file as
  * modified at @mtime_s (seconds since the epoch, its st_mtime: torch_npu's header), or NULL
- * when the file is broken (torch_npu is told "is_valid": false, the packed layout is_valid
- * 0; MindSpore's JSON layout, which has no such mark, keeps the last good one). Written at
- * once where no body was written in the last NPF_LEGACY_SETTLE_MS, else when that time is up.
+ * when the file is broken (torch_npu and MindSpore's JSON layout keep the last good one, the
+ * packed layout is_valid 0). Written at once where no body was written in the last
+ * NPF_LEGACY_SETTLE_MS, else when that time is up.
  */
 void npf_legacy_publish(npf_legacy_t *l, const npf_shm_config_t *c, int64_t mtime_s);
 
