@@ -154,6 +154,46 @@ static time_t hour_of_name(const publisher_t *p, const char *name)
         return mktime(&tm);
 }
 
+/*
+ * torch_npu releases before September 2025 name the object by the UTC hour
+ * (datetime.utcnow(), _dynamic_profiler_monitor_shm.py in v2.5.1), later ones by the local
+ * hour: where the two differ, torch_npu's objects are kept in both namings.
+ */
+static void utc_object_name(const publisher_t *p, time_t hour, char *buf, size_t len)
+{
+        struct tm tm;
+        char digits[16];
+
+        gmtime_r(&hour, &tm);
+        strftime(digits, sizeof(digits), "%Y%m%d%H", &tm);
+        snprintf(buf, len, "%s%s", p->prefix, digits);
+}
+
+/*
+ * The hour whose jobs the object @name serves. A torch_npu name reads as a local hour and as
+ * a UTC hour, and both readings of one name may be in use (at UTC+8, local hour 14 is UTC
+ * hour 06, and UTC hour 14 comes eight hours later): the later of the readings not beyond
+ * the next hour, else the earlier. Return: its start, or -1 for none of our names.
+ */
+static time_t served_hour(const npf_legacy_t *l, const publisher_t *p, const char *name)
+{
+        time_t local = hour_of_name(p, name), now = wall_now(l), utc;
+        struct tm tm = { 0 };
+
+        if (p->kind != NPF_LEGACY_TORCH_NPU || local == -1 ||
+            sscanf(name + strlen(p->prefix), "%4d%2d%2d%2d", &tm.tm_year, &tm.tm_mon, &tm.tm_mday, &tm.tm_hour) != 4)
+                return local;
+        tm.tm_year -= 1900;
+        tm.tm_mon -= 1;
+        utc = timegm(&tm);
+        bool local_near = local <= hour_of(hour_of(now) + 3600), utc_near = utc <= now - now % 3600 + 3600;
+        if (local_near && utc_near)
+                return local > utc ? local : utc;
+        if (local_near || utc_near)
+                return local_near ? local : utc;
+        return local < utc ? local : utc;
+}
+
 /* --- objects ------------------------------------------------------------------------------ */
 
 static object_t *find(publisher_t *p, const char *name)
@@ -187,6 +227,8 @@ static object_t *track(npf_legacy_t *l, publisher_t *p, const char *name, time_t
         bool created = false;
         int fd;
 
+        if (o && o->hour < hour)
+                o->hour = hour;         /* a torch_npu name of two hours, local and UTC: the later */
         if (o && o->fd >= 0)
                 return o;
         if (!o) {
@@ -470,7 +512,7 @@ static void scan_objects(npf_legacy_t *l, time_t hour)
                 publisher_t *p = publisher_of_name(l, e->d_name);
                 if (!p || find(p, e->d_name))
                         continue;
-                time_t h = hour_of_name(p, e->d_name);
+                time_t h = served_hour(l, p, e->d_name);
                 struct stat st;
                 /* Past hours are ours to remove, or someone's to keep publishing to. */
                 if (h >= hour || mapped_by_someone(p, e->d_name) ||
@@ -520,6 +562,17 @@ static bool tend(npf_legacy_t *l, publisher_t *p, object_t *o, time_t now, time_
         return false;
 }
 
+/* torch_npu's objects of this UTC hour and the next. */
+static void track_utc_hours(npf_legacy_t *l, publisher_t *p, time_t now)
+{
+        char name[NAME_MAX_];
+
+        for (time_t h = now - now % 3600; h <= now - now % 3600 + 3600; h += 3600) {
+                utc_object_name(p, h, name, sizeof(name));
+                track(l, p, name, h, true);
+        }
+}
+
 static void tick(npf_legacy_t *l)
 {
         uint64_t now_ns = npf_clock_ns(CLOCK_MONOTONIC);
@@ -538,6 +591,8 @@ static void tick(npf_legacy_t *l)
                 track(l, p, name, hour, true);
                 object_name(p, next, name, sizeof(name));
                 track(l, p, name, next, true);
+                if (p->kind == NPF_LEGACY_TORCH_NPU)
+                        track_utc_hours(l, p, now);
                 for (size_t k = 0; k < p->n_obj;)
                         k += tend(l, p, &p->obj[k], now, hour, now_ns, scan) ? 1 : 0;
         }

@@ -4,7 +4,8 @@
  * unmodified torch_npu (dynamic_profile) and MindSpore (DynamicProfilerMonitor) jobs poll,
  * so that the node's daemon drives them instead of their own polling processes.
  *
- * Their objects are named after the local hour (DynamicProfileNpuShm2026112114). Every
+ * Their objects are named after the local hour (DynamicProfileNpuShm2026112114), and
+ * torch_npu's also after the UTC hour, as its releases before September 2025 name them. Every
  * tick the publisher keeps the objects of this hour and the next one, adopts any object of
  * its name that already exists, writes the newest configuration into every object it can
  * open, refreshes the change time of the objects it owns (the frameworks drop a segment
