@@ -17,6 +17,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -38,12 +39,16 @@ typedef struct object {
         bool blank;             /* created here and never written: no reader can hold its header */
         uint64_t withdrawn_ns;  /* CLOCK_MONOTONIC when its header was withdrawn for a rewrite, 0 */
         uint64_t refreshed_ns;  /* and of the last ctime refresh */
+        dev_t dev;              /* the file itself, as /proc/PID/maps names it */
+        ino_t ino;
 } object_t;
 
 typedef struct attached {
         pid_t pid;
         char command[32];
         char object[NAME_MAX_];
+        dev_t dev;              /* the file it maps: one of ours, not a namesake in another /dev/shm */
+        ino_t ino;
 } attached_t;
 
 typedef struct publisher {
@@ -272,6 +277,8 @@ static object_t *track(npf_legacy_t *l, publisher_t *p, const char *name, time_t
         }
         o->fd = fd;
         o->map = map;
+        o->dev = st.st_dev;
+        o->ino = st.st_ino;
         o->error = 0;
         o->owned = st.st_uid == geteuid();
         /* An object of ours left by an earlier run takes this run's group and mode. */
@@ -441,6 +448,23 @@ static publisher_t *publisher_of_name(npf_legacy_t *l, const char *name)
         return NULL;
 }
 
+/*
+ * Whether the file a process maps (@dev and @ino, as its maps line names them) is our object
+ * @name: one we hold, its name maybe removed since, or the one of that name in our shm
+ * directory. An object of the same name in another /dev/shm (a container's own) is not.
+ */
+static bool is_ours(const npf_legacy_t *l, const publisher_t *p, const char *name, dev_t dev, ino_t ino)
+{
+        char path[sizeof(l->shm_dir) + NAME_MAX_ + 2];
+        struct stat st;
+
+        for (size_t i = 0; i < p->n_obj; i++)
+                if (p->obj[i].fd >= 0 && p->obj[i].dev == dev && p->obj[i].ino == ino)
+                        return true;
+        snprintf(path, sizeof(path), "%s/%s", l->shm_dir, name);
+        return stat(path, &st) == 0 && st.st_dev == dev && st.st_ino == ino;
+}
+
 /* Who maps the objects: /proc/PID/maps of every process that may be read. */
 static void scan_processes(npf_legacy_t *l)
 {
@@ -472,13 +496,18 @@ static void scan_processes(npf_legacy_t *l)
                         char *name = at + dir_len + 1;
                         name[strcspn(name, " \n")] = '\0';
                         publisher_t *p = publisher_of_name(l, name);
-                        if (!p || p->n_procs == NPF_LEGACY_PROCESSES_MAX)
+                        unsigned maj, min;
+                        unsigned long ino;
+                        /* start-end perms offset major:minor inode path, the numbers in hex but the inode */
+                        if (!p || p->n_procs == NPF_LEGACY_PROCESSES_MAX ||
+                            sscanf(line, "%*s %*s %*s %x:%x %lu", &maj, &min, &ino) != 3 ||
+                            !is_ours(l, p, name, makedev(maj, min), (ino_t) ino))
                                 continue;
                         attached_t *a = p->n_procs ? &p->procs[p->n_procs - 1] : NULL;
-                        if (a && a->pid == (pid_t) pid && strcmp(a->object, name) == 0)
+                        if (a && a->pid == (pid_t) pid && a->dev == makedev(maj, min) && a->ino == (ino_t) ino)
                                 continue;       /* the same object, mapped in pieces */
                         a = &p->procs[p->n_procs++];
-                        *a = (attached_t) { .pid = (pid_t) pid };
+                        *a = (attached_t) { .pid = (pid_t) pid, .dev = makedev(maj, min), .ino = (ino_t) ino };
                         snprintf(a->object, sizeof(a->object), "%s", name);
                         snprintf(path, sizeof(path), "/proc/%ld/comm", pid);
                         FILE *c = fopen(path, "re");
@@ -494,10 +523,11 @@ static void scan_processes(npf_legacy_t *l)
                 closedir(proc);
 }
 
-static bool mapped_by_someone(const publisher_t *p, const char *name)
+/* Whether a process maps the object that is file @dev, @ino. */
+static bool mapped_by_someone(const publisher_t *p, dev_t dev, ino_t ino)
 {
         for (size_t i = 0; i < p->n_procs; i++)
-                if (strcmp(p->procs[i].object, name) == 0)
+                if (p->procs[i].dev == dev && p->procs[i].ino == ino)
                         return true;
         return false;
 }
@@ -515,8 +545,8 @@ static void scan_objects(npf_legacy_t *l, time_t hour)
                 time_t h = served_hour(l, p, e->d_name);
                 struct stat st;
                 /* Past hours are ours to remove, or someone's to keep publishing to. */
-                if (h >= hour || mapped_by_someone(p, e->d_name) ||
-                    (fstatat(dirfd(d), e->d_name, &st, 0) == 0 && st.st_uid == geteuid()))
+                if (h >= hour || (fstatat(dirfd(d), e->d_name, &st, 0) == 0 &&
+                                  (mapped_by_someone(p, st.st_dev, st.st_ino) || st.st_uid == geteuid())))
                         track(l, p, e->d_name, h, false);
         }
         if (d)
@@ -554,7 +584,7 @@ static bool tend(npf_legacy_t *l, publisher_t *p, object_t *o, time_t now, time_
         if (!scan || o->hour + 3600 > now)
                 return true;
         o->in_use = o->owned ? open_elsewhere(o) : true;
-        if (mapped_by_someone(p, o->name) || (o->owned && o->in_use))
+        if (mapped_by_someone(p, o->dev, o->ino) || (o->owned && o->in_use))
                 return true;
         npf_log(LOG_INFO, NPF_LOG_NONE, NPF_LOG_NONE, "%s: %s %s: its hour is over and nothing maps it", p->name,
                 o->owned ? "removed" : "let go of", o->name);
