@@ -39,6 +39,8 @@ typedef struct object {
         bool blank;             /* created here and never written: no reader can hold its header */
         uint64_t withdrawn_ns;  /* CLOCK_MONOTONIC when its header was withdrawn for a rewrite, 0 */
         uint64_t refreshed_ns;  /* and of the last ctime refresh */
+        size_t size;            /* bytes mapped */
+        bool unlinked;          /* its name was removed (a job's unlink at exit): kept while mapped */
         dev_t dev;              /* the file itself, as /proc/PID/maps names it */
         ino_t ino;
 } object_t;
@@ -71,6 +73,10 @@ struct npf_legacy {
         npf_legacy_options_t opt;
         char shm_dir[256];
         uv_timer_t timer;
+        uv_timer_t step_timer;  /* the packed layout's next store, while one is owed */
+        uv_fs_event_t dir_event;        /* the shm directory: objects made or removed by jobs */
+        bool packed_owed;       /* a packed object is still on its way to the newest struct */
+        unsigned open_handles;  /* closed one by one on the way out; freed after the last */
         publisher_t pub[3];
         size_t n_pub;
         uint64_t scanned_ns;
@@ -120,15 +126,29 @@ static time_t wall_now(const npf_legacy_t *l)
         return time(NULL) + (time_t) l->opt.clock_offset_s;
 }
 
-/* The start of the local hour holding @t. */
+/*
+ * The start of the local hour holding @t. No mktime() here: it reloads the time zone on
+ * every call, under glibc's lock but racing in TSan's eyes with the log thread's
+ * localtime_r(); localtime_r() alone only reads what tzset() set up at start.
+ */
 static time_t hour_of(time_t t)
 {
         struct tm tm;
 
         localtime_r(&t, &tm);
-        tm.tm_min = tm.tm_sec = 0;
-        tm.tm_isdst = -1;
-        return mktime(&tm);
+        return t - tm.tm_min * 60 - tm.tm_sec;
+}
+
+/* @tm, a local time, as seconds since the epoch (mktime() without its tzset()). */
+static time_t local_to_time(struct tm *tm)
+{
+        time_t guess = timegm(tm);
+        struct tm at;
+
+        localtime_r(&guess, &at);
+        time_t t = guess - at.tm_gmtoff;
+        localtime_r(&t, &at);
+        return guess - at.tm_gmtoff;
 }
 
 static void object_name(const publisher_t *p, time_t hour, char *buf, size_t len)
@@ -156,7 +176,7 @@ static time_t hour_of_name(const publisher_t *p, const char *name)
                 return -1;
         tm.tm_year -= 1900;
         tm.tm_mon -= 1;
-        return mktime(&tm);
+        return local_to_time(&tm);
 }
 
 /*
@@ -201,12 +221,37 @@ static time_t served_hour(const npf_legacy_t *l, const publisher_t *p, const cha
 
 /* --- objects ------------------------------------------------------------------------------ */
 
+/* The bytes of @p's objects: MindSpore's packed struct is its own size (28), the others 1 MiB. */
+static size_t object_size(const publisher_t *p)
+{
+        return p->kind == NPF_LEGACY_MINDSPORE_PACKED ? NPF_LEGACY_MS_PACKED_SIZE : NPF_LEGACY_SIZE;
+}
+
+/* The object of that name, not one whose name a job has removed. */
 static object_t *find(publisher_t *p, const char *name)
 {
         for (size_t i = 0; i < p->n_obj; i++)
-                if (strcmp(p->obj[i].name, name) == 0)
+                if (!p->obj[i].unlinked && strcmp(p->obj[i].name, name) == 0)
                         return &p->obj[i];
         return NULL;
+}
+
+/* Mark the objects whose name is gone: a job unlinked it (torch_npu's creator at exit,
+ * MindSpore's every job at the end of training). Return: whether any was. */
+static bool note_unlinked(publisher_t *p)
+{
+        bool any = false;
+        struct stat st;
+
+        for (size_t i = 0; i < p->n_obj; i++) {
+                object_t *o = &p->obj[i];
+                if (o->fd < 0 || o->unlinked || fstat(o->fd, &st) < 0 || st.st_nlink > 0)
+                        continue;
+                o->unlinked = any = true;
+                npf_log(LOG_INFO, NPF_LOG_NONE, NPF_LOG_NONE, "%s: %s was removed by a job; written on while mapped",
+                        p->name, o->name);
+        }
+        return any;
 }
 
 static mode_t object_mode(const npf_legacy_t *l)
@@ -255,7 +300,7 @@ static object_t *track(npf_legacy_t *l, publisher_t *p, const char *name, time_t
         }
         if (created) {
                 /* The mode and group are set here, not left to the umask. */
-                if (set_group_and_mode(l, fd) < 0 || ftruncate(fd, NPF_LEGACY_SIZE) < 0) {
+                if (set_group_and_mode(l, fd) < 0 || ftruncate(fd, (off_t) object_size(p)) < 0) {
                         o->error = errno;
                         shm_unlink(path);
                         close(fd);
@@ -263,13 +308,14 @@ static object_t *track(npf_legacy_t *l, publisher_t *p, const char *name, time_t
                 }
                 npf_log(LOG_INFO, NPF_LOG_NONE, NPF_LOG_NONE, "%s: created %s", p->name, name);
         }
-        int e = fstat(fd, &st) < 0 ? errno : st.st_size < (off_t) NPF_LEGACY_SIZE ? EMSGSIZE : 0;
+        /* MindSpore makes its object 28 bytes (DynamicProfilerArgs.SIZE): one a job made is adopted. */
+        int e = fstat(fd, &st) < 0 ? errno : st.st_size < (off_t) object_size(p) ? EMSGSIZE : 0;
         if (e) {
                 o->error = e;
                 close(fd);
                 return o;
         }
-        void *map = mmap(NULL, NPF_LEGACY_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        void *map = mmap(NULL, object_size(p), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
         if (map == MAP_FAILED) {
                 o->error = errno;
                 close(fd);
@@ -279,6 +325,7 @@ static object_t *track(npf_legacy_t *l, publisher_t *p, const char *name, time_t
         o->map = map;
         o->dev = st.st_dev;
         o->ino = st.st_ino;
+        o->size = object_size(p);
         o->error = 0;
         o->owned = st.st_uid == geteuid();
         /* An object of ours left by an earlier run takes this run's group and mode. */
@@ -306,7 +353,7 @@ static void untrack(publisher_t *p, object_t *o, bool unlink)
                 shm_unlink(path);
         }
         if (o->map)
-                munmap(o->map, NPF_LEGACY_SIZE);
+                munmap(o->map, o->size);
         if (o->fd >= 0)
                 close(o->fd);
         *o = p->obj[--p->n_obj];
@@ -402,7 +449,8 @@ static bool make_body(publisher_t *p, const npf_shm_config_t *c)
         size_t len = 0;
 
         if (p->kind == NPF_LEGACY_MINDSPORE_PACKED) {
-                if (!(body = malloc(NPF_LEGACY_MS_PACKED_SIZE)))
+                /* A broken file changes nothing a job reads: the last good struct stays valid. */
+                if (!c || !(body = malloc(NPF_LEGACY_MS_PACKED_SIZE)))
                         return false;
                 npf_legacy_mindspore_packed(c, body, p->note);
                 len = NPF_LEGACY_MS_PACKED_SIZE;
@@ -436,6 +484,77 @@ static bool make_body(publisher_t *p, const npf_shm_config_t *c)
         p->body_len = len;
         p->bytes_gen = ++p->body_gen;
         return true;
+}
+
+/* --- MindSpore's packed struct, a field at a time ----------------------------------------- */
+
+/* The fields of "iiiiii????" that are not start_step, stop_step or is_valid: offset, size. */
+static const struct { uint8_t off, size; } packed_args[] = {
+        { 8, 4 }, { 12, 4 }, { 16, 4 }, { 20, 4 }, { 24, 1 }, { 25, 1 }, { 26, 1 },
+};
+
+enum { PACKED_START = 0, PACKED_STOP = 4, PACKED_VALID = NPF_LEGACY_MS_PACKED_SIZE - 1 };
+
+static void packed_store(uint8_t *m, const uint8_t *want, size_t off, size_t size)
+{
+        if (size == 4) {
+                int32_t v;
+                memcpy(&v, want + off, sizeof(v));
+                __atomic_store_n((int32_t *) (void *) (m + off), v, __ATOMIC_RELEASE);
+        } else {
+                __atomic_store_n(m + off, want[off], __ATOMIC_RELEASE);
+        }
+}
+
+/*
+ * One store towards @p's body in the packed object @o. MindSpore reads the struct in every
+ * step_begin, step_end and step() and drops a step whose is_valid is false
+ * (mindspore/profiler/dynamic_profiler.py, DynamicProfilerMonitorBase), so a valid
+ * configuration is never withdrawn: an aligned store is atomic, and the object moves to the
+ * new configuration one field at a time, NPF_LEGACY_PACKED_STEP_MS apart (far longer than
+ * a reader's struct.unpack), in an order whose every stage is harmless. A start step that
+ * changes is first set to -1 (nothing starts), then the profiler's arguments and the stop
+ * step change, and the new start step comes last; a window already started closes at the
+ * stop step it read when it started (step_end compares with _last_stop_step). An object no
+ * job can trust yet (is_valid 0: just made by a job, or by us) is written whole, is_valid
+ * last. Return: true while more stores are owed.
+ */
+static bool packed_step(publisher_t *p, object_t *o)
+{
+        uint8_t *m = o->map;
+        const uint8_t *want = p->body;
+        int32_t start, want_start;
+
+        if (memcmp(m, want, NPF_LEGACY_MS_PACKED_SIZE) == 0)
+                return false;
+        if (__atomic_load_n(&m[PACKED_VALID], __ATOMIC_ACQUIRE) == 0) {
+                memcpy(m, want, PACKED_VALID);
+                __atomic_store_n(&m[PACKED_VALID], want[PACKED_VALID], __ATOMIC_RELEASE);
+                return false;
+        }
+        memcpy(&start, m + PACKED_START, sizeof(start));
+        memcpy(&want_start, want + PACKED_START, sizeof(want_start));
+        bool stop_differs = memcmp(m + PACKED_STOP, want + PACKED_STOP, 4) != 0;
+        size_t arg = 0;
+        while (arg < sizeof(packed_args) / sizeof(packed_args[0]) &&
+               memcmp(m + packed_args[arg].off, want + packed_args[arg].off, packed_args[arg].size) == 0)
+                arg++;
+        bool args_differ = arg < sizeof(packed_args) / sizeof(packed_args[0]);
+
+        if (start != -1 && start != want_start && (args_differ || stop_differs)) {
+                int32_t off = -1;
+                __atomic_store_n((int32_t *) (void *) (m + PACKED_START), off, __ATOMIC_RELEASE);
+        } else if (args_differ) {
+                packed_store(m, want, packed_args[arg].off, packed_args[arg].size);
+        } else if (stop_differs) {
+                packed_store(m, want, PACKED_STOP, 4);
+        } else if (start != want_start) {
+                packed_store(m, want, PACKED_START, 4);
+        } else {
+                packed_store(m, want, PACKED_VALID, 1);
+        }
+        p->writes++;
+        return memcmp(m, want, NPF_LEGACY_MS_PACKED_SIZE) != 0;
 }
 
 /* --- the scans -------------------------------------------------------------------------- */
@@ -567,7 +686,14 @@ static bool tend(npf_legacy_t *l, publisher_t *p, object_t *o, time_t now, time_
                         track(l, p, o->name, o->hour, false);   /* try again */
                 return true;
         }
-        if (p->body_gen && o->body_gen != p->body_gen) {
+        if (p->body_gen && p->kind == NPF_LEGACY_MINDSPORE_PACKED) {
+                /* Every tick: a job's own monitor process may have written the struct too. */
+                if (packed_step(p, o))
+                        l->packed_owed = true;
+                else
+                        o->body_gen = p->body_gen;
+                o->blank = false;
+        } else if (p->body_gen && o->body_gen != p->body_gen) {
                 /* A body it holds already (a restamp) is announced anew at once. */
                 if (o->blank || (!o->withdrawn_ns && o->body_gen >= p->bytes_gen) ||
                     (o->withdrawn_ns && now_ns - o->withdrawn_ns >= (uint64_t) NPF_LEGACY_SETTLE_MS * 1000000u))
@@ -581,15 +707,47 @@ static bool tend(npf_legacy_t *l, publisher_t *p, object_t *o, time_t now, time_
                 fchmod(o->fd, object_mode(l));
                 o->refreshed_ns = now_ns;
         }
-        if (!scan || o->hour + 3600 > now)
+        if (!scan || (o->hour + 3600 > now && !o->unlinked))
                 return true;
-        o->in_use = o->owned ? open_elsewhere(o) : true;
+        o->in_use = o->owned && !o->unlinked ? open_elsewhere(o) : !o->unlinked;
         if (mapped_by_someone(p, o->dev, o->ino) || (o->owned && o->in_use))
                 return true;
-        npf_log(LOG_INFO, NPF_LOG_NONE, NPF_LOG_NONE, "%s: %s %s: its hour is over and nothing maps it", p->name,
-                o->owned ? "removed" : "let go of", o->name);
-        untrack(p, o, o->owned);
+        npf_log(LOG_INFO, NPF_LOG_NONE, NPF_LOG_NONE, "%s: %s %s: %s and nothing maps it", p->name,
+                o->owned && !o->unlinked ? "removed" : "let go of", o->name,
+                o->unlinked ? "its name is gone" : "its hour is over");
+        untrack(p, o, o->owned && !o->unlinked);
         return false;
+}
+
+static void on_packed_step(uv_timer_t *t);
+
+/* The stores the packed objects still owe, NPF_LEGACY_PACKED_STEP_MS apart. */
+static void packed_steps(npf_legacy_t *l)
+{
+        if (l->packed_owed && !uv_is_active((uv_handle_t *) &l->step_timer))
+                uv_timer_start(&l->step_timer, on_packed_step, NPF_LEGACY_PACKED_STEP_MS, 0);
+}
+
+static void on_packed_step(uv_timer_t *t)
+{
+        npf_legacy_t *l = t->data;
+
+        l->packed_owed = false;
+        for (size_t i = 0; i < l->n_pub; i++) {
+                publisher_t *p = &l->pub[i];
+                if (p->kind != NPF_LEGACY_MINDSPORE_PACKED || !p->body_gen)
+                        continue;
+                for (size_t k = 0; k < p->n_obj; k++) {
+                        object_t *o = &p->obj[k];
+                        if (o->fd < 0)
+                                continue;
+                        if (packed_step(p, o))
+                                l->packed_owed = true;
+                        else
+                                o->body_gen = p->body_gen;
+                }
+        }
+        packed_steps(l);
 }
 
 /* torch_npu's objects of this UTC hour and the next. */
@@ -603,11 +761,18 @@ static void track_utc_hours(npf_legacy_t *l, publisher_t *p, time_t now)
         }
 }
 
-static void tick(npf_legacy_t *l)
+/*
+ * One turn of every publisher; @force_scan looks at /dev/shm and the processes now (an
+ * object was made or removed there). MindSpore's packed object is never made here: its
+ * constructor refuses an object whose change time is over 30 s from its process's start, in
+ * either direction (dynamic_profiler.py, _check_shm_for_killed), which no object kept for
+ * jobs yet to come can promise; the one a job makes is adopted at once and written to.
+ */
+static void tick(npf_legacy_t *l, bool force_scan)
 {
         uint64_t now_ns = npf_clock_ns(CLOCK_MONOTONIC);
         time_t now = wall_now(l), hour = hour_of(now), next = hour_of(hour + 3600);
-        bool scan = now_ns - l->scanned_ns >= (uint64_t) SCAN_MS * 1000000u;
+        bool scan = force_scan || now_ns - l->scanned_ns >= (uint64_t) SCAN_MS * 1000000u;
         char name[NAME_MAX_];
 
         if (scan) {
@@ -617,20 +782,35 @@ static void tick(npf_legacy_t *l)
         }
         for (size_t i = 0; i < l->n_pub; i++) {
                 publisher_t *p = &l->pub[i];
-                object_name(p, hour, name, sizeof(name));
-                track(l, p, name, hour, true);
-                object_name(p, next, name, sizeof(name));
-                track(l, p, name, next, true);
+                note_unlinked(p);
+                if (p->kind != NPF_LEGACY_MINDSPORE_PACKED) {
+                        object_name(p, hour, name, sizeof(name));
+                        track(l, p, name, hour, true);
+                        object_name(p, next, name, sizeof(name));
+                        track(l, p, name, next, true);
+                }
                 if (p->kind == NPF_LEGACY_TORCH_NPU)
                         track_utc_hours(l, p, now);
                 for (size_t k = 0; k < p->n_obj;)
                         k += tend(l, p, &p->obj[k], now, hour, now_ns, scan) ? 1 : 0;
         }
+        packed_steps(l);
 }
 
 static void on_tick(uv_timer_t *t)
 {
-        tick(t->data);
+        tick(t->data, false);
+}
+
+/* An object of one of our names was made or removed in the shm directory: look now. */
+static void on_dir_event(uv_fs_event_t *h, const char *filename, int events, int status)
+{
+        npf_legacy_t *l = h->data;
+
+        (void) events;
+        if (status < 0 || (filename && !publisher_of_name(l, filename)))
+                return;
+        tick(l, true);
 }
 
 int npf_legacy_new(uv_loop_t *loop, const npf_legacy_options_t *o, npf_legacy_t **ret)
@@ -651,7 +831,15 @@ int npf_legacy_new(uv_loop_t *loop, const npf_legacy_options_t *o, npf_legacy_t 
         signal(SIGIO, SIG_IGN);
         uv_timer_init(loop, &l->timer);
         l->timer.data = l;
-        tick(l);
+        uv_timer_init(loop, &l->step_timer);
+        l->step_timer.data = l;
+        uv_fs_event_init(loop, &l->dir_event);
+        l->dir_event.data = l;
+        int r = uv_fs_event_start(&l->dir_event, on_dir_event, l->shm_dir, 0);
+        if (r < 0)
+                npf_log(LOG_WARNING, NPF_LOG_NONE, NPF_LOG_NONE, "cannot watch %s (%s): objects that jobs make or "
+                        "remove are seen within %u ms", l->shm_dir, uv_strerror(r), SCAN_MS);
+        tick(l, true);
         uv_timer_start(&l->timer, on_tick, TICK_MS, TICK_MS);
         *ret = l;
         return 0;
@@ -680,7 +868,7 @@ void npf_legacy_publish(npf_legacy_t *l, const npf_shm_config_t *c, int64_t mtim
         }
         if (changed) {
                 l->publications++;
-                tick(l);
+                tick(l, false);
         }
 }
 
@@ -712,10 +900,12 @@ json_t *npf_legacy_status_json(const npf_legacy_t *l)
         return json_pack("{s:o, s:I}", "publishers", a, "maps_unreadable", (json_int_t) l->unreadable);
 }
 
-static void on_timer_closed(uv_handle_t *h)
+static void on_handle_closed(uv_handle_t *h)
 {
         npf_legacy_t *l = h->data;
 
+        if (--l->open_handles > 0)
+                return;
         for (size_t i = 0; i < l->n_pub; i++) {
                 publisher_t *p = &l->pub[i];
                 while (p->n_obj)
@@ -725,10 +915,33 @@ static void on_timer_closed(uv_handle_t *h)
         free(l);
 }
 
+/*
+ * Stop. An object of ours that nothing else has open is removed, as the native segment
+ * is: left behind, a later torch_npu job would poll it with no one writing, and a MindSpore
+ * job would find a stale object. Those that jobs map stay, for them and the next daemon.
+ */
 void npf_legacy_close(npf_legacy_t *l)
 {
         if (!l)
                 return;
+        for (size_t i = 0; i < l->n_pub; i++) {
+                publisher_t *p = &l->pub[i];
+                for (size_t k = 0; k < p->n_obj;) {
+                        object_t *o = &p->obj[k];
+                        if (o->fd >= 0 && o->owned && !o->unlinked && !open_elsewhere(o)) {
+                                npf_log(LOG_INFO, NPF_LOG_NONE, NPF_LOG_NONE, "%s: removed %s: nothing has it open",
+                                        p->name, o->name);
+                                untrack(p, o, true);
+                                continue;
+                        }
+                        k++;
+                }
+        }
         uv_timer_stop(&l->timer);
-        uv_close((uv_handle_t *) &l->timer, on_timer_closed);
+        uv_timer_stop(&l->step_timer);
+        uv_fs_event_stop(&l->dir_event);
+        l->open_handles = 3;
+        uv_close((uv_handle_t *) &l->timer, on_handle_closed);
+        uv_close((uv_handle_t *) &l->step_timer, on_handle_closed);
+        uv_close((uv_handle_t *) &l->dir_event, on_handle_closed);
 }

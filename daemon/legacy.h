@@ -6,17 +6,20 @@
  *
  * Their objects are named after the local hour (DynamicProfileNpuShm2026112114), and
  * torch_npu's also after the UTC hour, as its releases before September 2025 name them. Every
- * tick the publisher keeps the objects of this hour and the next one, adopts any object of
- * its name that already exists, writes the newest configuration into every object it can
- * open, refreshes the change time of the objects it owns (the frameworks drop a segment
- * whose ctime is older than their start), lists the processes that map them from
- * /proc/PID/maps, and removes an object of a past hour once nothing has it open.
+ * tick the publisher keeps torch_npu's objects of this hour and the next one, adopts any
+ * object of its names that already exists (MindSpore's packed one only ever so: see
+ * tick()), writes the newest configuration into every object it can open, refreshes the
+ * change time of the objects it owns (torch_npu drops a segment whose ctime is older than
+ * its start), lists the processes that map them from /proc/PID/maps, and removes an object
+ * of a past hour once nothing has it open. The shm directory is watched: an object a job
+ * makes is adopted, and one a job removes replaced, at once.
  *
- * Readers cannot see a torn configuration. A rewrite first withdraws the header (the
- * object then announces nothing), waits NPF_LEGACY_SETTLE_MS so that a reader that took
- * the old header a moment before has read the body under it, writes the new body, and only
- * then stores the header that announces it (a release store). Configurations published
- * faster than that are coalesced into the newest one.
+ * Readers cannot see a torn configuration. A torch_npu rewrite first withdraws the header
+ * (the object then announces nothing), waits NPF_LEGACY_SETTLE_MS so that a reader that
+ * took the old header a moment before has read the body under it, writes the new body, and
+ * only then stores the header that announces it (a release store). Configurations
+ * published faster than that are coalesced into the newest one. MindSpore's packed struct
+ * is never withdrawn: it changes a field at a time (packed_step()).
  */
 #ifndef NPUPROF_DAEMON_LEGACY_H
 #define NPUPROF_DAEMON_LEGACY_H
@@ -31,6 +34,7 @@
 
 #define NPF_LEGACY_SIZE (1u << 20)              /* bytes of every object, as the frameworks make them */
 #define NPF_LEGACY_SETTLE_MS 500u
+#define NPF_LEGACY_PACKED_STEP_MS 2u            /* between two stores into MindSpore's packed struct */
 #define NPF_LEGACY_REFRESH_S_DEFAULT 30u        /* the older releases drop a segment 60 s old */
 #define NPF_LEGACY_OBJECTS_MAX 16u              /* per publisher: this hour, the next, and past ones */
 #define NPF_LEGACY_PROCESSES_MAX 256u           /* attached processes listed per publisher */
@@ -64,16 +68,16 @@ int npf_legacy_new(uv_loop_t *loop, const npf_legacy_options_t *o, npf_legacy_t 
 /*
  * npf_legacy_publish() - the configuration now in force, read from the watched file as
  * modified at @mtime_s (seconds since the epoch, its st_mtime: torch_npu's header), or NULL
- * when the file is broken (torch_npu and MindSpore's JSON layout keep the last good one, the
- * packed layout is_valid 0). Written at once where no body was written in the last
- * NPF_LEGACY_SETTLE_MS, else when that time is up.
+ * when the file is broken (every layout keeps the last good one). Written at once where no
+ * body was written in the last NPF_LEGACY_SETTLE_MS, else when that time is up.
  */
 void npf_legacy_publish(npf_legacy_t *l, const npf_shm_config_t *c, int64_t mtime_s);
 
 /* Each publisher, its objects and the processes that map them, for `npuprofctl status`. */
 json_t *npf_legacy_status_json(const npf_legacy_t *l);
 
-/* Stop; the objects stay for the jobs that map them and for the next daemon. Accepts NULL. */
+/* Stop; the objects jobs map stay for them and for the next daemon, ours that nothing has
+ * open are removed. Accepts NULL. */
 void npf_legacy_close(npf_legacy_t *l);
 
 #endif /* NPUPROF_DAEMON_LEGACY_H */

@@ -143,6 +143,8 @@ int npf_log_start_writer(void)
 
         if (q.running)
                 return 0;
+        /* The writer's localtime_r() reads the time zone; it is loaded once, here, first. */
+        tzset();
         /* On failure, lines stay written where they are logged. */
         if ((r = uv_mutex_init(&q.lock)) < 0)
                 return r;

@@ -1,0 +1,321 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""npuprofd --legacy mindspore-packed against MindSpore's own DynamicProfilerMonitor.
+
+    tests/frameworks/test-mindspore.py BUILD_DIR
+
+Every job is tests/frameworks/mindspore_job.py: MindSpore's dynamic_profiler.py from
+../shared/testdata/frameworks/ imported unchanged, its Profiler and logger recording stand-ins.
+The daemon and the jobs share a private /dev/shm (a mount namespace of this test's own; root).
+What each test shows is the framework's own behaviour against the daemon:
+  - a calm edit never reads "not valid" to MindSpore, and every window opens and closes at its
+    steps, also when the edit lands just before a window's start or inside a window;
+  - a broken file after a good one changes nothing the job reads;
+  - a job started before npuprofd (its 28-byte object) is driven;
+  - a job of another user ends with exit 0 (MindSpore unlinks its object at the end and
+    catches only FileNotFoundError), and a job started after it is driven;
+  - no job's constructor refuses an object because of npuprofd, whenever it builds its
+    monitor (MindSpore refuses an object whose change time is over 30 s from its start).
+"""
+import json
+import os
+import pwd
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+BUILD = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "build")
+NPUPROFD = os.path.join(BUILD, "npuprofd")
+NPUPROFCTL = os.path.join(BUILD, "npuprofctl")
+HERE = os.path.dirname(os.path.abspath(__file__))
+SRC = os.path.join(HERE, "..", "..", "..", "shared", "testdata", "frameworks", "mindspore")
+JOB = os.path.join(HERE, "mindspore_job.py")
+PYTHON = "/usr/bin/python3"     # Debian's, which every user may run
+sys.path.insert(0, os.path.join(HERE, ".."))
+import npftest  # noqa: E402
+from npftest import check, wait_for  # noqa: E402
+
+procs = []
+daemons = []
+
+
+class Daemon:
+    def __init__(self, tag):
+        self.tag = tag
+        self.dir = tempfile.mkdtemp(prefix="npftest-ms.%s." % tag)
+        os.chmod(self.dir, 0o755)
+        self.config = os.path.join(self.dir, "profiler_config.json")
+        self.socket = os.path.join(self.dir, "npuprofd.sock")
+        self.env = dict(os.environ, NPUPROF_SOCKET=self.socket)
+        self.log = open(os.path.join(self.dir, "log"), "w")
+        self.write({"start_step": -1, "stop_step": -1})
+        self.proc = None
+        daemons.append(self)
+
+    def start(self, *extra):
+        self.proc = subprocess.Popen(
+            [NPUPROFD, "--config", self.config, "--shm-name", "npftest-ms-%s" % self.tag, "--socket",
+             self.socket, "--output-root", os.path.join(self.dir, "out"), "--log", "stderr", "--analyze-jobs",
+             "0", "--legacy", "mindspore-packed"] + list(extra), stderr=self.log, env=self.env)
+        procs.append(self.proc)
+        return wait_for(lambda: subprocess.run([NPUPROFCTL, "status"], env=self.env,
+                                               capture_output=True).returncode == 0, 8)
+
+    def write(self, obj):
+        tmp = self.config + ".tmp"
+        with open(tmp, "w") as f:
+            f.write(obj if isinstance(obj, str) else json.dumps(obj))
+        os.rename(tmp, self.config)
+
+    def stop(self):
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            self.proc.wait(10)
+        if not self.log.closed:
+            self.log.close()
+
+    def logged(self):
+        with open(os.path.join(self.dir, "log")) as f:
+            return f.read()
+
+
+class Job:
+    """One MindSpore job: its own configuration directory (no file in it, as on every rank but
+    rank 0: its own monitor process then writes nothing), stepping every @step_ms."""
+    def __init__(self, d, tag, steps=100000, step_ms=10, late=0, user=None):
+        self.cfg = tempfile.mkdtemp(prefix="cfg.", dir=d.dir)
+        os.chmod(self.cfg, 0o777)
+        self.out = os.path.join(d.dir, "job-%s.log" % tag)
+        args = [PYTHON, JOB, self.cfg, self.out, str(steps), str(step_ms)]
+        if late:
+            args += ["--late", str(late)]
+        env = dict(os.environ, RANK_ID="1")
+        pre = None
+        if user:
+            pw = pwd.getpwnam(user)
+            os.chmod(d.dir, 0o777)
+            open(self.out, "w").close()
+            os.chown(self.out, pw.pw_uid, pw.pw_gid)
+
+            def pre():
+                os.setgroups([])
+                os.setgid(pw.pw_gid)
+                os.setuid(pw.pw_uid)
+        self.proc = subprocess.Popen(args, env=env, preexec_fn=pre, stdout=subprocess.DEVNULL,
+                                     stderr=open(self.out + ".err", "w"))
+        procs.append(self.proc)
+
+    def lines(self):
+        try:
+            with open(self.out) as f:
+                return [json.loads(x) for x in f if x.endswith("\n")]
+        except FileNotFoundError:
+            return []
+
+    def step(self):
+        """The step the job is at (its monitor process, a fork, logs at step 0)."""
+        return max([x["step"] for x in self.lines()] or [0])
+
+    def constructed(self):
+        return any(x.get("event") == "constructed" for x in self.lines())
+
+    def windows(self):
+        """(start, stop) steps of each profiler start and stop, in order."""
+        out, start = [], None
+        for x in self.lines():
+            if x.get("profiler") == "start":
+                start = x["step"]
+            elif x.get("profiler") == "stop":
+                out.append((start, x["step"]))
+                start = None
+        return out
+
+    def not_valid(self, after=0):
+        return [x for x in self.lines() if x.get("log") == "error" and "not valid" in x.get("msg", "")
+                and x["step"] > after]
+
+    def end(self, timeout=15):
+        open(self.out + ".stop", "w").close()
+        try:
+            return self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            return None
+
+    def stderr(self):
+        with open(self.out + ".err") as f:
+            err = f.read()[-400:]
+        return "%s\n%s" % (err, "\n".join(json.dumps(x) for x in self.lines()[-6:]))
+
+
+def objects():
+    return sorted(n for n in os.listdir("/dev/shm") if n.startswith("DynamicProfileShm"))
+
+
+def test_calm_edits():
+    """Edits land far ahead of a window, just before its start and inside it: MindSpore never
+    reads "not valid", and every window opens and closes at the steps the file names."""
+    d = Daemon("calm")
+    if not check("calm: npuprofd starts", d.start(), d.logged()):
+        return
+    job = Job(d, "calm", step_ms=10)
+    if not check("calm: the job builds its monitor", wait_for(lambda: job.constructed() and job.step() > 5, 10),
+                 job.stderr()):
+        return d.stop()
+    settled = job.step()
+    want = []
+    for i in range(6):
+        s = job.step() + 40
+        want.append((s, s + 3))
+        d.write({"start_step": s, "stop_step": s + 3})
+        # An edit just before the start (the window stays) and one inside it (another window later).
+        wait_for(lambda: job.step() >= s - 2, 10)
+        d.write({"start_step": s, "stop_step": s + 3, "with_stack": i % 2 == 0})
+        wait_for(lambda: job.step() >= s + 1, 10)
+        d.write({"start_step": s + 60, "stop_step": s + 63})
+        wait_for(lambda: job.step() >= s + 6, 10)
+    rc = job.end()
+    check("calm: every window opened and closed at its steps", job.windows() == want, (job.windows(), want))
+    bad = job.not_valid(after=settled)
+    check("calm: MindSpore never read 'not valid' (%d edits)" % 18, not bad, bad[:3])
+    check("calm: the job ends with exit 0", rc == 0, job.stderr())
+    d.stop()
+
+
+def test_broken_after_good():
+    d = Daemon("broken")
+    if not check("broken: npuprofd starts", d.start(), d.logged()):
+        return
+    job = Job(d, "broken", step_ms=10)
+    if not wait_for(lambda: job.constructed() and job.step() > 5, 10):
+        check("broken: the job builds its monitor", False, job.stderr())
+        return d.stop()
+    settled = job.step()
+    s = job.step() + 80
+    d.write({"start_step": s, "stop_step": s + 2})
+    time.sleep(0.3)
+    d.write('{"start_step": %d, "stop_step": ' % (s + 10))
+    wait_for(lambda: job.step() >= s + 10, 15)
+    rc = job.end()
+    check("broken: the good window still opens and closes at %d..%d" % (s, s + 2), job.windows() == [(s, s + 2)],
+          job.windows())
+    check("broken: MindSpore never read 'not valid'", not job.not_valid(after=settled), job.not_valid()[:3])
+    check("broken: the job ends with exit 0", rc == 0, job.stderr())
+    d.stop()
+
+
+def test_job_before_daemon():
+    d = Daemon("before")
+    job = Job(d, "before", step_ms=10)
+    if not check("before: the job made its own 28-byte object", wait_for(
+            lambda: job.constructed() and any(x.get("creator") for x in job.lines()), 10), job.stderr()):
+        return
+    name = [x["object"] for x in job.lines() if x.get("event") == "constructed"][0]
+    check("before: it is 28 bytes", os.stat("/dev/shm/" + name).st_size == 28)
+    if not check("before: npuprofd starts", d.start(), d.logged()):
+        return
+    s = job.step() + 60
+    d.write({"start_step": s, "stop_step": s + 1})
+    wait_for(lambda: job.step() >= s + 5, 15)
+    rc = job.end()
+    check("before: npuprofd adopted it and the job collects %d..%d" % (s, s + 1), job.windows() == [(s, s + 1)],
+          (job.windows(), d.logged()[-300:]))
+    check("before: the job ends with exit 0", rc == 0, job.stderr())
+    d.stop()
+
+
+def test_other_user_and_next_job():
+    d = Daemon("user")
+    if not check("user: npuprofd starts", d.start(), d.logged()):
+        return
+    job = Job(d, "nobody", step_ms=10, user="nobody")
+    if not wait_for(lambda: job.constructed() and job.step() > 5, 10):
+        check("user: a job of nobody builds its monitor", False, job.stderr())
+        return d.stop()
+    s = job.step() + 50
+    d.write({"start_step": s, "stop_step": s + 1})
+    wait_for(lambda: job.step() >= s + 3, 15)
+    rc = job.end()
+    check("user: nobody's job is driven (%d..%d)" % (s, s + 1), job.windows() == [(s, s + 1)], job.windows())
+    check("user: nobody's job unlinks its object and ends with exit 0", rc == 0, job.stderr())
+    check("user: no object is left behind", wait_for(lambda: not objects(), 5), objects())
+    nxt = Job(d, "next", step_ms=10)
+    if wait_for(lambda: nxt.constructed() and nxt.step() > 5, 10):
+        s = nxt.step() + 50
+        d.write({"start_step": s, "stop_step": s + 2})
+        wait_for(lambda: nxt.step() >= s + 4, 15)
+    rc = nxt.end()
+    check("user: a job started after it is driven too", nxt.windows() == [(s, s + 2)], nxt.windows())
+    check("user: and ends with exit 0", rc == 0, nxt.stderr())
+    d.stop()
+
+
+def test_constructors_never_refuse():
+    """MindSpore refuses an object whose change time is over 30 s from its process's start; a
+    job that starts 31 s after npuprofd, and one that builds its monitor 31 s after starting,
+    both find none of npuprofd's."""
+    d = Daemon("ctime")
+    # Whatever --legacy-refresh allows: a change time kept within 2 s of now is what a job
+    # that builds its monitor late refuses.
+    if not check("ctime: npuprofd starts", d.start("--legacy-refresh", "2"), d.logged()):
+        return
+    d.write({"start_step": 1000000, "stop_step": 1000001})
+    check("ctime: npuprofd made no MindSpore object", not objects(), objects())
+    # One at a time: two MindSpore jobs refuse each other's object the same way.
+    for tag, late, what in (("late-build", 31, "a job that builds its monitor 31 s after it started"),
+                            ("late-start", 0, "a job started over 31 s after npuprofd")):
+        job = Job(d, tag, step_ms=10, late=late)
+        ok = wait_for(lambda: job.constructed() or job.proc.poll() is not None, late + 15)
+        check("ctime: %s builds it" % what, ok and job.constructed(), job.stderr())
+        check("ctime: %s ends with exit 0" % what, job.end() == 0, job.stderr())
+    d.stop()
+
+
+def isolated(test):
+    """@test, then what it left running stopped: each test has the node's /dev/shm alone."""
+    def run():
+        try:
+            test()
+        finally:
+            for d in daemons:
+                d.stop()
+            del daemons[:]
+            for p in procs:
+                if p.poll() is None:
+                    p.kill()
+                    p.wait()
+            for name in objects():
+                os.unlink("/dev/shm/" + name)
+    run.__name__ = test.__name__
+    return run
+
+
+def main():
+    if not os.path.isdir(SRC):
+        print("test-mindspore: skipped: %s is absent" % SRC)
+        sys.exit(77)
+    if os.environ.get("NPF_MS_NS") != "1":
+        if os.geteuid() != 0:
+            print("test-mindspore: skipped: needs root for a private /dev/shm")
+            sys.exit(77)
+        env = dict(os.environ, NPF_MS_NS="1")
+        r = subprocess.run(["unshare", "--mount", "--propagation", "private", sys.executable,
+                            os.path.abspath(__file__), BUILD], env=env)
+        sys.exit(r.returncode)
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "mode=1777", "tmpfs", "/dev/shm"]).returncode != 0:
+        print("test-mindspore: cannot mount a private /dev/shm")
+        sys.exit(77)
+    try:
+        npftest.run_tests([isolated(t) for t in (test_calm_edits, test_broken_after_good, test_job_before_daemon,
+                                                 test_other_user_and_next_job, test_constructors_never_refuse)])
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+    npftest.summary("mindspore")
+
+
+if __name__ == "__main__":
+    main()
