@@ -117,7 +117,8 @@ def read_object(name):
 
 
 class Daemon:
-    def __init__(self, tag, env=None):
+    def __init__(self, tag, env=None, start=True):
+        self.tag = tag
         self.dir = tempfile.mkdtemp(prefix="npftest-tn.%s." % tag)
         dirs.append(self.dir)
         os.chmod(self.dir, 0o755)
@@ -126,6 +127,11 @@ class Daemon:
         self.env = dict(os.environ, NPUPROF_SOCKET=self.socket, **(env or {}))
         self.log = open(os.path.join(self.dir, "log"), "w")
         self.write({})
+        if start:
+            self.start()
+
+    def start(self):
+        tag = self.tag
         self.proc = subprocess.Popen(
             [NPUPROFD, "--config", self.config, "--shm-name", "npftest-tn-" + tag, "--socket", self.socket,
              "--output-root", os.path.join(self.dir, "out"), "--log", "stderr", "--analyze-jobs", "0",
@@ -356,7 +362,65 @@ def test_status():
     d.stop()
 
 
-TESTS = {"broken": test_broken, "stamp": test_stamp, "utc": test_utc, "status": test_status}
+# --- items 6 and 7: an object a job removes, and a clean stop ------------------------------------
+
+def objects():
+    return sorted(n for n in os.listdir("/dev/shm") if n.startswith("DynamicProfileNpuShm"))
+
+
+def test_unlinked():
+    """A job that made the object itself (it started before npuprofd) unlinks it at exit, as
+    torch_npu's creator does: npuprofd makes a new one at once, and the next job is driven."""
+    d = Daemon("unlinked", start=False)
+    a = Job(d, "a")
+    check(a.head.get("created") is True, "unlinked: a job started before npuprofd makes its own object", a.head)
+    d.start()
+    a.wait_step(3)
+    next_second()
+    first = a.step() + 8
+    d.write({"start_step": first, "active": 1, "warmup": 0})
+    a.wait_step(first + 3)
+    check(a.calls() == window(first, 1), "unlinked: npuprofd adopted it and drives that job", (first, a.calls()))
+    name = a.head.get("object") or local_name()
+    ino = os.stat("/dev/shm/" + name).st_ino
+    a.stop()
+    back = wait_for(lambda: os.path.exists("/dev/shm/" + name) and os.stat("/dev/shm/" + name).st_ino != ino, 2)
+    check(back, "unlinked: the job unlinked it at exit and npuprofd made a new one at once")
+    next_second()
+    b = Job(d, "b")
+    check(b.head.get("created") is False, "unlinked: the next job attaches to npuprofd's new object", b.head)
+    b.wait_step(3)
+    next_second()
+    first = b.step() + 8
+    d.write({"start_step": first, "active": 1, "warmup": 0})
+    b.wait_step(first + 3)
+    check(b.calls() == window(first, 1), "unlinked: and is driven", (first, b.calls()))
+    b.stop()
+    d.stop()
+
+
+def test_clean_stop():
+    """A clean stop removes the objects nothing has open, and keeps one a job maps."""
+    d = Daemon("stop")
+    check(len(objects()) >= 2, "stop: npuprofd keeps this hour's and the next hour's objects", objects())
+    job = Job(d, "j")
+    mapped = job.head.get("object")
+    d.stop()
+    check(objects() == [mapped], "stop: a clean stop removes what no job maps and keeps %s" % mapped, objects())
+    job.stop()
+    # The one a job mapped stays for the next daemon (as the native segment does); without
+    # one, a later job finds no orphan: it makes its object and its own monitor drives it.
+    for n in objects():
+        os.unlink("/dev/shm/" + n)
+    d2 = Daemon("stop2", start=False)
+    late = Job(d2, "late")
+    check(late.head.get("created") is True, "stop: a job started later makes its own object, not an orphan's",
+          late.head)
+    late.stop()
+
+
+TESTS = {"broken": test_broken, "stamp": test_stamp, "utc": test_utc, "status": test_status,
+         "unlinked": test_unlinked, "stop": test_clean_stop}
 
 
 def main():
