@@ -22,6 +22,10 @@ struct npf_shm {
         npf_shm_ctl_t *ctl;
         npf_shm_ranks_t *ranks;
         int lock_fd;                    /* the writer's: holds the one-writer lock, else -1 */
+        int ranks_fd;                   /* the rank table: asks the kernel about slot locks */
+        dev_t ranks_dev;                /* ... and which object that is */
+        ino_t ranks_ino;
+        char ranks_obj[NPF_SHM_NAME_MAX + 16];
         bool writer;
         bool adopted;
 };
@@ -143,11 +147,14 @@ static void ranks_init(npf_shm_ranks_t *r)
 }
 
 /*
- * Map one object of @size bytes. With @create, make it (mode @mode) if absent and report
- * that in @ret_created. The mapping is writable when @writable.
+ * Map one object @obj, the @what of a segment, of @size bytes. With @create, make it if
+ * absent and report that in @ret_created, giving it mode @mode and, unless (gid_t) -1,
+ * group @group (created readable by its owner alone until both are set); an adopted one is
+ * put so. The mapping is writable when @writable. With @ret_fd the descriptor is kept open
+ * and given there. Return: 0, or -errno with the reason in @err.
  */
-static int map_object(const char *obj, size_t size, bool writable, bool create, mode_t mode,
-                      void **ret_map, bool *ret_created, int *ret_fd)
+static int map_object(const char *obj, const char *what, size_t size, bool writable, bool create, mode_t mode,
+                      gid_t group, void **ret_map, bool *ret_created, int *ret_fd, char *err)
 {
         bool created = false;
         struct stat st;
@@ -157,7 +164,8 @@ static int map_object(const char *obj, size_t size, bool writable, bool create, 
                 fd = shm_open(obj, (writable ? O_RDWR : O_RDONLY) | O_CLOEXEC | O_NOFOLLOW, 0);
                 if (fd >= 0 || errno != ENOENT || !create)
                         break;
-                fd = shm_open(obj, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode);
+                fd = shm_open(obj, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW,
+                              group == (gid_t) -1 ? mode : 0600);
                 if (fd >= 0) {
                         created = true;
                         break;
@@ -165,45 +173,44 @@ static int map_object(const char *obj, size_t size, bool writable, bool create, 
                 if (errno != EEXIST || tries > 10)
                         break;
         }
-        if (fd < 0)
-                return -errno;
+        if (fd < 0) {
+                r = -errno;
+                goto fail;
+        }
 
-        if (created) {
-                /* The umask must not take away what ranks need. */
-                if (fchmod(fd, mode) < 0 || ftruncate(fd, (off_t) size) < 0) {
+        if (fstat(fd, &st) < 0) {
+                r = -errno;
+                goto fail;
+        }
+        /* The daemon adopts only what it owns. */
+        if (create && !created && st.st_uid != geteuid()) {
+                r = -EPERM;
+                goto fail;
+        }
+        if (create && group != (gid_t) -1 && st.st_gid != group && fchown(fd, (uid_t) -1, group) < 0) {
+                r = -errno;
+                npf__set_err(err, "cannot give %s group %u: %s", obj, (unsigned) group, strerror(-r));
+                close(fd);
+                return r;
+        }
+        /* The umask must not take away what ranks need, and an adopted object is put right. */
+        if (create && (created || (st.st_mode & 07777) != mode) && fchmod(fd, mode) < 0) {
+                r = -errno;
+                goto fail;
+        }
+        /* Made now, or left empty by a creator that died: give it its size. */
+        if (create && st.st_size == 0) {
+                if (ftruncate(fd, (off_t) size) < 0) {
                         r = -errno;
                         goto fail;
                 }
-        } else {
-                if (fstat(fd, &st) < 0) {
-                        r = -errno;
-                        goto fail;
-                }
-                if (create) {
-                        /* The daemon adopts only what it owns, and puts the mode right. */
-                        if (st.st_uid != geteuid()) {
-                                r = -EPERM;
-                                goto fail;
-                        }
-                        if ((st.st_mode & 07777) != mode && fchmod(fd, mode) < 0) {
-                                r = -errno;
-                                goto fail;
-                        }
-                        /* Left empty by a creator that died: make it anew. */
-                        if (st.st_size == 0) {
-                                if (ftruncate(fd, (off_t) size) < 0) {
-                                        r = -errno;
-                                        goto fail;
-                                }
-                                created = true;
-                                st.st_size = (off_t) size;
-                        }
-                }
-                if (!S_ISREG(st.st_mode) || (size_t) st.st_size < size) {
-                        /* Too small: being created (size 0) or not ours. */
-                        r = st.st_size == 0 ? -EAGAIN : -EPROTO;
-                        goto fail;
-                }
+                created = true;
+                st.st_size = (off_t) size;
+        }
+        if (!S_ISREG(st.st_mode) || (size_t) st.st_size < size) {
+                /* Too small: being created (size 0) or not ours. */
+                r = st.st_size == 0 ? -EAGAIN : -EPROTO;
+                goto fail;
         }
         void *map = mmap(NULL, size, writable ? PROT_READ | PROT_WRITE : PROT_READ, MAP_SHARED, fd, 0);
         if (map == MAP_FAILED) {
@@ -218,18 +225,33 @@ static int map_object(const char *obj, size_t size, bool writable, bool create, 
         *ret_created = created;
         return 0;
 fail:
-        close(fd);
+        if (fd >= 0)
+                close(fd);
+        if (r == -EAGAIN)
+                npf__set_err(err, "segment %s is still being created", obj);
+        else if (r == -EPROTO)
+                npf__set_err(err, "%s is smaller than an ABI version %u %s", obj, NPF_SHM_ABI_VERSION, what);
+        else if (r == -EPERM)
+                npf__set_err(err, "%s belongs to another user; remove it if no job uses it", obj);
+        else
+                npf__set_err(err, "cannot open %s: %s", obj, strerror(-r));
         return r;
 }
 
 int npf_shm_open(const char *name, unsigned flags, npf_shm_t **ret_shm, char *err)
 {
+        return npf_shm_open_group(name, flags, (gid_t) -1, ret_shm, err);
+}
+
+int npf_shm_open_group(const char *name, unsigned flags, gid_t ranks_group, npf_shm_t **ret_shm, char *err)
+{
         bool writer = flags & NPF_SHM_WRITER, create = writer && (flags & NPF_SHM_CREATE);
         char ctl_obj[NPF_SHM_NAME_MAX + 16], ranks_obj[NPF_SHM_NAME_MAX + 16];
         bool ctl_created = false, ranks_created = false;
-        int lock_fd = -1;
+        int lock_fd = -1, ranks_fd = -1;
         void *ctl = NULL, *ranks = NULL;
         npf_shm_t *shm;
+        struct stat st;
         int r;
 
         r = npf_shm_name_check(name, err);
@@ -238,10 +260,12 @@ int npf_shm_open(const char *name, unsigned flags, npf_shm_t **ret_shm, char *er
         object_name(ctl_obj, sizeof(ctl_obj), name, "ctl");
         object_name(ranks_obj, sizeof(ranks_obj), name, "ranks");
 
-        r = map_object(ctl_obj, sizeof(npf_shm_ctl_t), writer, create, 0644, &ctl, &ctl_created,
-                       writer ? &lock_fd : NULL);
+        r = map_object(ctl_obj, "control block", sizeof(npf_shm_ctl_t), writer, create, 0644, (gid_t) -1, &ctl,
+                       &ctl_created, writer ? &lock_fd : NULL, err);
+        if (r < 0)
+                goto fail;
         /* One writer per segment: a second daemon on the same name would publish over the first. */
-        if (r == 0 && writer) {
+        if (writer) {
                 struct flock lk = { .l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 1 };
                 if (fcntl(lock_fd, F_OFD_SETLK, &lk) < 0) {
                         r = errno == EAGAIN || errno == EACCES ? -EBUSY : -errno;
@@ -253,18 +277,6 @@ int npf_shm_open(const char *name, unsigned flags, npf_shm_t **ret_shm, char *er
                         goto fail;
                 }
         }
-        if (r < 0) {
-                if (r == -EAGAIN)
-                        npf__set_err(err, "segment %s is still being created", ctl_obj);
-                else if (r == -EPROTO)
-                        npf__set_err(err, "%s is smaller than an ABI version %u control block",
-                                ctl_obj, NPF_SHM_ABI_VERSION);
-                else if (r == -EPERM)
-                        npf__set_err(err, "%s belongs to another user; remove it if no job uses it", ctl_obj);
-                else
-                        npf__set_err(err, "cannot open %s: %s", ctl_obj, strerror(-r));
-                goto fail;
-        }
         /* A magic still zero means its creator died before finishing: make it anew. */
         if (create && atomic_load_explicit(npf__seq(&((npf_shm_ctl_t *) ctl)->magic), memory_order_acquire) == 0)
                 ctl_created = true;
@@ -274,20 +286,10 @@ int npf_shm_open(const char *name, unsigned flags, npf_shm_t **ret_shm, char *er
         if (r < 0)
                 goto fail;
 
-        r = map_object(ranks_obj, sizeof(npf_shm_ranks_t), !(flags & NPF_SHM_RDONLY), create, 0666, &ranks,
-                       &ranks_created, NULL);
-        if (r < 0) {
-                if (r == -EAGAIN)
-                        npf__set_err(err, "segment %s is still being created", ranks_obj);
-                else if (r == -EPROTO)
-                        npf__set_err(err, "%s is smaller than an ABI version %u rank table",
-                                ranks_obj, NPF_SHM_ABI_VERSION);
-                else if (r == -EPERM)
-                        npf__set_err(err, "%s belongs to another user; remove it if no job uses it", ranks_obj);
-                else
-                        npf__set_err(err, "cannot open %s: %s", ranks_obj, strerror(-r));
+        r = map_object(ranks_obj, "rank table", sizeof(npf_shm_ranks_t), !(flags & NPF_SHM_RDONLY), create,
+                       ranks_group == (gid_t) -1 ? 0666 : 0660, ranks_group, &ranks, &ranks_created, &ranks_fd, err);
+        if (r < 0)
                 goto fail;
-        }
         if (create && atomic_load_explicit(npf__seq(&((npf_shm_ranks_t *) ranks)->magic), memory_order_acquire) == 0)
                 ranks_created = true;
         if (ranks_created)
@@ -295,6 +297,11 @@ int npf_shm_open(const char *name, unsigned flags, npf_shm_t **ret_shm, char *er
         r = ranks_check(ranks, ranks_obj, err);
         if (r < 0)
                 goto fail;
+        if (fstat(ranks_fd, &st) < 0) {
+                r = -errno;
+                npf__set_err(err, "cannot stat %s: %s", ranks_obj, strerror(-r));
+                goto fail;
+        }
 
         shm = calloc(1, sizeof(*shm));
         if (!shm) {
@@ -304,6 +311,10 @@ int npf_shm_open(const char *name, unsigned flags, npf_shm_t **ret_shm, char *er
         shm->ctl = ctl;
         shm->ranks = ranks;
         shm->lock_fd = lock_fd;
+        shm->ranks_fd = ranks_fd;
+        shm->ranks_dev = st.st_dev;
+        shm->ranks_ino = st.st_ino;
+        snprintf(shm->ranks_obj, sizeof(shm->ranks_obj), "%s", ranks_obj);
         shm->writer = writer;
         shm->adopted = writer && !ctl_created;
         *ret_shm = shm;
@@ -311,6 +322,8 @@ int npf_shm_open(const char *name, unsigned flags, npf_shm_t **ret_shm, char *er
 fail:
         if (lock_fd >= 0)
                 close(lock_fd);
+        if (ranks_fd >= 0)
+                close(ranks_fd);
         if (ctl)
                 munmap(ctl, sizeof(npf_shm_ctl_t));
         if (ranks)
@@ -326,6 +339,7 @@ npf_shm_t *npf_shm_close(npf_shm_t *shm)
         munmap(shm->ranks, sizeof(npf_shm_ranks_t));
         if (shm->lock_fd >= 0)
                 close(shm->lock_fd);
+        close(shm->ranks_fd);
         free(shm);
         return NULL;
 }
@@ -366,6 +380,30 @@ npf_shm_ranks_t *npf_shm_ranks(const npf_shm_t *shm)
 bool npf_shm_adopted(const npf_shm_t *shm)
 {
         return shm->adopted;
+}
+
+int npf__shm_ranks_fd(const npf_shm_t *shm)
+{
+        return shm->ranks_fd;
+}
+
+int npf__shm_ranks_reopen(const npf_shm_t *shm)
+{
+        struct stat st;
+        int fd = shm_open(shm->ranks_obj, O_RDWR | O_CLOEXEC | O_NOFOLLOW, 0);
+        int r = 0;
+
+        if (fd < 0)
+                return -errno;
+        if (fstat(fd, &st) < 0)
+                r = -errno;
+        else if (st.st_dev != shm->ranks_dev || st.st_ino != shm->ranks_ino)
+                r = -ESTALE;
+        if (r < 0) {
+                close(fd);
+                return r;
+        }
+        return fd;
 }
 
 uint64_t npf_shm_config_checksum(const npf_shm_config_t *config)

@@ -456,6 +456,50 @@ static void test_adopt_repairs_or_refuses(void **state)
         assert_int_equal(npf_shm_open(f->name, NPF_SHM_WRITER | NPF_SHM_CREATE, &f->writer, err), 0);
 }
 
+/*
+ * With a group, the rank table is mode 0660 and that group's, made so whatever the umask,
+ * and an adopted one is put so; adopted without one, it is mode 0666 again. The control
+ * block stays 0644.
+ */
+static void test_rank_table_group(void **state)
+{
+        fixture_t *f = *state;
+        char ranks[128], ctl[128], err[NPF_SHM_ERR_MAX] = "";
+        gid_t group = geteuid() == 0 ? 65534 : getegid();
+        struct stat st;
+        npf_shm_t *s = NULL;
+
+        snprintf(ranks, sizeof(ranks), "/dev/shm/%s.ranks", f->name);
+        snprintf(ctl, sizeof(ctl), "/dev/shm/%s.ctl", f->name);
+        f->writer = npf_shm_close(f->writer);
+        npf_shm_unlink(f->name);
+        mode_t mask = umask(077);
+        assert_int_equal(npf_shm_open_group(f->name, NPF_SHM_WRITER | NPF_SHM_CREATE, group, &s, err), 0);
+        umask(mask);
+        assert_false(npf_shm_adopted(s));
+        assert_int_equal(stat(ranks, &st), 0);
+        assert_int_equal(st.st_mode & 07777, 0660);
+        assert_int_equal(st.st_gid, group);
+        assert_int_equal(stat(ctl, &st), 0);
+        assert_int_equal(st.st_mode & 07777, 0644);
+        s = npf_shm_close(s);
+
+        assert_int_equal(npf_shm_open(f->name, NPF_SHM_WRITER | NPF_SHM_CREATE, &s, err), 0);
+        assert_true(npf_shm_adopted(s));
+        assert_int_equal(stat(ranks, &st), 0);
+        assert_int_equal(st.st_mode & 07777, 0666);
+        s = npf_shm_close(s);
+        assert_int_equal(npf_shm_open_group(f->name, NPF_SHM_WRITER | NPF_SHM_CREATE, group, &s, err), 0);
+        assert_int_equal(stat(ranks, &st), 0);
+        assert_int_equal(st.st_mode & 07777, 0660);
+        assert_int_equal(st.st_gid, group);
+        /* A rank opens it as before. */
+        npf_shm_t *rank = NULL;
+        assert_int_equal(npf_shm_open(f->name, 0, &rank, err), 0);
+        npf_shm_close(rank);
+        f->writer = s;
+}
+
 /* A daemon killed mid-publish leaves the sequence odd; the next publication repairs it. */
 static void test_publish_after_dead_writer(void **state)
 {
@@ -558,6 +602,7 @@ int main(void)
                 cmocka_unit_test_setup_teardown(test_truncated_object_refused, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_garbage_config_never_trusted, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_adopt_repairs_or_refuses, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_rank_table_group, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_publish_after_dead_writer, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_status_roundtrip, setup, teardown),
                 cmocka_unit_test(test_name_check),

@@ -8,7 +8,8 @@
  *                0644 and ranks map it read-only. It holds the published configuration
  *                (the packed window arguments) and the state of the configuration file.
  *   /NAME.ranks  the rank table. Each rank writes only its own slot: pid, step, heartbeat
- *                and window state. Mode 0666, so that ranks of any user can claim a slot.
+ *                and window state. Mode 0666, so that ranks of any user can claim a slot,
+ *                or 0660 with the group the daemon is given.
  *
  * Everything below is an ABI: fixed-width fields at the offsets asserted at the end of this
  * file. Any change of layout bumps NPF_SHM_ABI_VERSION; attach refuses other versions.
@@ -312,7 +313,8 @@ enum {
  * maps the control block read-only and the rank table read-write (read-only too with
  * NPF_SHM_RDONLY).
  * A writer holds an open-file-description lock on the control block until it closes, so
- * a second writer of the same segment gets -EBUSY.
+ * a second writer of the same segment gets -EBUSY. Every handle keeps a close-on-exec
+ * descriptor on the rank table, through which slot locks are asked about.
  * Return: 0, -ENOENT if absent, -EPROTO for another ABI or a damaged header (the
  * message in @err, of NPF_SHM_ERR_MAX bytes, says which), -EAGAIN while the daemon is
  * still creating it, -EBUSY if another writer holds it, -EPERM if a writer finds it owned
@@ -320,6 +322,15 @@ enum {
  * Context: any thread; not async-signal-safe.
  */
 int npf_shm_open(const char *name, unsigned flags, npf_shm_t **ret_shm, char *err);
+
+/*
+ * npf_shm_open_group() - npf_shm_open(), and with NPF_SHM_CREATE the rank table is given
+ * group @ranks_group and mode 0660 (made so before anyone else can open it; an adopted one
+ * is put so). (gid_t) -1 gives mode 0666, as npf_shm_open() does.
+ * Return: as npf_shm_open(), or the -errno of fchown() when the group may not be given
+ * (@err says so).
+ */
+int npf_shm_open_group(const char *name, unsigned flags, gid_t ranks_group, npf_shm_t **ret_shm, char *err);
 
 /* Unmap and close. Accepts NULL; returns NULL. */
 npf_shm_t *npf_shm_close(npf_shm_t *shm);
