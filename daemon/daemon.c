@@ -490,7 +490,7 @@ static void sweep(daemon_t *d)
         uint32_t before = d->sweep.attached;
         uint64_t period;
 
-        npf_sweep_run(&d->sweep, npf_shm_ranks(d->shm), npf_clock_ns(CLOCK_MONOTONIC), on_window_recorded, d);
+        npf_sweep_run(&d->sweep, d->shm, npf_clock_ns(CLOCK_MONOTONIC), on_window_recorded, d);
         npf_shm_heartbeat(d->shm, npf_clock_ns(CLOCK_MONOTONIC));
         if (before != d->sweep.attached)
                 npf_log(LOG_INFO, NPF_LOG_NONE, NPF_LOG_NONE, "%u rank%s attached", d->sweep.attached,
@@ -835,7 +835,7 @@ static void on_signal(uv_signal_t *h, int signum)
 /* On the way out: keep the segment while ranks use it, remove it when none do. */
 static void release_segment(daemon_t *d)
 {
-        npf_sweep_run(&d->sweep, npf_shm_ranks(d->shm), npf_clock_ns(CLOCK_MONOTONIC), on_window_recorded, d);
+        npf_sweep_run(&d->sweep, d->shm, npf_clock_ns(CLOCK_MONOTONIC), on_window_recorded, d);
         if (d->sweep.attached > 0) {
                 npf_log(LOG_NOTICE, NPF_LOG_NONE, NPF_LOG_NONE, "left segment %s in place: %u rank%s attached",
                         d->opt.shm_name, d->sweep.attached, d->sweep.attached == 1 ? "" : "s");
@@ -875,7 +875,7 @@ int npf_daemon_run(const npf_daemon_options_t *opt)
                 goto out;
         }
         /* Ranks that died while no daemon ran are found, and their windows logged, now. */
-        npf_sweep_run(&d->sweep, npf_shm_ranks(d->shm), npf_clock_ns(CLOCK_MONOTONIC), on_window_recorded, d);
+        npf_sweep_run(&d->sweep, d->shm, npf_clock_ns(CLOCK_MONOTONIC), on_window_recorded, d);
         if (npf_shm_adopted(d->shm)) {
                 npf_shm_config_t *c = malloc(sizeof(*c));
                 if (c && npf_shm_read_config(npf_shm_ctl(d->shm), c) >= 0 && c->args.generation) {

@@ -67,8 +67,9 @@ typedef struct alive_procs {
 } alive_procs_t;
 
 /*
- * Whether the process (@pid, @start) is known to run, asking /proc once per process; false
- * leaves the judgement (a claim still starting, a pid gone or reused) to npf_slot_reclaim().
+ * Whether the process (@pid, @start), a rank that takes no lock, is known to run, asking
+ * /proc once per process; false leaves the judgement (a claim still starting, a pid gone or
+ * reused) to npf_slot_reclaim().
  */
 static bool known_running(alive_procs_t *a, uint32_t pid, uint64_t start)
 {
@@ -82,8 +83,9 @@ static bool known_running(alive_procs_t *a, uint32_t pid, uint64_t start)
         return true;
 }
 
-void npf_sweep_run(npf_sweep_t *s, npf_shm_ranks_t *table, uint64_t now_ns, npf_sweep_record_cb cb, void *data)
+void npf_sweep_run(npf_sweep_t *s, npf_shm_t *shm, uint64_t now_ns, npf_sweep_record_cb cb, void *data)
 {
+        npf_shm_ranks_t *table = npf_shm_ranks(shm);
         alive_procs_t alive = { .n = 0 };
         uint64_t gap = s->last_ns && now_ns > s->last_ns ? now_ns - s->last_ns : 0;
         npf_slot_view_t v;
@@ -100,11 +102,16 @@ void npf_sweep_run(npf_sweep_t *s, npf_shm_ranks_t *table, uint64_t now_ns, npf_
         for (uint32_t i = 0; i < NPF_SHM_SLOTS; i++) {
                 uint64_t claim = atomic_load_explicit((_Atomic uint64_t *) &table->slots[i].claim, memory_order_relaxed);
 
-                /* A rank that died with its window open lost it; its output stays on disk. */
+                /*
+                 * A rank that died with its window open lost it; its output stays on disk. A
+                 * rank that holds its slot's lock is asked about by the lock alone.
+                 */
                 if (reclaim && NPF_SLOT_PID(claim) != 0) {
                         uint64_t start = atomic_load_explicit((_Atomic uint64_t *) &table->slots[i].proc_start,
                                                               memory_order_acquire);
-                        if (!known_running(&alive, NPF_SLOT_PID(claim), start) && npf_slot_reclaim(table, i, &v) == 1) {
+                        if ((npf_slot_guarded(&table->slots[i], claim) ||
+                             !known_running(&alive, NPF_SLOT_PID(claim), start)) &&
+                            npf_slot_reclaim(shm, i, &v) == 1) {
                                 s->reclaimed++;
                                 if (v.st.state == NPF_WINDOW_COLLECTING || v.st.state == NPF_WINDOW_FLUSHING)
                                         record(s, &v, NPF_WINDOW_LOST, cb, data);

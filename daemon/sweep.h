@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The rank sweep: reclaim slots whose process is gone (or whose pid now belongs to another
- * process), record the outcome of every window once (a window open when its rank died is
- * `lost`; its output is left where it is), and count ranks by state, `stalled` included.
+ * The rank sweep: reclaim slots whose process is gone (its slot's lock is no longer held,
+ * or, for a rank that takes no lock, its pid is gone or belongs to another process), record
+ * the outcome of every window once (a window open when its rank died is `lost`; its output
+ * is left where it is), and count ranks by state, `stalled` included.
  *
  * A collecting rank is stalled when its heartbeat stayed the same over sweeps spanning more
  * than stall_ms, each gap between two sweeps counted for at most gap_max_ms: time that
@@ -67,16 +68,17 @@ typedef struct npf_sweep {
 typedef void (*npf_sweep_record_cb)(const npf_window_record_t *rec, void *data);
 
 /*
- * Dead ranks are looked for (a read of /proc/PID/stat per rank) at most this often: a status
- * asked a thousand times a second must not cost that per request.
+ * Dead ranks are looked for (a lock test per rank, and a read of /proc/PID/stat per rank
+ * that takes no lock) at most this often: a status asked a thousand times a second must
+ * not cost that per request.
  */
 #define NPF_SWEEP_RECLAIM_MS 100
 
 /*
- * npf_sweep_run() - one pass over @table at CLOCK_MONOTONIC @now_ns.
+ * npf_sweep_run() - one pass over the rank table of @shm at CLOCK_MONOTONIC @now_ns.
  * Context: the daemon's loop. The reclaim is safe against ranks claiming at the same time.
  */
-void npf_sweep_run(npf_sweep_t *s, npf_shm_ranks_t *table, uint64_t now_ns, npf_sweep_record_cb cb, void *data);
+void npf_sweep_run(npf_sweep_t *s, npf_shm_t *shm, uint64_t now_ns, npf_sweep_record_cb cb, void *data);
 
 /*
  * The window history, newest first, at most @max of it, each {rank, pid, generation,

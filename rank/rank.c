@@ -38,6 +38,7 @@ struct npf_rank {
         npf_rank_fast_t fast;           /* first: the inline npf_rank_step() reads it */
         char shm_name[NPF_SHM_NAME_MAX + 1];
         npf_shm_t *shm;
+        npf_slot_lease_t lease;         /* the slot, while attached; fast.slot is lease.slot */
         int64_t rank;
         int32_t device;
         char backend_override[16];
@@ -104,16 +105,15 @@ static void publish_state(npf_rank_t *h, uint32_t state, int64_t step)
 static void attach(npf_rank_t *h)
 {
         char err[NPF_SHM_ERR_MAX];
-        npf_shm_slot_t *slot;
 
         if (npf_shm_open(h->shm_name, 0, &h->shm, err) < 0)
                 return;
-        if (npf_slot_claim(npf_shm_ranks(h->shm), (uint32_t) h->rank, h->device, &slot, err) < 0) {
+        if (npf_slot_claim(h->shm, (uint32_t) h->rank, h->device, &h->lease, err) < 0) {
                 /* Someone holds our rank id (a previous incarnation still exiting?): try later. */
                 h->shm = npf_shm_close(h->shm);
                 return;
         }
-        h->fast.slot = slot;
+        h->fast.slot = h->lease.slot;
         h->fast.generation = 0;
         h->fast.ctl = npf_shm_ctl(h->shm);
         publish_state(h, h->state, h->state_step);
@@ -484,8 +484,7 @@ int npf_rank_open(const npf_rank_options_t *opts, npf_rank_t **ret_rank, char *e
         /* A live process holding our rank id is an error now; no segment is not. */
         char e[NPF_SHM_ERR_MAX];
         if (npf_shm_open(h->shm_name, 0, &h->shm, e) == 0) {
-                npf_shm_slot_t *slot;
-                int r = npf_slot_claim(npf_shm_ranks(h->shm), (uint32_t) rank, h->device, &slot, e);
+                int r = npf_slot_claim(h->shm, (uint32_t) rank, h->device, &h->lease, e);
                 if (r < 0) {
                         if (err)
                                 snprintf(err, NPF_SHM_ERR_MAX, "%s", e);
@@ -493,7 +492,7 @@ int npf_rank_open(const npf_rank_options_t *opts, npf_rank_t **ret_rank, char *e
                         free(h);
                         return r;
                 }
-                h->fast.slot = slot;
+                h->fast.slot = h->lease.slot;
                 h->fast.ctl = npf_shm_ctl(h->shm);
                 publish_state(h, NPF_WINDOW_IDLE, NPF_STEP_NONE);
         }
@@ -515,7 +514,7 @@ void npf_rank_close(npf_rank_t *h)
         if (h->state == NPF_WINDOW_COLLECTING)
                 close_window(h, h->last_step + 1, h->stop != NPF_STEP_NONE && h->last_step >= h->stop, 0);
         if (h->fast.slot)
-                npf_slot_release(npf_shm_ranks(h->shm), h->fast.slot);
+                npf_slot_release(h->shm, &h->lease);
         npf_shm_close(h->shm);
         json_decref(h->runtime);
         free(h);
@@ -545,7 +544,8 @@ void npf_rank_close_after_fork(npf_rank_t *h)
 {
         if (!h)
                 return;
-        /* The slot and any open backend state are the parent's: drop the mappings only. */
+        /* The slot, its lock and any open backend state are the parent's: drop the mappings only. */
+        npf_slot_abandon(&h->lease);
         npf_shm_close(h->shm);
         json_decref(h->runtime);
         free(h);

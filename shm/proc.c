@@ -9,15 +9,13 @@
 #include <string.h>
 #include <unistd.h>
 
-int npf_proc_start_time(pid_t pid, uint64_t *ret_start)
+/* The start time in the stat file at @path: as npf_proc_start_time(). */
+static int start_time_at(const char *path, uint64_t *ret_start)
 {
-        char path[64], buf[1024];
+        char buf[1024];
         ssize_t n;
         int fd;
 
-        if (pid <= 0)
-                return -ESRCH;
-        snprintf(path, sizeof(path), "/proc/%d/stat", (int) pid);
         fd = open(path, O_RDONLY | O_CLOEXEC);
         if (fd < 0)
                 return errno == ENOENT || errno == ESRCH ? -ESRCH : -errno;
@@ -56,6 +54,21 @@ int npf_proc_start_time(pid_t pid, uint64_t *ret_start)
                 return -EBADMSG;
         *ret_start = start;
         return 0;
+}
+
+int npf_proc_start_time(pid_t pid, uint64_t *ret_start)
+{
+        char path[64];
+
+        if (pid <= 0)
+                return -ESRCH;
+        snprintf(path, sizeof(path), "/proc/%d/stat", (int) pid);
+        return start_time_at(path, ret_start);
+}
+
+int npf_proc_self_start_time(uint64_t *ret_start)
+{
+        return start_time_at("/proc/self/stat", ret_start);
 }
 
 int npf_proc_check(pid_t pid, uint64_t start)

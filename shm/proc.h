@@ -22,6 +22,13 @@ enum {
 int npf_proc_start_time(pid_t pid, uint64_t *ret_start);
 
 /*
+ * npf_proc_self_start_time() - the caller's own start time, as npf_proc_start_time() gives
+ * it, through /proc/self: right whether /proc was mounted in the caller's pid namespace
+ * or in an outer one (where the caller's pid is not getpid()).
+ */
+int npf_proc_self_start_time(uint64_t *ret_start);
+
+/*
  * Return: NPF_PROC_ALIVE, _GONE, _REUSED or _UNKNOWN for the process (@pid, @start). Only
  * a missing pid is _GONE: a failure to read /proc must never make a live rank look dead.
  */

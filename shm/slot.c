@@ -7,8 +7,11 @@
 #include "shm/clock.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <sched.h>
 #include <string.h>
 #include <time.h>
@@ -41,6 +44,133 @@ uint32_t npf_slot_index(const npf_shm_ranks_t *table, const npf_shm_slot_t *slot
         return (uint32_t) (slot - table->slots);
 }
 
+/* --- the descriptors that hold slot locks, closed in a forked child ---------------------- */
+
+/*
+ * Every descriptor of this process that holds (or is about to hold) a slot's lock. A child
+ * of fork() shares its parent's open file descriptions, and with them their locks: were
+ * the child to keep them open, a parent that died would look alive for as long as the
+ * child ran. The fork handler closes them all in the child.
+ */
+typedef struct lock_fd {
+        int fd;
+        pid_t owner;                    /* the process that opened it */
+} lock_fd_t;
+
+static pthread_mutex_t lock_fds_mutex = PTHREAD_MUTEX_INITIALIZER;
+static pthread_once_t lock_fds_once = PTHREAD_ONCE_INIT;
+static lock_fd_t *lock_fds;
+static size_t lock_fds_count, lock_fds_size;
+
+static void lock_fds_prepare(void)
+{
+        pthread_mutex_lock(&lock_fds_mutex);
+}
+
+static void lock_fds_parent(void)
+{
+        pthread_mutex_unlock(&lock_fds_mutex);
+}
+
+/* In the child: its parent's slots are the parent's. Only close(), async-signal-safe. */
+static void lock_fds_child(void)
+{
+        for (size_t i = 0; i < lock_fds_count; i++)
+                close(lock_fds[i].fd);
+        lock_fds_count = 0;
+        pthread_mutex_unlock(&lock_fds_mutex);
+}
+
+static void lock_fds_init(void)
+{
+        pthread_atfork(lock_fds_prepare, lock_fds_parent, lock_fds_child);
+}
+
+/* Note @fd, opened by this process, as a lock holder. Return: 0 or -ENOMEM. */
+static int lock_fd_add(int fd)
+{
+        int r = 0;
+
+        pthread_once(&lock_fds_once, lock_fds_init);
+        pthread_mutex_lock(&lock_fds_mutex);
+        if (lock_fds_count == lock_fds_size) {
+                size_t size = lock_fds_size ? 2 * lock_fds_size : 16;
+                lock_fd_t *more = realloc(lock_fds, size * sizeof(*more));
+                if (more) {
+                        lock_fds = more;
+                        lock_fds_size = size;
+                } else {
+                        r = -ENOMEM;
+                }
+        }
+        if (r == 0)
+                lock_fds[lock_fds_count++] = (lock_fd_t) { .fd = fd, .owner = getpid() };
+        pthread_mutex_unlock(&lock_fds_mutex);
+        return r;
+}
+
+/*
+ * Close @fd if it is a lock holder that process @owner opened and this process still has
+ * open: in a forked child, the fork handler closed its parent's, and a number it reused
+ * for a claim of its own is not the parent's. Return: true if it was.
+ */
+static bool lock_fd_close(int fd, pid_t owner)
+{
+        bool found = false;
+
+        pthread_mutex_lock(&lock_fds_mutex);
+        for (size_t i = 0; i < lock_fds_count && !found; i++)
+                if (lock_fds[i].fd == fd && lock_fds[i].owner == owner) {
+                        lock_fds[i] = lock_fds[--lock_fds_count];
+                        found = true;
+                }
+        if (found)
+                close(fd);
+        pthread_mutex_unlock(&lock_fds_mutex);
+        return found;
+}
+
+/* --- slot locks ---------------------------------------------------------------------------- */
+
+/* Take (F_WRLCK) or drop (F_UNLCK) the lock on slot @index's bytes. Return: 0, -EAGAIN if held, -errno. */
+static int slot_lock(int fd, uint32_t index, short type)
+{
+        struct flock lk = {
+                .l_type = type,
+                .l_whence = SEEK_SET,
+                .l_start = (off_t) (offsetof(npf_shm_ranks_t, slots) + (size_t) index * sizeof(npf_shm_slot_t)),
+                .l_len = sizeof(npf_shm_slot_t),
+        };
+
+        if (fcntl(fd, F_OFD_SETLK, &lk) < 0)
+                return errno == EACCES ? -EAGAIN : -errno;
+        return 0;
+}
+
+/*
+ * Return: 1 if another open file description than @fd's holds a write lock on slot
+ * @index's bytes, 0 if none does, -errno if the kernel could not tell. A read lock is no
+ * holder's: anyone who may read the table can take one.
+ */
+static int slot_locked(int fd, uint32_t index)
+{
+        struct flock lk = {
+                .l_type = F_WRLCK,
+                .l_whence = SEEK_SET,
+                .l_start = (off_t) (offsetof(npf_shm_ranks_t, slots) + (size_t) index * sizeof(npf_shm_slot_t)),
+                .l_len = sizeof(npf_shm_slot_t),
+        };
+
+        if (fcntl(fd, F_OFD_GETLK, &lk) < 0)
+                return -errno;
+        return lk.l_type == F_WRLCK;
+}
+
+bool npf_slot_guarded(const npf_shm_slot_t *slot, uint64_t claim)
+{
+        return atomic_load_explicit(a32(&slot->lock_tag), memory_order_relaxed) == NPF_SLOT_TAG(claim);
+}
+
 /*
  * Empty @slot and hand it back: the last store frees it, keeping its tag. A released slot
  * keeps its window state until it is claimed again, so that the daemon still sees how the
@@ -58,21 +188,34 @@ static void slot_clear(npf_shm_slot_t *slot, uint64_t claim, bool keep_state)
         atomic_store_explicit(npf__seq(&slot->claim), claim_word(NPF_SLOT_TAG(claim), 0), memory_order_release);
 }
 
-/* Return: true unless the holder with pid @pid is known to be gone (or its pid reused). */
-static bool holder_alive(const npf_shm_slot_t *slot, uint32_t pid)
+/*
+ * Return: true unless the holder of @claim in slot @index is known to be gone, asking
+ * through @fd (an open file description that holds no lock on that slot): a claim made
+ * under a lock lives as long as its lock; any other is judged by its pid and start time.
+ */
+static bool holder_alive(const npf_shm_ranks_t *table, int fd, uint32_t index, uint64_t claim)
 {
-        uint64_t start = atomic_load_explicit(npf__seq(&slot->proc_start), memory_order_acquire);
-        uint64_t now;
+        const npf_shm_slot_t *slot = &table->slots[index];
+        uint32_t pid = NPF_SLOT_PID(claim);
+        uint64_t start, now;
 
         if (pid == 0 || pid == NPF_SLOT_RECLAIMING)
                 return false;
+        int locked = slot_locked(fd, index);
+        if (locked != 0)
+                return true;    /* locked, or the kernel cannot tell: alive */
+        if (npf_slot_guarded(slot, claim))
+                return false;   /* its lock is gone, and with it its holder, in whatever namespace */
+        /* A holder that takes no lock (an older libnpuprof): judged by its pid. */
+        start = atomic_load_explicit(npf__seq(&slot->proc_start), memory_order_acquire);
         if (start == 0)         /* still claiming: alive unless the pid is gone */
                 return npf_proc_start_time((pid_t) pid, &now) != -ESRCH;
         int state = npf_proc_check((pid_t) pid, start);
         return state != NPF_PROC_GONE && state != NPF_PROC_REUSED;
 }
 
-int npf_slot_reclaim(npf_shm_ranks_t *table, uint32_t index, npf_slot_view_t *ret_last)
+/* npf_slot_reclaim(), asking about locks through @fd. */
+static int reclaim(npf_shm_ranks_t *table, int fd, uint32_t index, npf_slot_view_t *ret_last)
 {
         npf_shm_slot_t *slot;
         npf_slot_view_t last;
@@ -84,13 +227,14 @@ int npf_slot_reclaim(npf_shm_ranks_t *table, uint32_t index, npf_slot_view_t *re
         slot = &table->slots[index];
         claim = atomic_load_explicit(npf__seq(&slot->claim), memory_order_acquire);
         pid = NPF_SLOT_PID(claim);
-        if (pid == 0 || pid == NPF_SLOT_RECLAIMING || holder_alive(slot, pid))
+        if (pid == 0 || pid == NPF_SLOT_RECLAIMING || holder_alive(table, fd, index, claim))
                 return 0;
 
         if (npf_slot_read(table, index, &last) < 0) {
                 memset(&last, 0, sizeof(last));
                 last.index = index;
                 last.pid = pid;
+                last.tag = NPF_SLOT_TAG(claim);
         }
         /* Only one reclaimer wins, and only if nobody claimed the slot since we looked. */
         uint64_t mark = claim_word(NPF_SLOT_TAG(claim), NPF_SLOT_RECLAIMING);
@@ -107,14 +251,18 @@ int npf_slot_reclaim(npf_shm_ranks_t *table, uint32_t index, npf_slot_view_t *re
         return 1;
 }
 
-/* Take a free slot for (@pid, @start) and fill it in. Return: its index, or -ENOSPC. */
+int npf_slot_reclaim(npf_shm_t *shm, uint32_t index, npf_slot_view_t *ret_last)
+{
+        return reclaim(npf_shm_ranks(shm), npf__shm_ranks_fd(shm), index, ret_last);
+}
+
 /*
- * The free slot where the fewest windows ended, the lowest of those: a slot keeps the last
- * NPF_SLOT_ENDED windows that ended in it for the daemon's next sweep, so ranks that come
- * and go faster than it sweeps must not all pass through one slot. Return: its index, or
- * NPF_SHM_SLOTS when none is free.
+ * The free slot where the fewest windows ended, the lowest of those, that @busy (a bit
+ * per slot) does not mark: a slot keeps the last NPF_SLOT_ENDED windows that ended in it
+ * for the daemon's next sweep, so ranks that come and go faster than it sweeps must not
+ * all pass through one slot. Return: its index, or NPF_SHM_SLOTS when none is free.
  */
-static uint32_t least_used_free_slot(npf_shm_ranks_t *table)
+static uint32_t least_used_free_slot(npf_shm_ranks_t *table, const uint64_t *busy)
 {
         uint32_t best = NPF_SHM_SLOTS;
         uint64_t fewest = UINT64_MAX;
@@ -124,7 +272,7 @@ static uint32_t least_used_free_slot(npf_shm_ranks_t *table)
                 uint64_t claim = atomic_load_explicit(npf__seq(&slot->claim), memory_order_relaxed);
                 uint64_t ended = atomic_load_explicit(npf__seq(&slot->windows_ended), memory_order_relaxed);
 
-                if (NPF_SLOT_PID(claim) == 0 && ended < fewest) {
+                if (NPF_SLOT_PID(claim) == 0 && ended < fewest && !(busy[i / 64] >> (i % 64) & 1)) {
                         best = i;
                         fewest = ended;
                 }
@@ -132,19 +280,48 @@ static uint32_t least_used_free_slot(npf_shm_ranks_t *table)
         return best;
 }
 
-static int take_free_slot(npf_shm_ranks_t *table, uint32_t rank, int32_t device, uint32_t pid, uint64_t start,
-                          uint64_t *ret_claim)
+/*
+ * Lock a free slot through @fd, claim it for (@pid, @start) and fill it in. A free slot
+ * that another open file description holds locked is being claimed (or was just released):
+ * it is passed over. Return: its index, -ENOSPC, or -errno when a lock cannot be taken.
+ */
+static int take_free_slot(npf_shm_ranks_t *table, int fd, uint32_t rank, int32_t device, uint32_t pid,
+                          uint64_t start, uint64_t *ret_claim)
 {
-        for (int pass = 0; pass < 2; pass++) {
-                for (uint32_t i = least_used_free_slot(table); i < NPF_SHM_SLOTS; i = least_used_free_slot(table)) {
-                        npf_shm_slot_t *slot = &table->slots[i];
-                        uint64_t claim = atomic_load_explicit(npf__seq(&slot->claim), memory_order_relaxed);
+        uint64_t busy[NPF_SHM_SLOTS / 64] = { 0 };
 
-                        if (NPF_SLOT_PID(claim) != 0)
+        for (int pass = 0; pass < 2; pass++) {
+                for (uint32_t i = least_used_free_slot(table, busy); i < NPF_SHM_SLOTS;
+                     i = least_used_free_slot(table, busy)) {
+                        npf_shm_slot_t *slot = &table->slots[i];
+                        int r = slot_lock(fd, i, F_WRLCK);
+
+                        if (r == -EAGAIN) {
+                                busy[i / 64] |= UINT64_C(1) << (i % 64);
                                 continue;
-                        uint64_t mine = claim_word(NPF_SLOT_TAG(claim) + 1, pid);
-                        if (!atomic_compare_exchange_strong(npf__seq(&slot->claim), &claim, mine))
+                        }
+                        if (r < 0)
+                                return r;
+                        uint64_t claim = atomic_load_explicit(npf__seq(&slot->claim), memory_order_acquire);
+                        if (NPF_SLOT_PID(claim) != 0) {
+                                slot_lock(fd, i, F_UNLCK);
                                 continue;
+                        }
+                        /*
+                         * The lock is ours, so no other claimant that locks writes lock_tag now.
+                         * It names the claim before the claim exists: a claimant that died
+                         * after claiming is never taken for one that took no lock.
+                         */
+                        uint32_t was = atomic_load_explicit(a32(&slot->lock_tag), memory_order_relaxed);
+                        uint32_t tag = NPF_SLOT_TAG(claim) + 1;
+                        atomic_store_explicit(a32(&slot->lock_tag), tag, memory_order_relaxed);
+                        uint64_t mine = claim_word(tag, pid);
+                        if (!atomic_compare_exchange_strong(npf__seq(&slot->claim), &claim, mine)) {
+                                /* Taken by a claimant that locks nothing: its claim is not ours to mark. */
+                                atomic_compare_exchange_strong(a32(&slot->lock_tag), &tag, was);
+                                slot_lock(fd, i, F_UNLCK);
+                                continue;
+                        }
                         npf_shm_slot_state_t idle = { .state = NPF_WINDOW_IDLE };
                         atomic_store_explicit(a32(&slot->rank), rank, memory_order_relaxed);
                         slot->local_device = device;
@@ -157,25 +334,54 @@ static int take_free_slot(npf_shm_ranks_t *table, uint32_t rank, int32_t device,
                 }
                 /* Full: free what dead processes left behind, then look once more. */
                 for (uint32_t i = 0; i < NPF_SHM_SLOTS; i++)
-                        npf_slot_reclaim(table, i, NULL);
+                        reclaim(table, fd, i, NULL);
         }
         return -ENOSPC;
 }
 
-int npf_slot_claim(npf_shm_ranks_t *table, uint32_t rank, int32_t local_device,
-                   npf_shm_slot_t **ret_slot, char *err)
+/* Describe the live holder of slot @s, @claim, for a refused claim of process (@pid, @start). */
+static void describe_holder(char *err, const npf_shm_slot_t *held, uint32_t rank, uint32_t s, uint64_t claim,
+                            uint32_t pid, uint64_t start)
 {
+        uint32_t hpid = NPF_SLOT_PID(claim);
+        uint64_t hstart = atomic_load_explicit(npf__seq(&held->proc_start), memory_order_relaxed);
+
+        if (hpid == pid && hstart == start)
+                npf__set_err(err, "rank %u is already claimed by this process, %u (slot %u)", rank, hpid, s);
+        else if (hstart && npf_proc_check((pid_t) hpid, hstart) != NPF_PROC_ALIVE)
+                npf__set_err(err, "rank %u is already claimed by a live process of another pid namespace, "
+                             "pid %u there (slot %u)", rank, hpid, s);
+        else
+                npf__set_err(err, "rank %u is already claimed by live process %u (slot %u)", rank, hpid, s);
+}
+
+int npf_slot_claim(npf_shm_t *shm, uint32_t rank, int32_t local_device, npf_slot_lease_t *ret_lease, char *err)
+{
+        npf_shm_ranks_t *table = npf_shm_ranks(shm);
         uint32_t pid = (uint32_t) getpid();
         uint64_t start;
-        int r;
+        int fd, r;
 
         if (rank >= NPF_SHM_MAX_RANKS) {
                 npf__set_err(err, "rank %u is out of range (0 to %u)", rank, NPF_SHM_MAX_RANKS - 1);
                 return -EINVAL;
         }
-        r = npf_proc_start_time((pid_t) pid, &start);
+        r = npf_proc_self_start_time(&start);
         if (r < 0) {
                 npf__set_err(err, "cannot read the start time of this process: %s", strerror(-r));
+                return r;
+        }
+        fd = npf__shm_ranks_reopen(shm);
+        if (fd == -ESTALE)
+                npf__set_err(err, "the rank table was removed and made anew; attach again");
+        else if (fd < 0)
+                npf__set_err(err, "cannot open the rank table to lock a slot: %s", strerror(-fd));
+        if (fd < 0)
+                return fd;
+        r = lock_fd_add(fd);
+        if (r < 0) {
+                close(fd);
+                npf__set_err(err, "out of memory");
                 return r;
         }
 
@@ -194,13 +400,13 @@ int npf_slot_claim(npf_shm_ranks_t *table, uint32_t rank, int32_t local_device,
                                 if (NPF_INDEX_ENTRY(s, NPF_SLOT_TAG(claim)) == e && hpid != 0 &&
                                     (hrank == rank || hpid == NPF_SLOT_RECLAIMING)) {
                                         /* The entry is current: its slot holds this claim. */
-                                        if (hpid != NPF_SLOT_RECLAIMING && holder_alive(held, hpid)) {
-                                                npf__set_err(err, "rank %u is already claimed by %s %u (slot %u)", rank,
-                                                             hpid == pid ? "this process," : "live process", hpid, s);
-                                                return -EBUSY;
+                                        if (hpid != NPF_SLOT_RECLAIMING && holder_alive(table, fd, s, claim)) {
+                                                describe_holder(err, held, rank, s, claim, pid, start);
+                                                r = -EBUSY;
+                                                goto fail;
                                         }
                                         /* Its holder is gone, or being reclaimed: help, then look again. */
-                                        npf_slot_reclaim(table, s, NULL);
+                                        reclaim(table, fd, s, NULL);
                                         sched_yield();
                                         continue;
                                 }
@@ -214,40 +420,68 @@ int npf_slot_claim(npf_shm_ranks_t *table, uint32_t rank, int32_t local_device,
                 }
 
                 uint64_t mine;
-                r = take_free_slot(table, rank, local_device, pid, start, &mine);
+                r = take_free_slot(table, fd, rank, local_device, pid, start, &mine);
                 if (r < 0) {
-                        npf__set_err(err, "all %u slots of the rank table are held by live processes", NPF_SHM_SLOTS);
-                        return r;
+                        if (r == -ENOSPC)
+                                npf__set_err(err, "all %u slots of the rank table are held by live processes",
+                                             NPF_SHM_SLOTS);
+                        else
+                                npf__set_err(err, "cannot lock a slot of the rank table: %s", strerror(-r));
+                        goto fail;
                 }
                 uint32_t expect = 0;
                 if (atomic_compare_exchange_strong(entry, &expect, NPF_INDEX_ENTRY(r, NPF_SLOT_TAG(mine)))) {
-                        *ret_slot = &table->slots[r];
+                        *ret_lease = (npf_slot_lease_t) {
+                                .slot = &table->slots[r], .claim = mine, .lock_fd = fd, .owner = (pid_t) pid,
+                        };
                         return 0;
                 }
                 /* Another claimant of this rank won the race: give our slot back and look. */
                 slot_clear(&table->slots[r], mine, false);
+                slot_lock(fd, (uint32_t) r, F_UNLCK);
         }
         npf__set_err(err, "rank %u: the rank table kept changing; try again", rank);
-        return -EAGAIN;
+        r = -EAGAIN;
+fail:
+        lock_fd_close(fd, (pid_t) pid);
+        return r;
 }
 
-void npf_slot_release(npf_shm_ranks_t *table, npf_shm_slot_t *slot)
+void npf_slot_release(npf_shm_t *shm, npf_slot_lease_t *lease)
 {
+        npf_shm_ranks_t *table = npf_shm_ranks(shm);
+        npf_shm_slot_t *slot = lease->slot;
+
+        if (!slot)
+                return;
+        if (lease->owner != getpid()) {
+                npf_slot_abandon(lease);
+                return;
+        }
         uint32_t index = npf_slot_index(table, slot);
-        uint64_t claim = atomic_load_explicit(npf__seq(&slot->claim), memory_order_acquire);
+        uint64_t claim = lease->claim;
         uint32_t rank = atomic_load_explicit(a32(&slot->rank), memory_order_relaxed);
+        uint64_t mark = claim_word(NPF_SLOT_TAG(claim), NPF_SLOT_RECLAIMING);
 
         /* Only our own claim is released; one a reclaimer already took is left to it. */
-        if (NPF_SLOT_PID(claim) != (uint32_t) getpid())
-                return;
-        uint64_t mark = claim_word(NPF_SLOT_TAG(claim), NPF_SLOT_RECLAIMING);
-        if (!atomic_compare_exchange_strong(npf__seq(&slot->claim), &claim, mark))
-                return;
-        if (rank < NPF_SHM_MAX_RANKS) {
-                uint32_t expect = NPF_INDEX_ENTRY(index, NPF_SLOT_TAG(claim));
-                atomic_compare_exchange_strong(a32(&table->index[rank]), &expect, 0);
+        if (atomic_compare_exchange_strong(npf__seq(&slot->claim), &claim, mark)) {
+                if (rank < NPF_SHM_MAX_RANKS) {
+                        uint32_t expect = NPF_INDEX_ENTRY(index, NPF_SLOT_TAG(claim));
+                        atomic_compare_exchange_strong(a32(&table->index[rank]), &expect, 0);
+                }
+                slot_clear(slot, mark, true);
         }
-        slot_clear(slot, mark, true);
+        /* The lock goes last: until the slot is free, it is ours. */
+        lock_fd_close(lease->lock_fd, lease->owner);
+        *lease = (npf_slot_lease_t) { .slot = NULL, .lock_fd = -1 };
+}
+
+void npf_slot_abandon(npf_slot_lease_t *lease)
+{
+        /* After a fork() the handler closed it, and the number may now be another file's. */
+        if (lease->slot)
+                lock_fd_close(lease->lock_fd, lease->owner);
+        *lease = (npf_slot_lease_t) { .slot = NULL, .lock_fd = -1 };
 }
 
 void npf_slot_step(npf_shm_slot_t *slot, int64_t step, uint64_t monotonic_ns)

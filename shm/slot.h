@@ -1,11 +1,17 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Slots of the rank table: claim, step and heartbeat, window state, release and reclaim.
- * A slot is owned by the process that claimed it; the daemon reclaims it only once that
- * process is gone or its pid belongs to another process.
+ * A slot is owned by the process that claimed it, which holds an open-file-description
+ * lock on the slot's bytes for as long as it holds the slot; the daemon reclaims it only
+ * once that lock is gone, whatever pid namespace its holder ran in. Slots of holders that
+ * take no lock (an older libnpuprof) are reclaimed once their pid is gone or belongs to
+ * another process.
  */
 #ifndef NPUPROF_SLOT_H
 #define NPUPROF_SLOT_H
+
+#include <stdbool.h>
+#include <sys/types.h>
 
 #include "npuprof/shm.h"
 
@@ -28,18 +34,44 @@ typedef struct npf_slot_view {
 } npf_slot_view_t;
 
 /*
+ * A claimed slot, as its holder keeps it: the caller's, given back with npf_slot_release().
+ * Its descriptor holds the slot's lock; a child forked from the holder has it closed at
+ * fork (by a handler of pthread_atfork()), so that a child never keeps its parent's slot.
+ */
+typedef struct npf_slot_lease {
+        npf_shm_slot_t *slot;           /* NULL: no slot */
+        uint64_t claim;                 /* the claim word of this claim */
+        int lock_fd;                    /* holds the lock on the slot's bytes */
+        pid_t owner;                    /* getpid() of the claimant */
+} npf_slot_lease_t;
+
+/*
  * npf_slot_claim() - claim the slot of global rank @rank for the calling process.
- * A slot left by a process that is gone (or whose pid was reused) is taken over.
- * Return: 0 and the slot in @ret_slot; -EINVAL if @rank >= NPF_SHM_MAX_RANKS; -EBUSY if
+ * A slot left by a process that is gone is taken over; so is one whose holder took no
+ * lock and whose pid was reused. The slot is locked before it is claimed, through a new
+ * open file description of the rank table (one descriptor per claim, close-on-exec).
+ * Return: 0 and the claim in @ret_lease; -EINVAL if @rank >= NPF_SHM_MAX_RANKS; -EBUSY if
  * a live process holds @rank (@err, of NPF_SHM_ERR_MAX bytes, names it); -ENOSPC if all
- * slots are taken by live processes.
+ * slots are taken by live processes; -ESTALE if @shm's rank table was removed and made
+ * anew; -EMFILE and other -errno when the rank table cannot be opened again or locked.
  * Context: any thread; at most one slot per rank id per node.
  */
-int npf_slot_claim(npf_shm_ranks_t *table, uint32_t rank, int32_t local_device,
-                   npf_shm_slot_t **ret_slot, char *err);
+int npf_slot_claim(npf_shm_t *shm, uint32_t rank, int32_t local_device, npf_slot_lease_t *ret_lease, char *err);
 
-/* Give the slot back; its window state stays readable until the slot is claimed again. Context: the owner. */
-void npf_slot_release(npf_shm_ranks_t *table, npf_shm_slot_t *slot);
+/*
+ * Give the slot of @lease back and close its descriptor; its window state stays readable
+ * until the slot is claimed again. A slot that a reclaimer took meanwhile is left to it.
+ * In any process but the claimant (a forked child), nothing is done. Accepts an empty
+ * lease; empties @lease. Context: the owner.
+ */
+void npf_slot_release(npf_shm_t *shm, npf_slot_lease_t *lease);
+
+/*
+ * In a child forked from the holder of @lease: let go of what the child inherited of it
+ * (its descriptor, unless the fork handler closed it already), leaving the slot and its
+ * lock to the parent. Empties @lease.
+ */
+void npf_slot_abandon(npf_slot_lease_t *lease);
 
 /* Record the step the owner is at and the heartbeat time. Context: the owner, per step. */
 void npf_slot_step(npf_shm_slot_t *slot, int64_t step, uint64_t monotonic_ns);
@@ -69,12 +101,19 @@ int npf_slot_read(const npf_shm_ranks_t *table, uint32_t index, npf_slot_view_t 
 int npf_slot_read_current(const npf_shm_ranks_t *table, uint32_t index, npf_slot_view_t *ret_view);
 
 /*
- * npf_slot_reclaim() - free slot @index if its process is gone or its pid was reused.
+ * npf_slot_reclaim() - free slot @index if its holder is gone: its lock is no longer held,
+ * or, for a holder that took no lock, its pid is gone or was reused.
  * Return: 1 if it was reclaimed (its last contents in @ret_last, when not NULL), 0 if it
  * is free or its owner alive, -ERANGE for a bad index.
  * Context: the daemon's sweep, or a claimant; safe against concurrent reclaimers.
  */
-int npf_slot_reclaim(npf_shm_ranks_t *table, uint32_t index, npf_slot_view_t *ret_last);
+int npf_slot_reclaim(npf_shm_t *shm, uint32_t index, npf_slot_view_t *ret_last);
+
+/*
+ * npf_slot_guarded() - whether the holder of @claim in @slot took the slot's lock: if so,
+ * its lock alone says whether it lives, else its pid does.
+ */
+bool npf_slot_guarded(const npf_shm_slot_t *slot, uint64_t claim);
 
 /* Return: the slot index of @slot in @table. */
 uint32_t npf_slot_index(const npf_shm_ranks_t *table, const npf_shm_slot_t *slot);

@@ -118,7 +118,7 @@ int main(int argc, char **argv)
         bool have_window = false, hold = false;
         char err[NPF_SHM_ERR_MAX] = "";
         npf_shm_t *shm = NULL;
-        npf_shm_slot_t *slot = NULL;
+        npf_slot_lease_t lease = { .slot = NULL, .lock_fd = -1 };
         int c, r;
 
         while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -197,7 +197,7 @@ int main(int argc, char **argv)
         if (gen < 0)
                 gen = 0;
 
-        r = npf_slot_claim(npf_shm_ranks(shm), (uint32_t) rank, (int32_t) device, &slot, err);
+        r = npf_slot_claim(shm, (uint32_t) rank, (int32_t) device, &lease, err);
         if (r < 0) {
                 fprintf(stderr, "rank-driver: cannot claim rank %" PRId64 ": %s (%s)\n", rank, err, strerror(-r));
                 npf_shm_close(shm);
@@ -214,10 +214,10 @@ int main(int argc, char **argv)
                 .state_ns = realtime_ns(),
         };
         snprintf(st.message, sizeof(st.message), "%s", message);
-        npf_slot_step(slot, step, monotonic_ns());
-        npf_slot_set_state(slot, &st);
+        npf_slot_step(lease.slot, step, monotonic_ns());
+        npf_slot_set_state(lease.slot, &st);
 
-        printf("claimed slot %u\n", npf_slot_index(npf_shm_ranks(shm), slot));
+        printf("claimed slot %u\n", npf_slot_index(npf_shm_ranks(shm), lease.slot));
         fflush(stdout);
 
         if (hold) {
@@ -247,12 +247,12 @@ int main(int argc, char **argv)
                         if (beat_ms && monotonic_ns() >= next_beat) {
                                 if (step >= 0)
                                         step++;
-                                npf_slot_step(slot, step, monotonic_ns());
+                                npf_slot_step(lease.slot, step, monotonic_ns());
                                 next_beat += (uint64_t) beat_ms * 1000000u;
                         }
                 }
         }
-        npf_slot_release(npf_shm_ranks(shm), slot);
+        npf_slot_release(shm, &lease);
         npf_shm_close(shm);
         return 0;
 

@@ -1,5 +1,9 @@
 /* SPDX-License-Identifier: MIT */
-/* Rank-table slots: claim, duplicate claimants, release, reclaim of dead and reused pids. */
+/*
+ * Rank-table slots: claim, duplicate claimants, release, reclaim of dead holders. A holder
+ * lives while its slot's lock is held, in whatever pid namespace it runs; one that takes
+ * no lock (an older libnpuprof) is judged by its pid and start time.
+ */
 #include "npuprof/shm.h"
 #include "shm/proc.h"
 #include "shm/slot.h"
@@ -24,6 +28,7 @@ typedef struct fixture {
         char name[64];
         npf_shm_t *shm;
         npf_shm_ranks_t *table;
+        int life[2];            /* a pipe: children that wait, wait until the test ends, pass or fail */
 } fixture_t;
 
 static int setup(void **state)
@@ -36,6 +41,7 @@ static int setup(void **state)
         npf_shm_unlink(f->name);
         assert_int_equal(npf_shm_open(f->name, NPF_SHM_WRITER | NPF_SHM_CREATE, &f->shm, err), 0);
         f->table = npf_shm_ranks(f->shm);
+        assert_int_equal(pipe(f->life), 0);
         *state = f;
         return 0;
 }
@@ -44,21 +50,110 @@ static int teardown(void **state)
 {
         fixture_t *f = *state;
 
+        close(f->life[1]);
+        close(f->life[0]);
         npf_shm_close(f->shm);
         npf_shm_unlink(f->name);
         free(f);
         return 0;
 }
 
+/* In a child, first thing: the test process alone keeps the life pipe's write end. */
+static void in_child(fixture_t *f)
+{
+        close(f->life[1]);
+}
+
+/* In a child: wait until the test process ends the test (or dies), then exit. */
+static _Noreturn void live_until_test_ends(fixture_t *f)
+{
+        char c;
+
+        while (read(f->life[0], &c, 1) < 0 && errno == EINTR)
+                ;
+        _exit(0);
+}
+
+/*
+ * Return: 1 if some open file description holds a write lock on slot @index's bytes, 0 if
+ * none does, as the kernel tells a process that holds none.
+ */
+static int slot_locked(fixture_t *f, uint32_t index)
+{
+        char path[128];
+        struct flock lk = {
+                .l_type = F_WRLCK,
+                .l_whence = SEEK_SET,
+                .l_start = (off_t) (offsetof(npf_shm_ranks_t, slots) + index * sizeof(npf_shm_slot_t)),
+                .l_len = sizeof(npf_shm_slot_t),
+        };
+
+        snprintf(path, sizeof(path), "/dev/shm/%s.ranks", f->name);
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        assert_true(fd >= 0);
+        assert_int_equal(fcntl(fd, F_OFD_GETLK, &lk), 0);
+        close(fd);
+        return lk.l_type == F_WRLCK;
+}
+
+/*
+ * Claim @rank for (@pid, @start) as a libnpuprof that takes no lock claimed: by the claim
+ * word, its pid and start time alone. Return: the slot's index.
+ */
+static uint32_t claim_without_lock(fixture_t *f, uint32_t rank, uint32_t pid, uint64_t start)
+{
+        for (uint32_t i = 0; i < NPF_SHM_SLOTS; i++) {
+                npf_shm_slot_t *s = &f->table->slots[i];
+                uint64_t c = __atomic_load_n(&s->claim, __ATOMIC_ACQUIRE);
+                if (NPF_SLOT_PID(c) != 0)
+                        continue;
+                uint64_t mine = (uint64_t) (NPF_SLOT_TAG(c) + 1) << 32 | pid;
+                if (!__atomic_compare_exchange_n(&s->claim, &c, mine, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
+                        continue;
+                s->rank = rank;
+                s->local_device = -1;
+                s->step = -1;
+                __atomic_store_n(&s->proc_start, start, __ATOMIC_RELEASE);
+                f->table->index[rank] = NPF_INDEX_ENTRY(i, NPF_SLOT_TAG(mine));
+                return i;
+        }
+        fail_msg("no free slot");
+        return NPF_SHM_SLOTS;
+}
+
+/* Swap slot @index's claim word for (its tag, @pid), as if its holder had that pid. */
+static void forge_pid(fixture_t *f, uint32_t index, uint32_t pid)
+{
+        npf_shm_slot_t *s = &f->table->slots[index];
+        uint64_t c = __atomic_load_n(&s->claim, __ATOMIC_ACQUIRE);
+
+        __atomic_store_n(&s->claim, (uint64_t) NPF_SLOT_TAG(c) << 32 | pid, __ATOMIC_RELEASE);
+}
+
+/* Fork a child that waits until killed or the test ends: a live process that is no rank. Return: its pid. */
+static pid_t bystander(fixture_t *f)
+{
+        pid_t pid = fork();
+
+        assert_true(pid >= 0);
+        if (pid == 0) {
+                in_child(f);
+                live_until_test_ends(f);
+        }
+        return pid;
+}
+
 static void test_claim_read_release(void **state)
 {
         fixture_t *f = *state;
+        npf_slot_lease_t lease;
         npf_shm_slot_t *slot;
         npf_slot_view_t v;
         char err[NPF_SHM_ERR_MAX];
         uint64_t start;
 
-        assert_int_equal(npf_slot_claim(f->table, 42, 3, &slot, err), 0);
+        assert_int_equal(npf_slot_claim(f->shm, 42, 3, &lease, err), 0);
+        slot = lease.slot;
         uint32_t idx = npf_slot_index(f->table, slot);
         assert_int_equal(f->table->index[42], NPF_INDEX_ENTRY(idx, NPF_SLOT_TAG(slot->claim)));
         assert_int_equal(NPF_INDEX_SLOT(f->table->index[42]), idx);
@@ -71,34 +166,46 @@ static void test_claim_read_release(void **state)
         assert_int_equal(npf_proc_start_time(getpid(), &start), 0);
         assert_int_equal(v.proc_start, start);
         assert_true(v.claimed_ns > 0);
+        /* The claim was made under the slot's lock, which its holder keeps. */
+        assert_int_equal(slot->lock_tag, v.tag);
+        assert_true(npf_slot_guarded(slot, slot->claim));
+        assert_int_equal(slot_locked(f, idx), 1);
+        assert_int_equal(lease.owner, getpid());
+        assert_int_equal(fcntl(lease.lock_fd, F_GETFD) & FD_CLOEXEC, FD_CLOEXEC);
 
         npf_slot_step(slot, 77, 123456789);
         assert_int_equal(npf_slot_read(f->table, idx, &v), 0);
         assert_int_equal(v.step, 77);
         assert_int_equal(v.heartbeat_ns, 123456789);
 
-        npf_slot_release(f->table, slot);
+        int fd = lease.lock_fd;
+        npf_slot_release(f->shm, &lease);
+        assert_null(lease.slot);
         assert_int_equal(f->table->index[42], 0);
         assert_int_equal(npf_slot_read(f->table, idx, &v), 0);
         assert_int_equal(v.pid, 0);
+        /* Its lock went with it, and its descriptor. */
+        assert_int_equal(slot_locked(f, idx), 0);
+        assert_int_equal(fcntl(fd, F_GETFD), -1);
+        npf_slot_release(f->shm, &lease);      /* an empty lease: nothing */
         /* Released: the rank can be claimed again. */
-        assert_int_equal(npf_slot_claim(f->table, 42, 0, &slot, err), 0);
-        npf_slot_release(f->table, slot);
+        assert_int_equal(npf_slot_claim(f->shm, 42, 0, &lease, err), 0);
+        npf_slot_release(f->shm, &lease);
 }
 
 static void test_second_claim_same_process_refused(void **state)
 {
         fixture_t *f = *state;
-        npf_shm_slot_t *a, *b = NULL;
+        npf_slot_lease_t a, b = { .slot = NULL };
         char err[NPF_SHM_ERR_MAX] = "";
 
-        assert_int_equal(npf_slot_claim(f->table, 5, 0, &a, err), 0);
-        assert_int_equal(npf_slot_claim(f->table, 5, 0, &b, err), -EBUSY);
-        assert_null(b);
+        assert_int_equal(npf_slot_claim(f->shm, 5, 0, &a, err), 0);
+        assert_int_equal(npf_slot_claim(f->shm, 5, 0, &b, err), -EBUSY);
+        assert_null(b.slot);
         assert_non_null(strstr(err, "rank 5 is already claimed by this process"));
         /* Other ranks are unaffected. */
-        assert_int_equal(npf_slot_claim(f->table, 6, 0, &b, err), 0);
-        assert_ptr_not_equal(a, b);
+        assert_int_equal(npf_slot_claim(f->shm, 6, 0, &b, err), 0);
+        assert_ptr_not_equal(a.slot, b.slot);
 }
 
 static void test_second_live_claimant_refused(void **state)
@@ -106,22 +213,23 @@ static void test_second_live_claimant_refused(void **state)
         fixture_t *f = *state;
         int to_child[2], to_parent[2];
         char err[NPF_SHM_ERR_MAX] = "", c;
-        npf_shm_slot_t *slot = NULL;
+        npf_slot_lease_t lease;
 
         assert_int_equal(pipe(to_child), 0);
         assert_int_equal(pipe(to_parent), 0);
         pid_t pid = fork();
         assert_true(pid >= 0);
         if (pid == 0) {
-                npf_shm_slot_t *mine;
-                int r = npf_slot_claim(f->table, 9, 0, &mine, NULL);
+                npf_slot_lease_t mine;
+                close(to_child[1]);
+                int r = npf_slot_claim(f->shm, 9, 0, &mine, NULL);
                 (void) !write(to_parent[1], r == 0 ? "y" : "n", 1);
                 (void) !read(to_child[0], &c, 1);       /* stay alive until told */
                 _exit(0);
         }
         assert_int_equal(read(to_parent[0], &c, 1), 1);
         assert_int_equal(c, 'y');
-        assert_int_equal(npf_slot_claim(f->table, 9, 0, &slot, err), -EBUSY);
+        assert_int_equal(npf_slot_claim(f->shm, 9, 0, &lease, err), -EBUSY);
         char want[64];
         snprintf(want, sizeof(want), "live process %d", (int) pid);
         assert_non_null(strstr(err, want));
@@ -129,8 +237,8 @@ static void test_second_live_claimant_refused(void **state)
         assert_int_equal(write(to_child[1], "x", 1), 1);
         assert_int_equal(waitpid(pid, NULL, 0), pid);
         /* Now the holder is gone: the rank is taken over. */
-        assert_int_equal(npf_slot_claim(f->table, 9, 0, &slot, err), 0);
-        assert_int_equal(NPF_SLOT_PID(slot->claim), (uint32_t) getpid());
+        assert_int_equal(npf_slot_claim(f->shm, 9, 0, &lease, err), 0);
+        assert_int_equal(NPF_SLOT_PID(lease.slot->claim), (uint32_t) getpid());
         close(to_child[0]);
         close(to_child[1]);
         close(to_parent[0]);
@@ -141,20 +249,20 @@ static void test_reclaim_dead_process(void **state)
 {
         fixture_t *f = *state;
         npf_slot_view_t last;
-        npf_shm_slot_t *slot;
+        npf_slot_lease_t lease;
         int status;
 
         pid_t pid = fork();
         assert_true(pid >= 0);
         if (pid == 0) {
-                npf_shm_slot_t *mine;
-                if (npf_slot_claim(f->table, 100, 2, &mine, NULL) != 0)
+                npf_slot_lease_t mine;
+                if (npf_slot_claim(f->shm, 100, 2, &mine, NULL) != 0)
                         _exit(1);
                 npf_shm_slot_state_t st = { .state = NPF_WINDOW_COLLECTING, .generation = 4,
                                             .window_start = 10, .window_stop = 14 };
                 snprintf(st.output, sizeof(st.output), "rank100_start10_stop14");
-                npf_slot_set_state(mine, &st);
-                npf_slot_step(mine, 12, 1);
+                npf_slot_set_state(mine.slot, &st);
+                npf_slot_step(mine.slot, 12, 1);
                 _exit(0);       /* dies without releasing */
         }
         assert_int_equal(waitpid(pid, &status, 0), pid);
@@ -162,7 +270,8 @@ static void test_reclaim_dead_process(void **state)
 
         uint32_t idx = NPF_INDEX_SLOT(f->table->index[100]);
         assert_true(idx < NPF_SHM_SLOTS);
-        assert_int_equal(npf_slot_reclaim(f->table, idx, &last), 1);
+        assert_int_equal(slot_locked(f, idx), 0);
+        assert_int_equal(npf_slot_reclaim(f->shm, idx, &last), 1);
         assert_int_equal(last.pid, (uint32_t) pid);
         assert_int_equal(last.rank, 100);
         assert_int_equal(last.step, 12);
@@ -171,109 +280,369 @@ static void test_reclaim_dead_process(void **state)
         assert_int_equal(f->table->index[100], 0);
         assert_int_equal(NPF_SLOT_PID(f->table->slots[idx].claim), 0);
         /* A second reclaim finds nothing to do. */
-        assert_int_equal(npf_slot_reclaim(f->table, idx, NULL), 0);
+        assert_int_equal(npf_slot_reclaim(f->shm, idx, NULL), 0);
 
         /* A live owner is never reclaimed. */
-        assert_int_equal(npf_slot_claim(f->table, 101, 0, &slot, NULL), 0);
-        assert_int_equal(npf_slot_reclaim(f->table, npf_slot_index(f->table, slot), NULL), 0);
-        assert_int_equal(NPF_SLOT_PID(slot->claim), (uint32_t) getpid());
-        assert_int_equal(npf_slot_reclaim(f->table, NPF_SHM_SLOTS, NULL), -ERANGE);
+        assert_int_equal(npf_slot_claim(f->shm, 101, 0, &lease, NULL), 0);
+        assert_int_equal(npf_slot_reclaim(f->shm, npf_slot_index(f->table, lease.slot), NULL), 0);
+        assert_int_equal(NPF_SLOT_PID(lease.slot->claim), (uint32_t) getpid());
+        assert_int_equal(npf_slot_reclaim(f->shm, NPF_SHM_SLOTS, NULL), -ERANGE);
 }
 
-/* A pid that now belongs to another process is told apart by its start time. */
-static void test_reclaim_reused_pid(void **state)
+/* A holder that takes no lock and whose pid now belongs to another process is told apart by its start time. */
+static void test_reclaim_reused_pid_of_holder_without_lock(void **state)
 {
         fixture_t *f = *state;
-        npf_shm_slot_t *slot;
+        npf_slot_lease_t lease;
         npf_slot_view_t last;
+        uint64_t start;
 
-        assert_int_equal(npf_slot_claim(f->table, 7, 0, &slot, NULL), 0);
-        /* Pretend the claimant was an earlier process that had our pid. */
-        slot->proc_start -= 1;
-        assert_int_equal(npf_slot_reclaim(f->table, npf_slot_index(f->table, slot), &last), 1);
+        /* The claimant was an earlier process that had our pid, and took no lock. */
+        assert_int_equal(npf_proc_start_time(getpid(), &start), 0);
+        uint32_t idx = claim_without_lock(f, 7, (uint32_t) getpid(), start - 1);
+        assert_false(npf_slot_guarded(&f->table->slots[idx], f->table->slots[idx].claim));
+        assert_int_equal(npf_slot_reclaim(f->shm, idx, &last), 1);
         assert_int_equal(last.pid, (uint32_t) getpid());
         assert_int_equal(f->table->index[7], 0);
         /* And the rank may be claimed again by the process that really has the pid. */
-        assert_int_equal(npf_slot_claim(f->table, 7, 0, &slot, NULL), 0);
+        assert_int_equal(npf_slot_claim(f->shm, 7, 0, &lease, NULL), 0);
+
+        /* Such a holder that is alive keeps its slot, and its rank. */
+        idx = claim_without_lock(f, 8, (uint32_t) getpid(), start);
+        assert_int_equal(npf_slot_reclaim(f->shm, idx, NULL), 0);
+        assert_int_equal(npf_slot_claim(f->shm, 8, 0, &lease, NULL), -EBUSY);
+}
+
+/*
+ * A holder that holds its slot's lock lives as long as the lock, whatever pid it recorded:
+ * one whose pid now names an unrelated process, or no process, keeps its slot and its rank
+ * (a holder in another pid namespace records a pid that means nothing here); once it is
+ * gone its slot is freed, even when its pid names a live process that started when it did.
+ */
+static void test_locked_holder_lives_whatever_its_pid(void **state)
+{
+        fixture_t *f = *state;
+        npf_slot_lease_t lease;
+        char err[NPF_SHM_ERR_MAX] = "";
+        int go[2], ready[2];
+        uint64_t mine;
+        char c;
+
+        assert_int_equal(pipe(go), 0);
+        assert_int_equal(pipe(ready), 0);
+        pid_t holder = fork();
+        assert_true(holder >= 0);
+        if (holder == 0) {
+                npf_slot_lease_t l;
+                in_child(f);
+                close(go[1]);
+                int r = npf_slot_claim(f->shm, 400, 0, &l, NULL);
+                (void) !write(ready[1], r == 0 ? "y" : "n", 1);
+                (void) !read(go[0], &c, 1);
+                _exit(0);
+        }
+        assert_int_equal(read(ready[0], &c, 1), 1);
+        assert_int_equal(c, 'y');
+        uint32_t idx = NPF_INDEX_SLOT(f->table->index[400]);
+        assert_true(idx < NPF_SHM_SLOTS);
+
+        pid_t other = bystander(f);
+        uint32_t pids[] = { (uint32_t) other, 1, 4000000 };     /* reused, init's, none */
+        for (size_t k = 0; k < sizeof(pids) / sizeof(pids[0]); k++) {
+                forge_pid(f, idx, pids[k]);
+                assert_int_equal(npf_slot_reclaim(f->shm, idx, NULL), 0);
+                assert_int_equal(npf_slot_claim(f->shm, 400, 0, &lease, err), -EBUSY);
+                assert_int_equal(NPF_SLOT_PID(f->table->slots[idx].claim), pids[k]);
+        }
+        assert_non_null(strstr(err, "another pid namespace, pid 4000000 there"));
+        kill(other, SIGKILL);
+        waitpid(other, NULL, 0);
+
+        /* Gone: its slot is freed though the pid it recorded is ours, with our start time. */
+        assert_int_equal(write(go[1], "x", 1), 1);
+        assert_int_equal(waitpid(holder, NULL, 0), holder);
+        assert_int_equal(npf_proc_start_time(getpid(), &mine), 0);
+        forge_pid(f, idx, (uint32_t) getpid());
+        f->table->slots[idx].proc_start = mine;
+        assert_int_equal(npf_slot_reclaim(f->shm, idx, NULL), 1);
+        assert_int_equal(npf_slot_claim(f->shm, 400, 0, &lease, err), 0);
+        close(go[0]);
+        close(go[1]);
+        close(ready[0]);
+        close(ready[1]);
+}
+
+/*
+ * A rank in a pid namespace of its own (a container's) records a pid that names another
+ * process here: it is alive for as long as it runs, its rank is never given to another,
+ * and once it is killed its slot is reclaimed.
+ */
+static void test_holder_in_another_pid_namespace(void **state)
+{
+        fixture_t *f = *state;
+        npf_slot_lease_t lease;
+        npf_slot_view_t v, last;
+        char err[NPF_SHM_ERR_MAX] = "";
+        int ready[2];
+        struct { int ok; pid_t pid; } hello;
+
+        if (geteuid() != 0)
+                skip();
+        assert_int_equal(pipe(ready), 0);
+        pid_t child = fork();
+        assert_true(child >= 0);
+        if (child == 0) {
+                in_child(f);
+                /* The child's children are born into a new pid namespace; the first is its pid 1. */
+                if (unshare(CLONE_NEWPID) < 0) {
+                        hello.ok = -errno;
+                        hello.pid = 0;
+                        (void) !write(ready[1], &hello, sizeof(hello));
+                        _exit(0);
+                }
+                pid_t rank = fork();
+                if (rank == 0) {
+                        npf_slot_lease_t l;
+                        npf_shm_slot_state_t st = { .state = NPF_WINDOW_COLLECTING, .generation = 3,
+                                                    .window_start = 5, .window_stop = 500 };
+                        hello.ok = npf_slot_claim(f->shm, 300, 1, &l, NULL) == 0 && getpid() == 1;
+                        hello.pid = 0;
+                        if (hello.ok) {
+                                npf_slot_set_state(l.slot, &st);
+                                npf_slot_step(l.slot, 42, 1);
+                        }
+                        (void) !write(ready[1], &hello, sizeof(hello));
+                        if (hello.ok)
+                                live_until_test_ends(f);
+                        _exit(1);
+                }
+                /* Its pid here, which it cannot know itself. */
+                hello.ok = rank > 0;
+                hello.pid = rank;
+                (void) !write(ready[1], &hello, sizeof(hello));
+                waitpid(rank, NULL, 0);
+                _exit(0);
+        }
+        int got = 0;
+        pid_t rank_here = 0;
+        for (int k = 0; k < 2; k++) {
+                assert_int_equal(read(ready[0], &hello, sizeof(hello)), sizeof(hello));
+                if (hello.ok == -EPERM || hello.ok == -EINVAL) {
+                        waitpid(child, NULL, 0);
+                        skip();         /* no pid namespaces here, even for root */
+                }
+                assert_int_equal(hello.ok, 1);
+                got++;
+                if (hello.pid)
+                        rank_here = hello.pid;
+        }
+        assert_int_equal(got, 2);
+        assert_true(rank_here > 1);
+
+        uint32_t idx = NPF_INDEX_SLOT(f->table->index[300]);
+        assert_true(idx < NPF_SHM_SLOTS);
+        assert_int_equal(npf_slot_read(f->table, idx, &v), 0);
+        assert_int_equal(v.pid, 1);     /* its own pid, in its namespace: here, init's */
+        assert_int_equal(v.step, 42);
+        assert_int_equal(v.st.state, NPF_WINDOW_COLLECTING);
+        /* Judged by its pid it would be dead: pid 1 here started long before it. */
+        assert_int_equal(npf_proc_check(1, v.proc_start), NPF_PROC_REUSED);
+        /* Judged by its lock it lives: no reclaim, no second holder of its rank. */
+        assert_int_equal(npf_slot_reclaim(f->shm, idx, NULL), 0);
+        assert_int_equal(npf_slot_claim(f->shm, 300, 0, &lease, err), -EBUSY);
+        assert_non_null(strstr(err, "another pid namespace, pid 1 there"));
+
+        /* Killed: the kernel drops its lock, and its slot is reclaimed with its window. */
+        assert_int_equal(kill(rank_here, SIGKILL), 0);
+        assert_int_equal(waitpid(child, NULL, 0), child);
+        assert_int_equal(slot_locked(f, idx), 0);
+        assert_int_equal(npf_slot_reclaim(f->shm, idx, &last), 1);
+        assert_int_equal(last.pid, 1);
+        assert_int_equal(last.rank, 300);
+        assert_int_equal(last.st.state, NPF_WINDOW_COLLECTING);
+        assert_int_equal(npf_slot_claim(f->shm, 300, 0, &lease, err), 0);
+        close(ready[0]);
+        close(ready[1]);
+}
+
+/*
+ * A child forked from a holder shares its open file descriptions, and would keep its lock
+ * when the holder died: the fork handler closes the child's copy. The child's release
+ * changes nothing; the holder's slot is freed once the holder dies, the child still alive.
+ */
+static void test_forked_child_keeps_no_slot(void **state)
+{
+        fixture_t *f = *state;
+        struct { char c; pid_t pid; } kid;
+        int said[2], status;
+
+        assert_int_equal(pipe(said), 0);
+        pid_t holder = fork();
+        assert_true(holder >= 0);
+        if (holder == 0) {
+                npf_slot_lease_t l;
+                in_child(f);
+                if (npf_slot_claim(f->shm, 500, 0, &l, NULL) != 0)
+                        _exit(1);
+                if (fork() == 0) {
+                        /* The child: its copy of the lock's descriptor is closed already. */
+                        kid.c = fcntl(l.lock_fd, F_GETFD) >= 0 ? 'o' : 'c';
+                        kid.pid = getpid();
+                        npf_slot_release(f->shm, &l);
+                        (void) !write(said[1], &kid, sizeof(kid));
+                        live_until_test_ends(f);
+                }
+                live_until_test_ends(f);
+        }
+        assert_int_equal(read(said[0], &kid, sizeof(kid)), sizeof(kid));
+        assert_int_equal(kid.c, 'c');
+        uint32_t idx = NPF_INDEX_SLOT(f->table->index[500]);
+        assert_true(idx < NPF_SHM_SLOTS);
+        /* The child's release left the holder's claim and lock alone. */
+        assert_int_equal(NPF_SLOT_PID(f->table->slots[idx].claim), (uint32_t) holder);
+        assert_int_equal(slot_locked(f, idx), 1);
+        assert_int_equal(npf_slot_reclaim(f->shm, idx, NULL), 0);
+
+        /* The holder dies; its child lives on, and keeps nothing of its slot. */
+        assert_int_equal(kill(holder, SIGKILL), 0);
+        assert_int_equal(waitpid(holder, &status, 0), holder);
+        assert_int_equal(kill(kid.pid, 0), 0);
+        assert_int_equal(slot_locked(f, idx), 0);
+        assert_int_equal(npf_slot_reclaim(f->shm, idx, NULL), 1);
+        kill(kid.pid, SIGKILL);
+        close(said[0]);
+        close(said[1]);
+}
+
+/*
+ * A free slot that another open file description holds locked is a claim in progress, or
+ * one just released: it is passed over, and with every free slot so held the claim ends
+ * with -ENOSPC rather than waiting.
+ */
+static void test_claim_passes_over_locked_free_slots(void **state)
+{
+        fixture_t *f = *state;
+        npf_slot_lease_t lease;
+        char path[128], err[NPF_SHM_ERR_MAX] = "";
+
+        snprintf(path, sizeof(path), "/dev/shm/%s.ranks", f->name);
+        int fd = open(path, O_RDWR | O_CLOEXEC);
+        assert_true(fd >= 0);
+        struct flock lk = {
+                .l_type = F_WRLCK, .l_whence = SEEK_SET,
+                .l_start = (off_t) offsetof(npf_shm_ranks_t, slots), .l_len = sizeof(npf_shm_slot_t),
+        };
+        assert_int_equal(fcntl(fd, F_OFD_SETLK, &lk), 0);
+        assert_int_equal(npf_slot_claim(f->shm, 600, 0, &lease, err), 0);
+        assert_int_not_equal(npf_slot_index(f->table, lease.slot), 0);
+        assert_int_equal(NPF_SLOT_PID(f->table->slots[0].claim), 0);
+
+        lk.l_len = 0;           /* every slot */
+        assert_int_equal(fcntl(fd, F_OFD_SETLK, &lk), -1);    /* but the one held by the lease */
+        lk.l_len = (off_t) (npf_slot_index(f->table, lease.slot) * sizeof(npf_shm_slot_t));
+        assert_int_equal(fcntl(fd, F_OFD_SETLK, &lk), 0);
+        lk.l_start = (off_t) (offsetof(npf_shm_ranks_t, slots) + (npf_slot_index(f->table, lease.slot) + 1) *
+                              sizeof(npf_shm_slot_t));
+        lk.l_len = 0;
+        assert_int_equal(fcntl(fd, F_OFD_SETLK, &lk), 0);
+        npf_slot_lease_t none = { .slot = NULL };
+        assert_int_equal(npf_slot_claim(f->shm, 601, 0, &none, err), -ENOSPC);
+        assert_null(none.slot);
+        close(fd);
+        /* Their lock gone, the slots are free to claim again. */
+        assert_int_equal(npf_slot_claim(f->shm, 601, 0, &none, err), 0);
 }
 
 static void test_claim_takes_over_stale_index(void **state)
 {
         fixture_t *f = *state;
-        npf_shm_slot_t *slot;
+        npf_slot_lease_t lease, other;
 
         /* Garbage in the index (a slot number out of range) does not block the rank. */
         f->table->index[11] = 0xdeadbeef;
-        assert_int_equal(npf_slot_claim(f->table, 11, 0, &slot, NULL), 0);
-        assert_int_equal(NPF_INDEX_SLOT(f->table->index[11]), npf_slot_index(f->table, slot));
+        assert_int_equal(npf_slot_claim(f->shm, 11, 0, &lease, NULL), 0);
+        assert_int_equal(NPF_INDEX_SLOT(f->table->index[11]), npf_slot_index(f->table, lease.slot));
         /* Nor does an entry that points at another rank's slot. */
-        npf_shm_slot_t *other;
-        assert_int_equal(npf_slot_claim(f->table, 12, 0, &other, NULL), 0);
+        assert_int_equal(npf_slot_claim(f->shm, 12, 0, &other, NULL), 0);
         f->table->index[13] = f->table->index[12];
-        assert_int_equal(npf_slot_claim(f->table, 13, 0, &slot, NULL), 0);
-        assert_ptr_not_equal(slot, other);
-        assert_int_equal(other->rank, 12);
+        assert_int_equal(npf_slot_claim(f->shm, 13, 0, &lease, NULL), 0);
+        assert_ptr_not_equal(lease.slot, other.slot);
+        assert_int_equal(other.slot->rank, 12);
 }
 
 /* An ended window keeps the rank and pid that ended it, after the slot passes to another rank. */
 static void test_ended_names_its_rank(void **state)
 {
         fixture_t *f = *state;
-        npf_shm_slot_t *slot, *again;
+        npf_slot_lease_t lease, again;
         npf_slot_view_t v;
         npf_shm_slot_state_t st = { .generation = 1, .state = NPF_WINDOW_DONE, .window_start = 3, .window_stop = 4 };
 
-        assert_int_equal(npf_slot_claim(f->table, 1, 0, &slot, NULL), 0);
+        assert_int_equal(npf_slot_claim(f->shm, 1, 0, &lease, NULL), 0);
+        npf_shm_slot_t *slot = lease.slot;
         uint32_t idx = npf_slot_index(f->table, slot);
         npf_slot_set_state(slot, &st);
-        npf_slot_release(f->table, slot);
+        npf_slot_release(f->shm, &lease);
         /* While a slot where no window ended is free, the one that keeps a window is not taken. */
-        assert_int_equal(npf_slot_claim(f->table, 2, 0, &again, NULL), 0);
-        assert_ptr_not_equal(again, slot);
-        npf_slot_release(f->table, again);
+        assert_int_equal(npf_slot_claim(f->shm, 2, 0, &again, NULL), 0);
+        assert_ptr_not_equal(again.slot, slot);
+        npf_slot_release(f->shm, &again);
         /* Every other slot has kept more: the freed slot is the one reused. */
         for (uint32_t i = 0; i < NPF_SHM_SLOTS; i++)
                 if (i != idx)
                         f->table->slots[i].windows_ended = 2;
-        assert_int_equal(npf_slot_claim(f->table, 3, 0, &again, NULL), 0);
-        assert_ptr_equal(again, slot);
+        assert_int_equal(npf_slot_claim(f->shm, 3, 0, &again, NULL), 0);
+        assert_ptr_equal(again.slot, slot);
         assert_int_equal(npf_slot_read(f->table, idx, &v), 0);
         assert_int_equal(v.rank, 3);
         assert_int_equal(v.windows_ended, 1);
         assert_int_equal(v.ended[0].state, NPF_WINDOW_DONE);
         assert_int_equal(v.ended[0].rank, 1);
         assert_int_equal(v.ended[0].pid, (uint32_t) getpid());
-        npf_slot_release(f->table, again);
+        npf_slot_release(f->shm, &again);
 }
 
 static void test_rank_out_of_range(void **state)
 {
         fixture_t *f = *state;
-        npf_shm_slot_t *slot = NULL;
+        npf_slot_lease_t lease = { .slot = NULL };
         char err[NPF_SHM_ERR_MAX] = "";
 
-        assert_int_equal(npf_slot_claim(f->table, NPF_SHM_MAX_RANKS, 0, &slot, err), -EINVAL);
+        assert_int_equal(npf_slot_claim(f->shm, NPF_SHM_MAX_RANKS, 0, &lease, err), -EINVAL);
         assert_non_null(strstr(err, "65536"));
-        assert_null(slot);
-        assert_int_equal(npf_slot_claim(f->table, NPF_SHM_MAX_RANKS - 1, 0, &slot, err), 0);
+        assert_null(lease.slot);
+        assert_int_equal(npf_slot_claim(f->shm, NPF_SHM_MAX_RANKS - 1, 0, &lease, err), 0);
 }
 
 static void test_table_full(void **state)
 {
         fixture_t *f = *state;
-        npf_shm_slot_t *slot = NULL;
+        static npf_slot_lease_t leases[NPF_SHM_SLOTS];
+        npf_slot_lease_t lease = { .slot = NULL };
         char err[NPF_SHM_ERR_MAX] = "";
+        struct rlimit rl;
 
+        /* A descriptor per claim: a process holding every slot needs more than 1024. */
+        assert_int_equal(getrlimit(RLIMIT_NOFILE, &rl), 0);
+        if (rl.rlim_cur < 2 * NPF_SHM_SLOTS) {
+                if (rl.rlim_max != RLIM_INFINITY && rl.rlim_max < 2 * NPF_SHM_SLOTS)
+                        skip();
+                rl.rlim_cur = 2 * NPF_SHM_SLOTS;
+                assert_int_equal(setrlimit(RLIMIT_NOFILE, &rl), 0);
+        }
         for (uint32_t r = 0; r < NPF_SHM_SLOTS; r++)
-                assert_int_equal(npf_slot_claim(f->table, r * 64, 0, &slot, err), 0);
-        slot = NULL;
-        assert_int_equal(npf_slot_claim(f->table, 1, 0, &slot, err), -ENOSPC);
-        assert_null(slot);
+                assert_int_equal(npf_slot_claim(f->shm, r * 64, 0, &leases[r], err), 0);
+        assert_int_equal(npf_slot_claim(f->shm, 1, 0, &lease, err), -ENOSPC);
+        assert_null(lease.slot);
         assert_non_null(strstr(err, "1024 slots"));
         /* One freed slot is enough. */
-        npf_slot_release(f->table, &f->table->slots[500]);
-        assert_int_equal(npf_slot_claim(f->table, 1, 0, &slot, err), 0);
-        assert_int_equal(npf_slot_index(f->table, slot), 500);
+        for (uint32_t r = 0; r < NPF_SHM_SLOTS; r++)
+                if (npf_slot_index(f->table, leases[r].slot) == 500)
+                        npf_slot_release(f->shm, &leases[r]);
+        assert_int_equal(npf_slot_claim(f->shm, 1, 0, &lease, err), 0);
+        assert_int_equal(npf_slot_index(f->table, lease.slot), 500);
+        for (uint32_t r = 0; r < NPF_SHM_SLOTS; r++)
+                npf_slot_release(f->shm, &leases[r]);
 }
 
 /* Many processes race for one rank id: exactly one wins, whatever the interleaving. */
@@ -295,12 +664,12 @@ static void test_claim_race_one_winner(void **state)
                         pids[i] = fork();
                         assert_true(pids[i] >= 0);
                         if (pids[i] == 0) {
-                                npf_shm_slot_t *s;
+                                npf_slot_lease_t l;
                                 char c;
                                 close(go[1]);
                                 close(hold[1]);
                                 (void) !read(go[0], &c, 1);     /* all start together */
-                                int r = npf_slot_claim(f->table, rank, 0, &s, NULL);
+                                int r = npf_slot_claim(f->shm, rank, 0, &l, NULL);
                                 (void) !write(done[1], r == 0 ? "w" : r == -EBUSY ? "b" : "e", 1);
                                 (void) !read(hold[0], &c, 1);   /* hold the slot until EOF */
                                 _exit(0);
@@ -353,8 +722,8 @@ static void test_claim_race_against_dead_holder(void **state)
                 pid_t dead = fork();
                 assert_true(dead >= 0);
                 if (dead == 0) {
-                        npf_shm_slot_t *s;
-                        _exit(npf_slot_claim(f->table, rank, 0, &s, NULL) == 0 ? 0 : 1);
+                        npf_slot_lease_t l;
+                        _exit(npf_slot_claim(f->shm, rank, 0, &l, NULL) == 0 ? 0 : 1);
                 }
                 assert_int_equal(waitpid(dead, NULL, 0), dead);
                 assert_int_equal(pipe(go), 0);
@@ -364,12 +733,12 @@ static void test_claim_race_against_dead_holder(void **state)
                         pids[i] = fork();
                         assert_true(pids[i] >= 0);
                         if (pids[i] == 0) {
-                                npf_shm_slot_t *s;
+                                npf_slot_lease_t l;
                                 char c;
                                 close(go[1]);
                                 close(hold[1]);
                                 (void) !read(go[0], &c, 1);
-                                int r = npf_slot_claim(f->table, rank, 0, &s, NULL);
+                                int r = npf_slot_claim(f->shm, rank, 0, &l, NULL);
                                 (void) !write(done[1], r == 0 ? "w" : "b", 1);
                                 (void) !read(hold[0], &c, 1);
                                 _exit(0);
@@ -399,15 +768,21 @@ static void test_claim_race_against_dead_holder(void **state)
         }
 }
 
-/* A reclaimer that cannot read /proc (out of file descriptors) must not take a live slot. */
+/*
+ * A reclaimer that cannot read /proc (out of file descriptors) must not take a live slot:
+ * neither one held under a lock nor one of a holder that takes none.
+ */
 static void test_unreadable_proc_is_not_death(void **state)
 {
         fixture_t *f = *state;
-        npf_shm_slot_t *slot;
+        npf_slot_lease_t lease;
+        uint64_t start;
         int status;
 
-        assert_int_equal(npf_slot_claim(f->table, 31, 0, &slot, NULL), 0);
-        uint32_t idx = npf_slot_index(f->table, slot);
+        assert_int_equal(npf_slot_claim(f->shm, 31, 0, &lease, NULL), 0);
+        uint32_t idx = npf_slot_index(f->table, lease.slot);
+        assert_int_equal(npf_proc_start_time(getpid(), &start), 0);
+        uint32_t old = claim_without_lock(f, 35, (uint32_t) getpid(), start);
         pid_t pid = fork();
         assert_true(pid >= 0);
         if (pid == 0) {
@@ -416,32 +791,46 @@ static void test_unreadable_proc_is_not_death(void **state)
                 while (open("/dev/null", O_RDONLY | O_CLOEXEC) >= 0)
                         ;
                 /* EMFILE now: the holder's /proc entry cannot be opened. */
-                _exit(npf_slot_reclaim(f->table, idx, NULL) == 0 ? 0 : 1);
+                _exit(npf_slot_reclaim(f->shm, idx, NULL) == 0 && npf_slot_reclaim(f->shm, old, NULL) == 0 ? 0 : 1);
         }
         assert_int_equal(waitpid(pid, &status, 0), pid);
         assert_int_equal(WEXITSTATUS(status), 0);
-        assert_int_equal(NPF_SLOT_PID(slot->claim), (uint32_t) getpid());
+        assert_int_equal(NPF_SLOT_PID(lease.slot->claim), (uint32_t) getpid());
         assert_int_equal(NPF_INDEX_SLOT(f->table->index[31]), idx);
+        assert_int_equal(NPF_SLOT_PID(f->table->slots[old].claim), (uint32_t) getpid());
 }
 
 /* Only the owner's own claim is released; a stranger's release changes nothing. */
 static void test_release_only_own_claim(void **state)
 {
         fixture_t *f = *state;
-        npf_shm_slot_t *slot;
+        npf_slot_lease_t lease;
         int status;
 
-        assert_int_equal(npf_slot_claim(f->table, 32, 0, &slot, NULL), 0);
-        uint64_t before = slot->claim;
+        assert_int_equal(npf_slot_claim(f->shm, 32, 0, &lease, NULL), 0);
+        uint64_t before = lease.slot->claim;
         pid_t pid = fork();
         assert_true(pid >= 0);
         if (pid == 0) {
-                npf_slot_release(f->table, slot);
+                npf_slot_release(f->shm, &lease);
                 _exit(0);
         }
         assert_int_equal(waitpid(pid, &status, 0), pid);
-        assert_int_equal(slot->claim, before);
+        assert_int_equal(lease.slot->claim, before);
         assert_int_not_equal(f->table->index[32], 0);
+        assert_int_equal(slot_locked(f, npf_slot_index(f->table, lease.slot)), 1);
+        /* Nor does the owner release a claim that is no longer its own. */
+        uint32_t idx = npf_slot_index(f->table, lease.slot);
+        npf_slot_lease_t stale = lease;
+        stale.claim ^= UINT64_C(1) << 32;
+        int fd = dup(lease.lock_fd);
+        stale.lock_fd = fd;
+        npf_slot_release(f->shm, &stale);
+        assert_int_equal(lease.slot->claim, before);
+        assert_int_equal(NPF_INDEX_SLOT(f->table->index[32]), idx);
+        close(fd);
+        npf_slot_release(f->shm, &lease);
+        assert_int_equal(NPF_SLOT_PID(f->table->slots[idx].claim), 0);
 }
 
 /* A rank killed inside a state write leaves the sequence odd; reclaim and reuse repair it. */
@@ -454,20 +843,21 @@ static void test_odd_sequence_left_by_dead_writer(void **state)
         pid_t pid = fork();
         assert_true(pid >= 0);
         if (pid == 0) {
-                npf_shm_slot_t *mine;
-                if (npf_slot_claim(f->table, 33, 0, &mine, NULL) != 0)
+                npf_slot_lease_t mine;
+                if (npf_slot_claim(f->shm, 33, 0, &mine, NULL) != 0)
                         _exit(1);
-                mine->seq |= 1;         /* as if killed between write_begin and write_end */
+                mine.slot->seq |= 1;    /* as if killed between write_begin and write_end */
                 _exit(0);
         }
         assert_int_equal(waitpid(pid, &status, 0), pid);
         assert_int_equal(WEXITSTATUS(status), 0);
         uint32_t idx = NPF_INDEX_SLOT(f->table->index[33]);
         assert_int_equal(npf_slot_read(f->table, idx, &v), -EAGAIN);
-        assert_int_equal(npf_slot_reclaim(f->table, idx, NULL), 1);
+        assert_int_equal(npf_slot_reclaim(f->shm, idx, NULL), 1);
         assert_int_equal(f->table->slots[idx].seq % 2, 0);
-        npf_shm_slot_t *slot;
-        assert_int_equal(npf_slot_claim(f->table, 33, 0, &slot, NULL), 0);
+        npf_slot_lease_t lease;
+        assert_int_equal(npf_slot_claim(f->shm, 33, 0, &lease, NULL), 0);
+        npf_shm_slot_t *slot = lease.slot;
         npf_shm_slot_state_t st = { .state = NPF_WINDOW_ARMED, .generation = 2 };
         npf_slot_set_state(slot, &st);
         assert_int_equal(npf_slot_read(f->table, npf_slot_index(f->table, slot), &v), 0);
@@ -477,12 +867,14 @@ static void test_odd_sequence_left_by_dead_writer(void **state)
 static void test_state_roundtrip_and_bounds(void **state)
 {
         fixture_t *f = *state;
+        npf_slot_lease_t lease;
         npf_shm_slot_t *slot;
         npf_slot_view_t v;
         npf_shm_slot_state_t st = { .state = NPF_WINDOW_FAILED, .generation = 9, .window_start = 5,
                                     .window_stop = 9, .state_step = 6 };
 
-        assert_int_equal(npf_slot_claim(f->table, 3, 0, &slot, NULL), 0);
+        assert_int_equal(npf_slot_claim(f->shm, 3, 0, &lease, NULL), 0);
+        slot = lease.slot;
         uint32_t idx = npf_slot_index(f->table, slot);
         memset(st.message, 'm', sizeof(st.message));    /* unterminated: cut on write */
         npf_slot_set_state(slot, &st);
@@ -512,6 +904,7 @@ static void test_state_roundtrip_and_bounds(void **state)
 static void test_read_current_leaves_ended_out(void **state)
 {
         fixture_t *f = *state;
+        npf_slot_lease_t lease;
         npf_shm_slot_t *slot;
         npf_slot_view_t full, cur;
         npf_shm_slot_state_t failed = { .state = NPF_WINDOW_FAILED, .generation = 2, .window_start = 5,
@@ -519,7 +912,8 @@ static void test_read_current_leaves_ended_out(void **state)
         npf_shm_slot_state_t armed = { .state = NPF_WINDOW_ARMED, .generation = 3, .window_start = 20,
                                        .window_stop = 24, .state_step = 11 };
 
-        assert_int_equal(npf_slot_claim(f->table, 4, 1, &slot, NULL), 0);
+        assert_int_equal(npf_slot_claim(f->shm, 4, 1, &lease, NULL), 0);
+        slot = lease.slot;
         uint32_t idx = npf_slot_index(f->table, slot);
         npf_slot_set_state(slot, &failed);
         npf_slot_set_state(slot, &armed);
@@ -562,17 +956,19 @@ int sched_yield(void)
 static void test_odd_sequences_everywhere_cost_no_yield(void **state)
 {
         fixture_t *f = *state;
+        npf_slot_lease_t lease;
         npf_shm_slot_t *slot;
         npf_slot_view_t v;
 
-        assert_int_equal(npf_slot_claim(f->table, 7, 0, &slot, NULL), 0);
+        assert_int_equal(npf_slot_claim(f->shm, 7, 0, &lease, NULL), 0);
+        slot = lease.slot;
         for (uint32_t i = 0; i < NPF_SHM_SLOTS; i++)
                 f->table->slots[i].seq = 2 * i + 1;
         yields = 0;
         for (uint32_t i = 0; i < NPF_SHM_SLOTS; i++)
                 assert_int_equal(npf_slot_read(f->table, i, &v), -EAGAIN);
         assert_int_equal(yields, 0);
-        assert_int_equal(npf_slot_reclaim(f->table, npf_slot_index(f->table, slot), NULL), 0);   /* alive */
+        assert_int_equal(npf_slot_reclaim(f->shm, npf_slot_index(f->table, slot), NULL), 0);     /* alive */
         slot->seq++;
         assert_int_equal(npf_slot_read(f->table, npf_slot_index(f->table, slot), &v), 0);
         assert_int_equal(v.rank, 7);
@@ -585,7 +981,11 @@ int main(void)
                 cmocka_unit_test_setup_teardown(test_second_claim_same_process_refused, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_second_live_claimant_refused, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_reclaim_dead_process, setup, teardown),
-                cmocka_unit_test_setup_teardown(test_reclaim_reused_pid, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_reclaim_reused_pid_of_holder_without_lock, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_locked_holder_lives_whatever_its_pid, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_holder_in_another_pid_namespace, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_forked_child_keeps_no_slot, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_claim_passes_over_locked_free_slots, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_claim_takes_over_stale_index, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_ended_names_its_rank, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_rank_out_of_range, setup, teardown),

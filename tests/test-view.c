@@ -95,14 +95,17 @@ static void set_state(npf_shm_slot_t *slot, uint32_t state, int64_t step, const 
 static void test_kept_is_fresh(void **state)
 {
         fixture_t *f = *state;
-        npf_shm_slot_t *five, *two, *nine;
+        npf_slot_lease_t five_lease, two_lease, nine_lease;
+        npf_shm_slot_t *five, *two;
         uint64_t now = 5000000000ull;
 
         same(f, now, NULL, 0);
-        assert_int_equal(npf_slot_claim(f->table, 5, 1, &five, NULL), 0);
+        assert_int_equal(npf_slot_claim(f->shm, 5, 1, &five_lease, NULL), 0);
+        five = five_lease.slot;
         same(f, now, NULL, 1);
         /* A lower rank claimed later comes first. */
-        assert_int_equal(npf_slot_claim(f->table, 2, 0, &two, NULL), 0);
+        assert_int_equal(npf_slot_claim(f->shm, 2, 0, &two_lease, NULL), 0);
+        two = two_lease.slot;
         same(f, now, NULL, 2);
         npf_slot_step(five, 9, now);
         npf_slot_step(two, 9, now);
@@ -128,43 +131,45 @@ static void test_kept_is_fresh(void **state)
         set_state(five, NPF_WINDOW_DONE, 15, "", "rank5_start10_stop14");
         same(f, now + 4000000, NULL, 2);
         /* Released: its row goes; its slot taken by rank 9, which sorts last. */
-        npf_slot_release(f->table, five);
+        npf_slot_release(f->shm, &five_lease);
         same(f, now + 4000000, NULL, 1);
-        assert_int_equal(npf_slot_claim(f->table, 9, 2, &nine, NULL), 0);
+        assert_int_equal(npf_slot_claim(f->shm, 9, 2, &nine_lease, NULL), 0);
         same(f, now + 4000000, NULL, 2);
-        npf_slot_release(f->table, two);
-        npf_slot_release(f->table, nine);
+        npf_slot_release(f->shm, &two_lease);
+        npf_slot_release(f->shm, &nine_lease);
         same(f, now + 5000000, NULL, 0);
 }
 
 static void test_many_ranks(void **state)
 {
         fixture_t *f = *state;
-        npf_shm_slot_t *slots[300];
+        static npf_slot_lease_t slots[300];
         uint64_t now = 7000000000ull;
 
         for (uint32_t r = 0; r < 300; r++)
-                assert_int_equal(npf_slot_claim(f->table, 299 - r, 0, &slots[r], NULL), 0);
+                assert_int_equal(npf_slot_claim(f->shm, 299 - r, 0, &slots[r], NULL), 0);
         same(f, now, NULL, 300);
         for (int step = 1; step <= 3; step++) {
                 for (uint32_t r = 0; r < 300; r += step)
-                        npf_slot_step(slots[r], step, now);
+                        npf_slot_step(slots[r].slot, step, now);
                 same(f, now + (uint64_t) step * 1000000, NULL, 300);
         }
         for (uint32_t r = 0; r < 300; r += 2)
-                npf_slot_release(f->table, slots[r]);
+                npf_slot_release(f->shm, &slots[r]);
         same(f, now + 5000000, NULL, 150);
         for (uint32_t r = 1; r < 300; r += 2)
-                npf_slot_release(f->table, slots[r]);
+                npf_slot_release(f->shm, &slots[r]);
         same(f, now + 5000000, NULL, 0);
 }
 
 static void test_table_objects(void **state)
 {
         fixture_t *f = *state;
+        npf_slot_lease_t lease;
         npf_shm_slot_t *slot;
 
-        assert_int_equal(npf_slot_claim(f->table, 4, 3, &slot, NULL), 0);
+        assert_int_equal(npf_slot_claim(f->shm, 4, 3, &lease, NULL), 0);
+        slot = lease.slot;
         npf_slot_step(slot, 77, 1000);
         set_state(slot, NPF_WINDOW_COLLECTING, 12, "", "rank4_start10_stop14");
         json_t *table = npf_view_ranks(f->table, 1000, STALL_MS, NULL);
@@ -195,7 +200,7 @@ static void test_table_objects(void **state)
                         fail_msg("%s was read as a table: %s", bad[i], json_dumps(r, JSON_COMPACT));
                 json_decref(t);
         }
-        npf_slot_release(f->table, slot);
+        npf_slot_release(f->shm, &lease);
 }
 
 int main(void)

@@ -19,7 +19,9 @@
  * training loop's thread. Different handles (ranks of one process) are independent.
  * fork(): a child must not use its parent's handle; it may npf_rank_open() its own, and
  * should call npf_rank_close_after_fork() on the inherited one to free it without touching
- * the slot, which stays the parent's.
+ * the slot, which stays the parent's. A child that does neither still never keeps its
+ * parent's slot: the descriptor holding the slot's lock is closed in the child at fork, so
+ * the slot is freed when the parent dies, whatever its children do.
  */
 #ifndef NPUPROF_RANK_H
 #define NPUPROF_RANK_H

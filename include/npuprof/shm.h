@@ -31,16 +31,26 @@
  * acquire load of npf_shm_changed(). Slots use the same seqlock for their window state; the
  * step and heartbeat words are single relaxed stores that readers take as hints.
  *
- * Slots: a claimant takes a free slot by compare-and-swap of its 64-bit claim word from
+ * Slots: a claimant opens the rank table anew (an open file description of its own, close-
+ * on-exec) and takes an open-file-description write lock (F_OFD_SETLK) on the bytes of a
+ * free slot; a slot it cannot lock is another claimant's. Holding the lock, it stores
+ * lock_tag = tag + 1, takes the slot by compare-and-swap of its 64-bit claim word from
  * (tag, 0) to (tag + 1, pid), fills it in, stores proc_start last (release; 0 means "still
  * claiming"), then takes the rank by compare-and-swap of the rank's index entry from 0 to
  * (tag + 1, slot). An entry whose tag differs from its slot's current tag is stale and may
- * be cleared by anyone; tags make every such compare-and-swap immune to ABA.
- * A holder is gone only when its pid does not exist (ESRCH) or the pid's start time
- * differs; any other error reading /proc counts as alive. A reclaimer swaps the claim word
- * from (tag, pid) to (tag, NPF_SLOT_RECLAIMING), clears the index entry (tag, slot), resets
- * the slot and stores a free claim word (tag, 0) last. A dead writer can leave a sequence
- * odd; the next writer rounds it up to even before writing, so parity is never inverted.
+ * be cleared by anyone; tags make every such compare-and-swap immune to ABA. The holder
+ * keeps the lock until it has released the slot; the kernel drops it when the holder dies,
+ * in whatever pid namespace it ran, and a forked child closes its copy (libnpuprof does so
+ * at fork), so that the lock lives exactly as long as the holder.
+ * A holder is alive while a write lock is held on its slot's bytes (F_OFD_GETLK; a kernel
+ * that cannot tell counts as alive). Without one, a claim whose lock_tag is its tag was
+ * made under a lock, and its holder is gone. Any other claim was made by a holder that
+ * takes no lock (an older libnpuprof) and is judged by its pid, as before: gone only when
+ * the pid does not exist (ESRCH) or the pid's start time differs; any other error reading
+ * /proc counts as alive. A reclaimer swaps the claim word from (tag, pid) to (tag,
+ * NPF_SLOT_RECLAIMING), clears the index entry (tag, slot), resets the slot and stores a
+ * free claim word (tag, 0) last. A dead writer can leave a sequence odd; the next writer
+ * rounds it up to even before writing, so parity is never inverted.
  */
 #ifndef NPUPROF_SHM_H
 #define NPUPROF_SHM_H
@@ -246,7 +256,15 @@ typedef struct npf_shm_slot {
         int64_t  step;                  /* last step seen, relaxed; -1 = none yet */
         uint64_t heartbeat_ns;          /* CLOCK_MONOTONIC of that step, relaxed */
         uint64_t claimed_ns;            /* CLOCK_REALTIME */
-        uint8_t  pad0[16];
+        /*
+         * The tag of the last claim made under an open-file-description lock on this slot's
+         * bytes. It was padding, zero, until libnpuprof took locks; writers that take none
+         * leave it alone, and their claims, whose tags never equal it, are judged by pid. No
+         * other field moved, and programs that know nothing of it work beside those that
+         * do: the ABI version stays 2.
+         */
+        uint32_t lock_tag;
+        uint8_t  pad0[12];
         _Alignas(64) uint64_t seq;      /* seqlock of st, last and windows_ended */
         npf_shm_slot_state_t st;        /* what the rank is doing now */
         /*
@@ -470,6 +488,7 @@ _Static_assert(offsetof(npf_shm_slot_t, proc_start) == 16, "abi");
 _Static_assert(offsetof(npf_shm_slot_t, step) == 24, "abi");
 _Static_assert(offsetof(npf_shm_slot_t, heartbeat_ns) == 32, "abi");
 _Static_assert(offsetof(npf_shm_slot_t, claimed_ns) == 40, "abi");
+_Static_assert(offsetof(npf_shm_slot_t, lock_tag) == 48, "abi");
 _Static_assert(NPF_SHM_SLOTS < (1u << NPF_INDEX_SLOT_BITS), "slot + 1 fits the index entry");
 _Static_assert(offsetof(npf_shm_slot_t, seq) == 64, "abi");
 _Static_assert(offsetof(npf_shm_slot_t, st) == 72, "abi");

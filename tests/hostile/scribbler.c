@@ -255,10 +255,12 @@ int main(int argc, char **argv)
                 return 1;
         }
         s.table = npf_shm_ranks(shm);
-        if (npf_slot_claim(s.table, (uint32_t) rank, -1, &s.mine, err) < 0) {
+        npf_slot_lease_t lease;
+        if (npf_slot_claim(shm, (uint32_t) rank, -1, &lease, err) < 0) {
                 fprintf(stderr, "scribbler: %s\n", err);
                 return 1;
         }
+        s.mine = lease.slot;
         printf("claimed slot %u as rank %ld\n", npf_slot_index(s.table, s.mine), rank);
         s.pids[0] = 1;
         s.pids[1] = (uint32_t) npf_shm_ctl(shm)->daemon_pid;
