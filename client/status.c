@@ -114,7 +114,8 @@ static void print_ranks(json_t *ranks)
         printf("  %6s %8s %10s  %-11s %9s  %-14s %s\n", "RANK", "PID", "STEP", "STATE", "HEARTBEAT", "WINDOW", "GEN");
         json_array_foreach(ranks, i, r) {
                 json_t *step = json_object_get(r, "step"), *age = json_object_get(r, "heartbeat_age_ms");
-                char win[64] = "-", hb[32] = "-", st[32] = "-";
+                json_t *pid = json_object_get(r, "pid");
+                char win[64] = "-", hb[32] = "-", st[32] = "-", pd[32] = "-";
                 if (json_is_integer(json_object_get(r, "start_step")))
                         snprintf(win, sizeof(win), "%lld..%lld", (long long) num(r, "start_step"),
                                  (long long) num(r, "stop_step"));
@@ -122,8 +123,11 @@ static void print_ranks(json_t *ranks)
                         snprintf(hb, sizeof(hb), "%.1fs", (double) json_integer_value(age) / 1000.0);
                 if (json_is_integer(step))
                         snprintf(st, sizeof(st), "%lld", (long long) json_integer_value(step));
-                printf("  %6lld %8lld %10s  %-11s %9s  %-14s %lld", (long long) num(r, "rank"),
-                       (long long) num(r, "pid"), st, str(r, "state", "?"), hb, win, (long long) num(r, "generation"));
+                /* A rank in a pid namespace the reader cannot see into has no pid here. */
+                if (json_is_integer(pid))
+                        snprintf(pd, sizeof(pd), "%lld", (long long) json_integer_value(pid));
+                printf("  %6lld %8s %10s  %-11s %9s  %-14s %lld", (long long) num(r, "rank"), pd, st,
+                       str(r, "state", "?"), hb, win, (long long) num(r, "generation"));
                 if (json_is_string(json_object_get(r, "state_step")) || json_is_integer(json_object_get(r, "state_step"))) {
                         if (strcmp(str(r, "state", ""), "missed") == 0)
                                 printf("  (was at step %lld)", (long long) num(r, "state_step"));
@@ -281,7 +285,7 @@ static json_t *segment_view(const char *shm_name)
                 return json_pack("{s:s, s:s}", "name", shm_name, "error", err);
         json_t *o = json_pack("{s:s, s:o, s:o}", "name", shm_name, "config", npf_view_config(npf_shm_ctl(shm)),
                               "ranks", npf_view_ranks(npf_shm_ranks(shm), npf_clock_ns(CLOCK_MONOTONIC), NPF_STALL_MS_DEFAULT,
-                                              NULL));
+                                              NULL, NULL));
         npf_shm_close(shm);
         expand_ranks(o);
         return o;

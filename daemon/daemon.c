@@ -540,11 +540,11 @@ static json_t *analysis_summary(const daemon_t *d)
         return o ? o : json_pack("{s:b}", "enabled", false);
 }
 
-/* The rank table as the last sweep judged it (stalled or not), read again now. */
+/* The rank table as the last sweep judged it (stalled or not, the pids it found), read again now. */
 static json_t *rank_table(daemon_t *d)
 {
         return npf_rank_view_refresh(d->rank_view, npf_shm_ranks(d->shm), npf_clock_ns(CLOCK_MONOTONIC),
-                                     d->opt.stall_ms, d->sweep.stalled);
+                                     d->opt.stall_ms, d->sweep.stalled, d->sweep.holder);
 }
 
 static json_t *status_json(daemon_t *d)

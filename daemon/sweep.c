@@ -83,10 +83,20 @@ static bool known_running(alive_procs_t *a, uint32_t pid, uint64_t start)
         return true;
 }
 
+/*
+ * The pid, as the daemon sees it, of the holder of the claim of tag @tag in slot @i, which
+ * recorded @recorded (in its own pid namespace): as looked up, else as recorded.
+ */
+static uint32_t pid_here(const npf_sweep_t *s, uint32_t i, uint32_t tag, uint32_t recorded)
+{
+        return s->holder[i].tag == tag && tag != 0 ? s->holder[i].pid : recorded;
+}
+
 void npf_sweep_run(npf_sweep_t *s, npf_shm_t *shm, uint64_t now_ns, npf_sweep_record_cb cb, void *data)
 {
         npf_shm_ranks_t *table = npf_shm_ranks(shm);
         alive_procs_t alive = { .n = 0 };
+        bool look = false;
         uint64_t gap = s->last_ns && now_ns > s->last_ns ? now_ns - s->last_ns : 0;
         npf_slot_view_t v;
         bool reclaim = !s->primed || now_ns - s->reclaim_ns >= NPF_SWEEP_RECLAIM_MS * 1000000ull;
@@ -113,6 +123,7 @@ void npf_sweep_run(npf_sweep_t *s, npf_shm_t *shm, uint64_t now_ns, npf_sweep_re
                              !known_running(&alive, NPF_SLOT_PID(claim), start)) &&
                             npf_slot_reclaim(shm, i, &v) == 1) {
                                 s->reclaimed++;
+                                v.pid = pid_here(s, i, v.tag, v.pid);
                                 if (v.st.state == NPF_WINDOW_COLLECTING || v.st.state == NPF_WINDOW_FLUSHING)
                                         record(s, &v, NPF_WINDOW_LOST, cb, data);
                         }
@@ -133,6 +144,9 @@ void npf_sweep_run(npf_sweep_t *s, npf_shm_t *shm, uint64_t now_ns, npf_sweep_re
                  */
                 if (v.windows_ended != s->seen[i].ended) {
                         uint64_t from = s->seen[i].ended;
+                        /* The pid the slot's last claim recorded, while held or since released. */
+                        uint32_t recorded = v.pid != 0 && v.pid != NPF_SLOT_RECLAIMING ? v.pid
+                                            : s->seen[i].tag == v.tag ? s->seen[i].pid : 0;
                         /* More than the slot keeps ended since the last sweep: the oldest are only counted. */
                         if (v.windows_ended < from || v.windows_ended - from > NPF_SLOT_ENDED) {
                                 if (s->primed && v.windows_ended > from)
@@ -148,8 +162,11 @@ void npf_sweep_run(npf_sweep_t *s, npf_shm_t *shm, uint64_t now_ns, npf_sweep_re
                                 if (ended.st.pid != 0) {
                                         ended.rank = ended.st.rank;
                                         ended.pid = ended.st.pid;
-                                } else if (ended.pid == 0 || ended.pid == NPF_SLOT_RECLAIMING)
-                                        ended.pid = s->seen[i].tag == v.tag ? s->seen[i].pid : 0;
+                                } else {
+                                        ended.pid = recorded;
+                                }
+                                if (ended.pid == recorded)
+                                        ended.pid = pid_here(s, i, v.tag, recorded);
                                 record(s, &ended, ended.st.state, cb, data);
                         }
                         s->seen[i].ended = v.windows_ended;
@@ -161,6 +178,13 @@ void npf_sweep_run(npf_sweep_t *s, npf_shm_t *shm, uint64_t now_ns, npf_sweep_re
                 s->seen[i].pid = v.pid;
                 s->attached++;
                 s->by_state[s->stalled[i] ? NPF_SWEEP_STALLED : v.st.state]++;
+                /* A new claim: whose it is, as the daemon sees it, is looked up once. */
+                s->look[i] = s->holder[i].tag != v.tag;
+                look |= s->look[i];
+        }
+        if (look) {
+                npf_slot_find_holders(shm, s->look, s->holder);
+                memset(s->look, 0, sizeof(s->look));
         }
         s->primed = true;
         s->runs++;

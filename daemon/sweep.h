@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The rank sweep: reclaim slots whose process is gone (its slot's lock is no longer held,
- * or, for a rank that takes no lock, its pid is gone or belongs to another process), record
- * the outcome of every window once (a window open when its rank died is `lost`; its output
- * is left where it is), and count ranks by state, `stalled` included.
+ * or, for a rank that takes no lock, its pid is gone or belongs to another process), find
+ * each rank's pid as the daemon sees it (a rank in a container has another in its own pid
+ * namespace), record the outcome of every window once (a window open when its rank died
+ * is `lost`; its output is left where it is), and count ranks by state, `stalled` included.
  *
  * A collecting rank is stalled when its heartbeat stayed the same over sweeps spanning more
  * than stall_ms, each gap between two sweeps counted for at most gap_max_ms: time that
@@ -19,6 +20,7 @@
 
 #include "npuprof/protocol.h"
 #include "npuprof/shm.h"
+#include "shm/slot.h"
 
 #define NPF_SWEEP_HISTORY NPF_PROTO_WINDOWS_KEPT  /* windows remembered, for status and `windows` */
 #define NPF_SWEEP_STALLED NPF_WINDOW__COUNT     /* index of "stalled" in by_state[] */
@@ -60,6 +62,8 @@ typedef struct npf_sweep {
                 uint64_t quiet_ns;                      /* sweep time it stayed so, while collecting */
         } seen[NPF_SHM_SLOTS];
         bool stalled[NPF_SHM_SLOTS];                    /* by slot, at the last sweep */
+        npf_slot_holder_t holder[NPF_SHM_SLOTS];        /* by slot: its holder's pid here, for the claim of a tag */
+        bool look[NPF_SHM_SLOTS];                       /* scratch: slots whose holder is looked up */
         npf_window_record_t history[NPF_SWEEP_HISTORY]; /* a ring, newest at head - 1 */
         uint32_t head, count;
 } npf_sweep_t;
@@ -76,6 +80,8 @@ typedef void (*npf_sweep_record_cb)(const npf_window_record_t *rec, void *data);
 
 /*
  * npf_sweep_run() - one pass over the rank table of @shm at CLOCK_MONOTONIC @now_ns.
+ * A rank's pid as the daemon sees it is looked up once per claim (see
+ * npf_slot_find_holders()), into holder[].
  * Context: the daemon's loop. The reclaim is safe against ranks claiming at the same time.
  */
 void npf_sweep_run(npf_sweep_t *s, npf_shm_t *shm, uint64_t now_ns, npf_sweep_record_cb cb, void *data);

@@ -34,4 +34,23 @@ int npf_proc_self_start_time(uint64_t *ret_start);
  */
 int npf_proc_check(pid_t pid, uint64_t start);
 
+/* One lock holder that npf_proc_find_lock_holders() looks for. */
+typedef struct npf_proc_lock_query {
+        uint64_t start;                 /* the holder's start time, as npf_proc_start_time() gives it */
+        uint64_t offset;                /* the first byte of its lock */
+        pid_t pid;                      /* found: its pid in the caller's pid namespace; 0: not found */
+} npf_proc_lock_query_t;
+
+/*
+ * npf_proc_find_lock_holders() - for each of the @n queries in @q whose pid is 0, the
+ * process that started at its start time and holds an open-file-description write lock
+ * beginning at its offset on the file that @fd is open on, as /proc/PID/fdinfo shows it:
+ * the holder's pid as the caller sees it, whatever pid namespace the holder runs in.
+ * Processes whose /proc entries the caller may not read are not found.
+ * Return: how many were found, or -errno when /proc cannot be listed.
+ * Context: reads /proc/PID/stat of every process, and the open files of those that
+ * started at a wanted time: for the daemon's sweep, not for a per-step path.
+ */
+int npf_proc_find_lock_holders(int fd, npf_proc_lock_query_t *q, size_t n);
+
 #endif /* NPUPROF_PROC_H */

@@ -484,6 +484,50 @@ void npf_slot_abandon(npf_slot_lease_t *lease)
         *lease = (npf_slot_lease_t) { .slot = NULL, .lock_fd = -1 };
 }
 
+uint32_t npf_slot_pid_here(const npf_slot_view_t *v)
+{
+        if (v->pid == 0 || v->pid == NPF_SLOT_RECLAIMING || v->proc_start == 0)
+                return 0;
+        return npf_proc_check((pid_t) v->pid, v->proc_start) == NPF_PROC_ALIVE ? v->pid : 0;
+}
+
+void npf_slot_find_holders(npf_shm_t *shm, const bool *want, npf_slot_holder_t *holders)
+{
+        const npf_shm_ranks_t *table = npf_shm_ranks(shm);
+        npf_proc_lock_query_t q[64];
+        uint32_t at[64];
+        size_t n = 0;
+
+        for (uint32_t i = 0; i <= NPF_SHM_SLOTS; i++) {
+                /* Holders in another pid namespace are looked for 64 at a time, in one pass over /proc. */
+                if (n == 64 || (i == NPF_SHM_SLOTS && n > 0)) {
+                        npf_proc_find_lock_holders(npf__shm_ranks_fd(shm), q, n);
+                        for (size_t k = 0; k < n; k++)
+                                holders[at[k]].pid = (uint32_t) q[k].pid;
+                        n = 0;
+                }
+                if (i == NPF_SHM_SLOTS || !want[i])
+                        continue;
+                const npf_shm_slot_t *slot = &table->slots[i];
+                uint64_t claim = atomic_load_explicit(npf__seq(&slot->claim), memory_order_acquire);
+                uint64_t start = atomic_load_explicit(npf__seq(&slot->proc_start), memory_order_acquire);
+                uint32_t pid = NPF_SLOT_PID(claim);
+
+                if (pid == 0 || pid == NPF_SLOT_RECLAIMING || start == 0)
+                        continue;
+                holders[i] = (npf_slot_holder_t) { .tag = NPF_SLOT_TAG(claim), .pid = 0 };
+                if (npf_proc_check((pid_t) pid, start) == NPF_PROC_ALIVE)
+                        holders[i].pid = pid;
+                else if (npf_slot_guarded(slot, claim) && slot_locked(npf__shm_ranks_fd(shm), i) > 0) {
+                        q[n] = (npf_proc_lock_query_t) {
+                                .start = start,
+                                .offset = offsetof(npf_shm_ranks_t, slots) + (uint64_t) i * sizeof(npf_shm_slot_t),
+                        };
+                        at[n++] = i;
+                }
+        }
+}
+
 void npf_slot_step(npf_shm_slot_t *slot, int64_t step, uint64_t monotonic_ns)
 {
         atomic_store_explicit(npf__seq((uint64_t *) &slot->step), (uint64_t) step, memory_order_relaxed);

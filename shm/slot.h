@@ -115,6 +115,30 @@ int npf_slot_reclaim(npf_shm_t *shm, uint32_t index, npf_slot_view_t *ret_last);
  */
 bool npf_slot_guarded(const npf_shm_slot_t *slot, uint64_t claim);
 
+/* Who holds a slot, as a reader sees it. */
+typedef struct npf_slot_holder {
+        uint32_t tag;                   /* of the claim; 0: nothing looked up */
+        uint32_t pid;                   /* the holder's pid in the reader's pid namespace; 0: not known */
+} npf_slot_holder_t;
+
+/*
+ * npf_slot_find_holders() - for each slot @want marks (an array of NPF_SHM_SLOTS), the pid
+ * of its holder in the caller's pid namespace, into @holders[slot] with the claim's tag:
+ * the pid it recorded when that process started when the holder did, else the process
+ * that holds the slot's lock, found through /proc (a holder in another pid namespace;
+ * unknown if the caller may not see it). A slot that is free, or whose claim is not yet
+ * complete, is left as it was.
+ * Context: the daemon's sweep. Reads /proc/PID/stat per slot, and every process's only
+ * for holders in another pid namespace.
+ */
+void npf_slot_find_holders(npf_shm_t *shm, const bool *want, npf_slot_holder_t *holders);
+
+/*
+ * The pid of the holder that @v shows, as the caller sees it, when its recorded pid is
+ * that process's (it started when the holder did); 0 when that is not known.
+ */
+uint32_t npf_slot_pid_here(const npf_slot_view_t *v);
+
 /* Return: the slot index of @slot in @table. */
 uint32_t npf_slot_index(const npf_shm_ranks_t *table, const npf_shm_slot_t *slot);
 

@@ -145,13 +145,13 @@ static void set_text(json_t *row, size_t col, const char *s)
         json_array_set_new(row, col, t ? t : json_null());
 }
 
-static void fill_row(json_t *row, const npf_slot_view_t *v, uint64_t now, const char *state)
+static void fill_row(json_t *row, const npf_slot_view_t *v, uint32_t pid, uint64_t now, const char *state)
 {
         bool has_window = v->st.state != NPF_WINDOW_IDLE && v->st.state != NPF_WINDOW_FILTERED;
         bool beats = v->heartbeat_ns && now >= v->heartbeat_ns;
 
         set_int(row, COL_RANK, true, v->rank);
-        set_int(row, COL_PID, true, v->pid);
+        set_int(row, COL_PID, pid != 0, pid);
         set_int(row, COL_STEP, v->step >= 0, v->step);
         set_text(row, COL_STATE, state);
         set_int(row, COL_STATE_STEP, has_window, v->st.state_step);
@@ -184,7 +184,7 @@ static int by_order(const void *a, const void *b)
 }
 
 json_t *npf_rank_view_refresh(npf_rank_view_t *rv, const npf_shm_ranks_t *table, uint64_t now_monotonic_ns,
-                              uint64_t stall_ms, const bool *stalled)
+                              uint64_t stall_ms, const bool *stalled, const npf_slot_holder_t *holders)
 {
         size_t n = 0;
         npf_slot_view_t v;
@@ -205,7 +205,9 @@ json_t *npf_rank_view_refresh(npf_rank_view_t *rv, const npf_shm_ranks_t *table,
                 }
                 const char *state = !stalled ? npf_view_rank_state(&v, now_monotonic_ns, stall_ms)
                                     : stalled[i] ? "stalled" : npf_shm_window_state_name(v.st.state);
-                fill_row(rv->row[i], &v, now_monotonic_ns, state);
+                uint32_t pid = holders && holders[i].tag == v.tag && v.tag != 0 ? holders[i].pid
+                                                                                  : npf_slot_pid_here(&v);
+                fill_row(rv->row[i], &v, pid, now_monotonic_ns, state);
                 rv->order[n++] = (uint64_t) v.rank << 32 | i;
         }
         qsort(rv->order, n, sizeof(rv->order[0]), by_order);
@@ -216,10 +218,10 @@ json_t *npf_rank_view_refresh(npf_rank_view_t *rv, const npf_shm_ranks_t *table,
 }
 
 json_t *npf_view_ranks(const npf_shm_ranks_t *table, uint64_t now_monotonic_ns, uint64_t stall_ms,
-                       const bool *stalled)
+                       const bool *stalled, const npf_slot_holder_t *holders)
 {
         npf_rank_view_t *rv = npf_rank_view_new();
-        json_t *t = rv ? npf_rank_view_refresh(rv, table, now_monotonic_ns, stall_ms, stalled) : NULL;
+        json_t *t = rv ? npf_rank_view_refresh(rv, table, now_monotonic_ns, stall_ms, stalled, holders) : NULL;
 
         npf_rank_view_free(rv);
         return t;

@@ -36,10 +36,14 @@ const char *npf_view_rank_state(const npf_slot_view_t *v, uint64_t now_monotonic
  * `status` reply, and writing and parsing them most of its cost.
  * A rank is "stalled" as @stalled (indexed by slot) says, when given (the daemon's sweep
  * judges by watching); else by its heartbeat's age, npf_view_rank_state().
+ * A rank's pid is the one the reader sees: as @holders (indexed by slot) says for the
+ * claim of its tag, when given (the daemon's sweep looks it up); else the pid the rank
+ * recorded when that is the process that started when the rank did (npf_slot_pid_here());
+ * else null: a rank in another pid namespace.
  * Return: a new reference, NULL if out of memory.
  */
 json_t *npf_view_ranks(const npf_shm_ranks_t *table, uint64_t now_monotonic_ns, uint64_t stall_ms,
-                       const bool *stalled);
+                       const bool *stalled, const npf_slot_holder_t *holders);
 
 /*
  * The rank table kept as JSON between reads, each rank's row changed in place: for a
@@ -58,7 +62,7 @@ void npf_rank_view_free(npf_rank_view_t *rv);
  * Context: one thread per @rv.
  */
 json_t *npf_rank_view_refresh(npf_rank_view_t *rv, const npf_shm_ranks_t *table, uint64_t now_monotonic_ns,
-                              uint64_t stall_ms, const bool *stalled);
+                              uint64_t stall_ms, const bool *stalled, const npf_slot_holder_t *holders);
 
 /*
  * npf_view_table_objects() - a table of npf_view_ranks() as an object per row, its keys

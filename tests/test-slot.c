@@ -375,12 +375,14 @@ static void test_locked_holder_lives_whatever_its_pid(void **state)
 /*
  * A rank in a pid namespace of its own (a container's) records a pid that names another
  * process here: it is alive for as long as it runs, its rank is never given to another,
- * and once it is killed its slot is reclaimed.
+ * its pid here is found through its lock, and once it is killed its slot is reclaimed.
  */
 static void test_holder_in_another_pid_namespace(void **state)
 {
         fixture_t *f = *state;
         npf_slot_lease_t lease;
+        npf_slot_holder_t holders[NPF_SHM_SLOTS] = { { 0 } };
+        bool want[NPF_SHM_SLOTS] = { false };
         npf_slot_view_t v, last;
         char err[NPF_SHM_ERR_MAX] = "";
         int ready[2];
@@ -447,10 +449,16 @@ static void test_holder_in_another_pid_namespace(void **state)
         assert_int_equal(v.st.state, NPF_WINDOW_COLLECTING);
         /* Judged by its pid it would be dead: pid 1 here started long before it. */
         assert_int_equal(npf_proc_check(1, v.proc_start), NPF_PROC_REUSED);
+        assert_int_equal(npf_slot_pid_here(&v), 0);
         /* Judged by its lock it lives: no reclaim, no second holder of its rank. */
         assert_int_equal(npf_slot_reclaim(f->shm, idx, NULL), 0);
         assert_int_equal(npf_slot_claim(f->shm, 300, 0, &lease, err), -EBUSY);
         assert_non_null(strstr(err, "another pid namespace, pid 1 there"));
+        /* Its pid here is found, through the lock it holds. */
+        want[idx] = true;
+        npf_slot_find_holders(f->shm, want, holders);
+        assert_int_equal(holders[idx].tag, v.tag);
+        assert_int_equal(holders[idx].pid, (uint32_t) rank_here);
 
         /* Killed: the kernel drops its lock, and its slot is reclaimed with its window. */
         assert_int_equal(kill(rank_here, SIGKILL), 0);

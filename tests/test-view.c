@@ -59,8 +59,8 @@ static int teardown(void **state)
 /* The kept table, refreshed at @now, is the fresh one to the byte; it has @rows rows. */
 static void same(fixture_t *f, uint64_t now, const bool *stalled, size_t rows)
 {
-        json_t *fresh = npf_view_ranks(f->table, now, STALL_MS, stalled);
-        json_t *kept = npf_rank_view_refresh(f->kept, f->table, now, STALL_MS, stalled);
+        json_t *fresh = npf_view_ranks(f->table, now, STALL_MS, stalled, NULL);
+        json_t *kept = npf_rank_view_refresh(f->kept, f->table, now, STALL_MS, stalled, NULL);
         char *a, *b;
 
         assert_non_null(fresh);
@@ -172,7 +172,7 @@ static void test_table_objects(void **state)
         slot = lease.slot;
         npf_slot_step(slot, 77, 1000);
         set_state(slot, NPF_WINDOW_COLLECTING, 12, "", "rank4_start10_stop14");
-        json_t *table = npf_view_ranks(f->table, 1000, STALL_MS, NULL);
+        json_t *table = npf_view_ranks(f->table, 1000, STALL_MS, NULL, NULL);
         json_t *objects = npf_view_table_objects(table);
         assert_non_null(objects);
         assert_int_equal(json_array_size(objects), 1);

@@ -51,6 +51,10 @@
  * NPF_SLOT_RECLAIMING), clears the index entry (tag, slot), resets the slot and stores a
  * free claim word (tag, 0) last. A dead writer can leave a sequence odd; the next writer
  * rounds it up to even before writing, so parity is never inverted.
+ *
+ * The pid in the claim word is the holder's in its own pid namespace, which may not be the
+ * reader's: a reader finds the holder's pid in its own namespace through /proc (the process
+ * that started at proc_start and holds the slot's lock), never by the recorded pid alone.
  */
 #ifndef NPUPROF_SHM_H
 #define NPUPROF_SHM_H
