@@ -869,7 +869,7 @@ int npf_daemon_run(const npf_daemon_options_t *opt)
                 npf_log(LOG_ERR, NPF_LOG_NONE, NPF_LOG_NONE, "out of memory");
                 goto out;
         }
-        r = npf_shm_open(opt->shm_name, NPF_SHM_WRITER | NPF_SHM_CREATE, &d->shm, err);
+        r = npf_shm_open_group(opt->shm_name, NPF_SHM_WRITER | NPF_SHM_CREATE, opt->rank_group, &d->shm, err);
         if (r < 0) {
                 npf_log(LOG_ERR, NPF_LOG_NONE, NPF_LOG_NONE, "cannot open segment %s: %s", opt->shm_name, err);
                 goto out;

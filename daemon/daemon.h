@@ -10,6 +10,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "daemon/analyze.h"
 #include "daemon/legacy.h"
@@ -23,6 +24,7 @@ typedef struct npf_daemon_options {
         const char *shm_name;
         const char *socket_path;
         const char *socket_group;       /* NULL: the daemon's own group */
+        gid_t rank_group;               /* the rank table's, mode 0660; (gid_t) -1: mode 0666 */
         const char *output_root;
         const char *metrics_path;       /* --metrics-file; NULL: none */
         uint64_t metrics_interval_ms;

@@ -34,6 +34,8 @@ static void usage(FILE *f)
                 "  --shm-name NAME        the segment's name (default $%s, else %s)\n"
                 "  --socket PATH          the control socket (default $%s, else %s)\n"
                 "  --socket-group GROUP   group of the control socket (default: the daemon's)\n"
+                "  --rank-group GROUP     the rank table's group, mode 0660: only the daemon's user and\n"
+                "                         GROUP may attach ranks (default: mode 0666, any user)\n"
                 "  --poll-interval MS     stat the file every MS milliseconds (default %u, minimum %u)\n"
                 "  --no-inotify           poll only: for NFS and file systems where inotify misses edits\n"
                 "  --output-root DIR      the only tree window output may be written under (default\n"
@@ -169,12 +171,13 @@ int main(int argc, char **argv)
         enum { OPT_CONFIG = 256, OPT_SHM, OPT_SOCKET, OPT_GROUP, OPT_POLL, OPT_NO_INOTIFY, OPT_ROOT, OPT_STALL,
                OPT_MAX_CLIENTS, OPT_IDLE, OPT_LOG, OPT_ANALYZER, OPT_JOBS, OPT_TIMEOUT, OPT_MEMORY, OPT_NICE,
                OPT_LEGACY, OPT_LEGACY_GROUP, OPT_LEGACY_REFRESH, OPT_LEGACY_CLOCK, OPT_METRICS_FILE,
-               OPT_METRICS_INTERVAL, OPT_HELP, OPT_VERSION };
+               OPT_METRICS_INTERVAL, OPT_RANK_GROUP, OPT_HELP, OPT_VERSION };
         static const struct option opts[] = {
                 { "config", required_argument, NULL, OPT_CONFIG },
                 { "shm-name", required_argument, NULL, OPT_SHM },
                 { "socket", required_argument, NULL, OPT_SOCKET },
                 { "socket-group", required_argument, NULL, OPT_GROUP },
+                { "rank-group", required_argument, NULL, OPT_RANK_GROUP },
                 { "poll-interval", required_argument, NULL, OPT_POLL },
                 { "no-inotify", no_argument, NULL, OPT_NO_INOTIFY },
                 { "output-root", required_argument, NULL, OPT_ROOT },
@@ -201,6 +204,7 @@ int main(int argc, char **argv)
         npf_daemon_options_t o = {
                 .shm_name = env_shm && *env_shm ? env_shm : NPF_SHM_NAME_DEFAULT,
                 .socket_path = env_socket && *env_socket ? env_socket : NPF_PROTO_SOCKET_DEFAULT,
+                .rank_group = (gid_t) -1,
                 .output_root = NPF_OUTPUT_ROOT_DEFAULT,
                 .poll_ms = NPF_POLL_MS_DEFAULT,
                 .metrics_interval_ms = NPF_METRICS_INTERVAL_S_DEFAULT * 1000u,
@@ -234,6 +238,15 @@ int main(int argc, char **argv)
                 case OPT_SHM: o.shm_name = optarg; break;
                 case OPT_SOCKET: o.socket_path = optarg; break;
                 case OPT_GROUP: o.socket_group = optarg; break;
+                case OPT_RANK_GROUP: {
+                        struct group *g = getgrnam(optarg);
+                        if (!g) {
+                                fprintf(stderr, "npuprofd: --rank-group: no group '%s'\n", optarg);
+                                return 2;
+                        }
+                        o.rank_group = g->gr_gid;
+                        break;
+                }
                 case OPT_NO_INOTIFY: o.inotify = false; break;
                 case OPT_ROOT: o.output_root = optarg; break;
                 case OPT_POLL:
