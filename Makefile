@@ -68,10 +68,10 @@ LDFLAGS  += $(SAN_FLAGS)
 
 # --- modules ----------------------------------------------------------------------------
 SHM_OBJS  := $(BUILD)/shm/shm.o $(BUILD)/shm/slot.o $(BUILD)/shm/proc.o $(BUILD)/shm/clock.o
-CONF_OBJS := $(BUILD)/conf/conf.o $(BUILD)/conf/jsonpos.o $(BUILD)/conf/outroot.o $(BUILD)/conf/legacy.o
+CONF_OBJS := $(BUILD)/conf/conf.o $(BUILD)/conf/jsonpos.o $(BUILD)/lib/outroot.o $(BUILD)/conf/legacy.o
 
-VIEW_OBJS := $(BUILD)/shm/view.o
-RANK_OBJS := $(BUILD)/rank/rank.o $(BUILD)/rank/backend-host.o $(BUILD)/rank/backend-acl.o $(BUILD)/conf/outroot.o
+VIEW_OBJS := $(BUILD)/conf/view.o
+RANK_OBJS := $(BUILD)/rank/rank.o $(BUILD)/rank/backend-host.o $(BUILD)/rank/backend-acl.o $(BUILD)/lib/outroot.o
 RANK_LIBS := $(shell pkg-config --libs jansson 2>/dev/null) -ldl -pthread
 DAEMON_OBJS := $(BUILD)/daemon/npuprofd.o $(BUILD)/daemon/daemon.o $(BUILD)/daemon/watch.o $(BUILD)/daemon/request.o \
                $(BUILD)/daemon/server.o $(BUILD)/daemon/sweep.o $(BUILD)/daemon/notify.o $(BUILD)/daemon/log.o \
@@ -232,7 +232,7 @@ $(BUILD)/tests/test-backend-acl: $(BUILD)/tests/test-backend-acl.o $(BUILD)/test
 $(BUILD)/tests/test-rank: $(BUILD)/tests/test-rank.o $(sort $(RANK_OBJS) $(CONF_OBJS)) $(SHM_OBJS) | $(TEST_ACL_STUBS)
 	$(CC) $(LDFLAGS) -o $@ $^ $(CMOCKA_LIBS) $(RANK_LIBS)
 
-$(BUILD)/tests/test-outroot: $(BUILD)/tests/test-outroot.o $(BUILD)/conf/outroot.o
+$(BUILD)/tests/test-outroot: $(BUILD)/tests/test-outroot.o $(BUILD)/lib/outroot.o
 	$(CC) $(LDFLAGS) -o $@ $^ $(CMOCKA_LIBS)
 
 $(BUILD)/tests/test-analyze: $(BUILD)/tests/test-analyze.o $(BUILD)/daemon/analyze.o $(BUILD)/shm/clock.o
@@ -317,11 +317,11 @@ bench: all $(BENCH) $(BENCH_DAEMON) $(BENCH_RANK) $(BENCH_REPLAY) $(BENCH_SNAPSH
 # --- fuzzing (libFuzzer: clang only, always with ASan and UBSan) --------------------------
 FUZZ_FLAGS := -std=c11 -g -O1 -D_GNU_SOURCE -I. -Iinclude $(PKG_CFLAGS) \
               -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
-FUZZ_SRCS  := tests/fuzz/fuzz-conf.c conf/conf.c conf/jsonpos.c conf/outroot.c shm/shm.c shm/proc.c shm/clock.c
+FUZZ_SRCS  := tests/fuzz/fuzz-conf.c conf/conf.c conf/jsonpos.c lib/outroot.c shm/shm.c shm/proc.c shm/clock.c
 
 .PHONY: fuzz-build
 fuzz-build: $(FUZZ_CONF) $(FUZZ_TRACE) $(FUZZ_PICKLE) $(FUZZ_SNAPSHOT) $(FUZZ_PROTO)
-$(FUZZ_CONF): $(FUZZ_SRCS) conf/conf.h conf/jsonpos.h conf/outroot.h include/npuprof/shm.h
+$(FUZZ_CONF): $(FUZZ_SRCS) conf/conf.h conf/jsonpos.h lib/outroot.h include/npuprof/shm.h
 	@mkdir -p $(dir $@)
 	$(CLANG) $(FUZZ_FLAGS) -o $@ $(FUZZ_SRCS) $(JANSSON_LIBS)
 FUZZ_TRACE_SRCS := tests/fuzz/fuzz-trace.c replay/trace.c replay/input.c replay/intern.c conf/jsonpos.c

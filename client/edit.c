@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 #include "client/edit.h"
-#include "conf/outroot.h"
+#include "lib/outroot.h"
 #include "client/ipc.h"
 #include "client/status.h"
 #include "conf/conf.h"

@@ -4,7 +4,7 @@
 #include "client/edit.h"
 #include "client/status.h"
 #include "client/validate.h"
-#include "conf/outroot.h"
+#include "lib/outroot.h"
 #include "npuprof/protocol.h"
 #include "npuprof/shm.h"
 

@@ -4,7 +4,7 @@
 #include "npuprof/protocol.h"
 #include "npuprof/shm.h"
 #include "shm/clock.h"
-#include "shm/view.h"
+#include "conf/view.h"
 
 #include <inttypes.h>
 #include <stdio.h>

@@ -5,7 +5,7 @@
  */
 #include "conf.h"
 #include "jsonpos.h"
-#include "outroot.h"
+#include "lib/outroot.h"
 
 #include <errno.h>
 #include <fcntl.h>

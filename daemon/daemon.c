@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 #include "daemon/daemon.h"
-#include "conf/outroot.h"
+#include "lib/outroot.h"
 #include "daemon/analyze.h"
 #include "daemon/log.h"
 #include "daemon/manifest.h"
@@ -11,7 +11,7 @@
 #include "daemon/watch.h"
 #include "npuprof/protocol.h"
 #include "shm/clock.h"
-#include "shm/view.h"
+#include "conf/view.h"
 
 #include <errno.h>
 #include <inttypes.h>

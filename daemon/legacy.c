@@ -151,47 +151,50 @@ static time_t local_to_time(struct tm *tm)
         return guess - at.tm_gmtoff;
 }
 
-static void object_name(const publisher_t *p, time_t hour, char *buf, size_t len)
+/*
+ * The name of @p's object for @hour, as a local hour, or with @utc as a UTC hour: torch_npu
+ * releases before September 2025 name the object by the UTC hour (datetime.utcnow(),
+ * _dynamic_profiler_monitor_shm.py in v2.5.1), later ones by the local hour, and where the
+ * two differ torch_npu's objects are kept in both namings.
+ */
+static void object_name(const publisher_t *p, time_t hour, bool utc, char *buf, size_t len)
 {
         struct tm tm;
         char digits[16];
 
-        localtime_r(&hour, &tm);
+        if (utc)
+                gmtime_r(&hour, &tm);
+        else
+                localtime_r(&hour, &tm);
         strftime(digits, sizeof(digits), "%Y%m%d%H", &tm);
         snprintf(buf, len, "%s%s", p->prefix, digits);
 }
 
-/* The hour named by @name (the publisher's prefix, then ten digits), or -1. */
-static time_t hour_of_name(const publisher_t *p, const char *name)
+/* The year, month, day and hour of @name (the publisher's prefix, then ten digits). */
+static bool name_fields(const publisher_t *p, const char *name, struct tm *ret_tm)
 {
         size_t n = strlen(p->prefix);
         struct tm tm = { .tm_isdst = -1 };
 
         if (strncmp(name, p->prefix, n) != 0 || strlen(name + n) != HOUR_DIGITS)
-                return -1;
+                return false;
         for (size_t i = 0; i < HOUR_DIGITS; i++)
                 if (!isdigit((unsigned char) name[n + i]))
-                        return -1;
+                        return false;
         if (sscanf(name + n, "%4d%2d%2d%2d", &tm.tm_year, &tm.tm_mon, &tm.tm_mday, &tm.tm_hour) != 4)
-                return -1;
+                return false;
         tm.tm_year -= 1900;
         tm.tm_mon -= 1;
-        return local_to_time(&tm);
+        *ret_tm = tm;
+        return true;
 }
 
-/*
- * torch_npu releases before September 2025 name the object by the UTC hour
- * (datetime.utcnow(), _dynamic_profiler_monitor_shm.py in v2.5.1), later ones by the local
- * hour: where the two differ, torch_npu's objects are kept in both namings.
- */
-static void utc_object_name(const publisher_t *p, time_t hour, char *buf, size_t len)
+/* The hour named by @name, read as a local hour, or -1. */
+static time_t hour_of_name(const publisher_t *p, const char *name)
 {
         struct tm tm;
-        char digits[16];
 
-        gmtime_r(&hour, &tm);
-        strftime(digits, sizeof(digits), "%Y%m%d%H", &tm);
-        snprintf(buf, len, "%s%s", p->prefix, digits);
+        return name_fields(p, name, &tm) ? local_to_time(&tm) : -1;
 }
 
 /*
@@ -203,13 +206,10 @@ static void utc_object_name(const publisher_t *p, time_t hour, char *buf, size_t
 static time_t served_hour(const npf_legacy_t *l, const publisher_t *p, const char *name)
 {
         time_t local = hour_of_name(p, name), now = wall_now(l), utc;
-        struct tm tm = { 0 };
+        struct tm tm;
 
-        if (p->kind != NPF_LEGACY_TORCH_NPU || local == -1 ||
-            sscanf(name + strlen(p->prefix), "%4d%2d%2d%2d", &tm.tm_year, &tm.tm_mon, &tm.tm_mday, &tm.tm_hour) != 4)
+        if (p->kind != NPF_LEGACY_TORCH_NPU || local == -1 || !name_fields(p, name, &tm))
                 return local;
-        tm.tm_year -= 1900;
-        tm.tm_mon -= 1;
         utc = timegm(&tm);
         bool local_near = local <= hour_of(hour_of(now) + 3600), utc_near = utc <= now - now % 3600 + 3600;
         if (local_near && utc_near)
@@ -756,7 +756,7 @@ static void track_utc_hours(npf_legacy_t *l, publisher_t *p, time_t now)
         char name[NAME_MAX_];
 
         for (time_t h = now - now % 3600; h <= now - now % 3600 + 3600; h += 3600) {
-                utc_object_name(p, h, name, sizeof(name));
+                object_name(p, h, true, name, sizeof(name));
                 track(l, p, name, h, true);
         }
 }
@@ -784,9 +784,9 @@ static void tick(npf_legacy_t *l, bool force_scan)
                 publisher_t *p = &l->pub[i];
                 note_unlinked(p);
                 if (p->kind != NPF_LEGACY_MINDSPORE_PACKED) {
-                        object_name(p, hour, name, sizeof(name));
+                        object_name(p, hour, false, name, sizeof(name));
                         track(l, p, name, hour, true);
-                        object_name(p, next, name, sizeof(name));
+                        object_name(p, next, false, name, sizeof(name));
                         track(l, p, name, next, true);
                 }
                 if (p->kind == NPF_LEGACY_TORCH_NPU)

@@ -5,10 +5,10 @@
 #include "daemon/legacy.h"
 #include "daemon/log.h"
 #include "daemon/metricsfile.h"
-#include "conf/outroot.h"
+#include "lib/outroot.h"
 #include "npuprof/protocol.h"
 #include "npuprof/shm.h"
-#include "shm/view.h"
+#include "conf/view.h"
 
 #include <errno.h>
 #include <getopt.h>

@@ -12,7 +12,7 @@
  * window is closed.
  */
 #include "npuprof/rank.h"
-#include "conf/outroot.h"
+#include "lib/outroot.h"
 #include "npuprof/protocol.h"
 #include "rank/backend.h"
 #include "shm/clock.h"

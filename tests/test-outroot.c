@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* The output root: npf_outroot_normalize() and npf_outroot_resolve(). */
-#include "conf/outroot.h"
+#include "lib/outroot.h"
 #include "npuprof/shm.h"
 
 #include <errno.h>

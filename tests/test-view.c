@@ -7,7 +7,7 @@
  */
 #include "npuprof/shm.h"
 #include "shm/slot.h"
-#include "shm/view.h"
+#include "conf/view.h"
 
 #include <jansson.h>
 #include <setjmp.h>

@@ -5,8 +5,8 @@
  * rank table. The daemon answers `status` with these; npuprofctl shows them when the
  * daemon cannot be reached. Reads only; every value is bounds-checked by the readers.
  */
-#ifndef NPUPROF_SHM_VIEW_H
-#define NPUPROF_SHM_VIEW_H
+#ifndef NPUPROF_CONF_VIEW_H
+#define NPUPROF_CONF_VIEW_H
 
 #include <jansson.h>
 #include <stdbool.h>
@@ -71,4 +71,4 @@ json_t *npf_rank_view_refresh(npf_rank_view_t *rv, const npf_shm_ranks_t *table,
  */
 json_t *npf_view_table_objects(const json_t *table);
 
-#endif /* NPUPROF_SHM_VIEW_H */
+#endif /* NPUPROF_CONF_VIEW_H */

@@ -13,8 +13,8 @@
  * without following links, when it creates its window directory. The root itself, and the
  * path to it, are the operator's and resolved as usual.
  */
-#ifndef NPUPROF_CONF_OUTROOT_H
-#define NPUPROF_CONF_OUTROOT_H
+#ifndef NPUPROF_LIB_OUTROOT_H
+#define NPUPROF_LIB_OUTROOT_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -71,4 +71,4 @@ typedef enum npf_outroot_walk_mode {
  */
 int npf_outroot_walk(const char *dir, size_t root_len, npf_outroot_walk_mode_t mode, const char *key, char *err);
 
-#endif /* NPUPROF_CONF_OUTROOT_H */
+#endif /* NPUPROF_LIB_OUTROOT_H */

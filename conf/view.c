@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-#include "shm/view.h"
+#include "conf/view.h"
 #include "conf/conf.h"
 #include "shm/clock.h"
 

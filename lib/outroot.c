@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-#include "conf/outroot.h"
+#include "lib/outroot.h"
 
 #include <errno.h>
 #include <fcntl.h>
