@@ -25,7 +25,7 @@ torch is absent).
     namespace) is not listed as attached; a job on the daemon's object is (the object
     compared by device and inode).
 
-Prints "ok - NAME" / "FAIL - NAME: why" per check and "torch-npu: N passed, N failed".
+Prints a line per check (tests/npftest.py) and "torch-npu: N passed, N failed".
 """
 
 import sys
@@ -42,6 +42,8 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(ROOT, "tests"))
+import npftest  # noqa: E402
 BUILD = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "build"))
 ONLY = sys.argv[2:]
 NPUPROFD = os.path.join(BUILD, "npuprofd")
@@ -53,39 +55,17 @@ JOB = os.path.join(HERE, "torch_npu_job.py")
 PREFIX = "DynamicProfileNpuShm"
 SIZE = 1 << 20
 
-passed = failed = 0
 procs = []
 dirs = []               # removed at the end when every check passed
 
 
-def ok(name):
-    global passed
-    passed += 1
-    print("ok - " + name, flush=True)
-
-
-def fail(name, why=""):
-    global failed
-    failed += 1
-    print("FAIL - %s%s" % (name, ": " + str(why) if why else ""), flush=True)
-
-
 def check(cond, name, why=""):
-    if cond:
-        ok(name)
-    else:
-        fail(name, why)
-    return cond
+    """npftest.check(), with the condition first as this suite writes it."""
+    return npftest.check(name, cond, why)
 
 
 def wait_for(pred, timeout=10.0):
-    end = time.time() + timeout
-    while time.time() < end:
-        v = pred()
-        if v:
-            return v
-        time.sleep(0.05)
-    return pred()
+    return npftest.wait_for(pred, timeout, every=0.05)
 
 
 def next_second():
@@ -450,10 +430,9 @@ def main():
         for p in procs:
             if p.poll() is None:
                 p.kill()
-    for d in dirs if not failed else []:
+    for d in dirs if not npftest.failed else []:
         shutil.rmtree(d, ignore_errors=True)
-    print("torch-npu: %d passed, %d failed" % (passed, failed))
-    sys.exit(1 if failed else 0)
+    sys.exit(npftest.summary("torch-npu"))
 
 
 if __name__ == "__main__":
