@@ -140,12 +140,28 @@ print("     generation %d on %d nodes: spread first..last %.0f ms (node %d first
 
 # max_step NODES: the highest step any rank of the listed nodes is at, from their daemons.
 max_step() {
-        local k s max=0
-        for k in $1; do
-                s=$(vnode "$k" 'max([r["step"] or 0 for r in o["ranks"]] or [0])' ranks) || return 1
-                [ "$s" -gt "$max" ] && max=$s
-        done
-        echo "$max"
+        local k replies
+        replies=$(for k in $1; do ctl "$k" ranks --json || exit 1; done) || return 1
+        python3 -c 'import json, sys; print(max([r["step"] or 0 for l in sys.stdin for r in json.loads(l)["ranks"]] or [0]))' \
+                <<<"$replies"
+}
+
+# ahead NODES MS: sets ahead_step, a start step MS milliseconds of stepping ahead of the
+# furthest rank of the listed nodes, and lead_ms, how far ahead that is. The lead grows by
+# twice what reading the steps took: everything the test does from that reading until the
+# ranks read the edit (saving, waiting, restarting a daemon) slows down as the reading does,
+# so a loaded machine gets a longer lead, and the window checks wait as much longer.
+lead_ms=0
+ahead() {
+        local t s took
+        t=$(now_ms)
+        s=$(max_step "$1") || return 1
+        took=$(($(now_ms) - t))
+        lead_ms=$(($2 + 2 * took))
+        ahead_step=$((s + lead_ms / STEP_MS))
+        if [ "$took" -gt 1000 ]; then
+                echo "     reading the steps of nodes $1 took $took ms: the window starts $lead_ms ms ahead"
+        fi
 }
 
 # Generations are counted by each node's segment: a node started afresh counts from 1 again.
@@ -203,6 +219,7 @@ outputs_done() { [ -z "$(outputs "$@")" ]; }
 # daemon say.
 window_checks() {
         local what=$1 gens=$2 start=$3 nodes=${4:-$all_nodes} bad stop=$(($3 + STEPS - 1)) k n
+        local wait_ms=$((wait_ms + lead_ms))   # the window is that far ahead of the edit
         n=$(($(wc -w <<<"$nodes") * M))
         wait_for outputs_done "$gens" "$start" "$nodes"
         bad=$(outputs "$gens" "$start" "$nodes")
@@ -254,11 +271,10 @@ else fail "fleet: segments in the host's /dev/shm" "$(ls /dev/shm | grep "npftes
 
 # --- one edit, every rank of every node at the same step --------------------------------------
 
-s=$(max_step "$all_nodes")
-S1=$((s + 2000 / STEP_MS))                  # two seconds ahead of the furthest rank
+ahead "$all_nodes" 2000; S1=$ahead_step      # two seconds ahead of the furthest rank
 e1=$(now_s)          # before the rename: a daemon may publish before the shell runs again
 save "{ \"start_step\": $S1, \"steps\": $STEPS }"
-if wait_for all_at 2; then ok "edit 1: all $K nodes published generation 2 (window $S1..$((S1 + STEPS - 1)); the ranks were at step $s at most)"
+if wait_for all_at 2; then ok "edit 1: all $K nodes published generation 2 (window $S1..$((S1 + STEPS - 1)))"
 else fail "edit 1: not every node published generation 2" "$(fleet_metrics)"; fi
 spread 2 "$e1" "$(seq -s , 0 $((K - 1)))"
 window_checks "edit 1" 2 "$S1"
@@ -275,8 +291,7 @@ else fail "restart: node $X's daemon survived SIGKILL"; fi
 xranks() { [ "$(ps -o pid= --ppid "${node_pid[$X]}" | wc -l)" -ge "$M" ]; }
 if xranks; then ok "restart: node $X's $M ranks train on without it"
 else fail "restart: node $X's ranks are gone" "$(ps -f --ppid "${node_pid[$X]}")"; fi
-s=$(max_step "$live")
-S2=$((s + 4000 / STEP_MS))                  # four seconds ahead: the downtime is inside
+ahead "$live" 4000; S2=$ahead_step          # four seconds ahead: the downtime is inside
 e2=$(now_s)
 save "{ \"start_step\": $S2, \"steps\": $STEPS }"
 if wait_for at_gen "${live// /,}" 3; then ok "restart: the $((K - 1)) live nodes published generation 3 (window $S2..$((S2 + STEPS - 1)))"
@@ -333,8 +348,7 @@ node_gone() {
 if wait_for node_gone "$ypgid" "$yns"; then
         ok "reboot: node $Y's process group (daemon pid $ypid and its $M ranks) is SIGKILLed; no process is left in its mount namespace, its /dev/shm is gone"
 else fail "reboot: node $Y survived" "$(ps -o pid,stat,args -g "$ypgid")"; fi
-s=$(max_step "$live2")
-S4=$((s + 2000 / STEP_MS))                  # two seconds ahead: run by the live nodes only
+ahead "$live2" 2000; S4=$ahead_step         # two seconds ahead: run by the live nodes only
 e4=$(now_s)
 save "{ \"start_step\": $S4, \"steps\": $STEPS }"
 if wait_for at_gen "${live2// /,}" 4; then ok "reboot: the $((K - 1)) live nodes published generation 4 (window $S4..$((S4 + STEPS - 1))) while node $Y is down"
@@ -386,7 +400,7 @@ else fail "reboot: node $Y's ranks did not resume at step $F" "$(ctl "$Y" ranks)
 ys=$(vnode "$Y" 'min([r["step"] or 0 for r in o["ranks"]])')
 s=$(max_step "$all_nodes")
 echo "     reboot: node $Y's ranks at step $ys, $((s - ys)) steps behind the furthest rank of the fleet ($s)"
-S5=$((s + 4000 / STEP_MS))                  # four seconds ahead of the furthest rank
+ahead "$all_nodes" 4000; S5=$ahead_step     # four seconds ahead of the furthest rank
 e5=$(now_s)
 save "{ \"start_step\": $S5, \"steps\": $STEPS }"
 if wait_for at_gen "${live2// /,}" 5 && wait_for at_gen "$Y" 2; then
