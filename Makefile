@@ -67,8 +67,8 @@ CPPFLAGS += -D_GNU_SOURCE -I. -Iinclude $(PKG_CFLAGS)
 LDFLAGS  += $(SAN_FLAGS)
 
 # --- modules ----------------------------------------------------------------------------
-SHM_OBJS  := $(BUILD)/shm/shm.o $(BUILD)/shm/slot.o $(BUILD)/shm/proc.o $(BUILD)/shm/clock.o
-CONF_OBJS := $(BUILD)/conf/conf.o $(BUILD)/conf/jsonpos.o $(BUILD)/lib/outroot.o $(BUILD)/conf/legacy.o
+SHM_OBJS  := $(BUILD)/shm/shm.o $(BUILD)/shm/slot.o $(BUILD)/lib/proc.o $(BUILD)/lib/clock.o
+CONF_OBJS := $(BUILD)/conf/conf.o $(BUILD)/lib/jsonpos.o $(BUILD)/lib/outroot.o $(BUILD)/conf/legacy.o
 
 VIEW_OBJS := $(BUILD)/conf/view.o
 RANK_OBJS := $(BUILD)/rank/rank.o $(BUILD)/rank/backend-host.o $(BUILD)/rank/backend-acl.o $(BUILD)/lib/outroot.o
@@ -93,7 +93,7 @@ REPLAY_LIBS := $(JANSSON_LIBS) -lm -pthread
 # The charts (memory.svg, the cluster chart): no dependency beyond libc.
 SVG_OBJS := $(BUILD)/replay/svg.o
 # Chrome trace analysis (the host backend's trace.json, torch.profiler's); jsonpos places its errors.
-TRACE_OBJS := $(BUILD)/replay/trace.o $(BUILD)/replay/input.o $(BUILD)/replay/intern.o $(BUILD)/conf/jsonpos.o
+TRACE_OBJS := $(BUILD)/replay/trace.o $(BUILD)/replay/input.o $(BUILD)/replay/intern.o $(BUILD)/lib/jsonpos.o
 TRACE_LIBS := $(JANSSON_LIBS) -lm
 REPLAY_OBJS := $(BUILD)/replay/npuprof-replay.o $(BUILD)/replay/report.o $(BUILD)/replay/cluster.o \
                $(REPLAY_CORE_OBJS) $(SVG_OBJS) $(TRACE_OBJS)
@@ -187,13 +187,13 @@ $(BUILD)/tests/test-slot: $(BUILD)/tests/test-slot.o $(SHM_OBJS)
 $(BUILD)/tests/test-view: $(BUILD)/tests/test-view.o $(VIEW_OBJS) $(CONF_OBJS) $(SHM_OBJS)
 	$(CC) $(LDFLAGS) -o $@ $^ $(CMOCKA_LIBS) $(JANSSON_LIBS)
 
-$(BUILD)/tests/test-proc: $(BUILD)/tests/test-proc.o $(BUILD)/shm/proc.o
+$(BUILD)/tests/test-proc: $(BUILD)/tests/test-proc.o $(BUILD)/lib/proc.o
 	$(CC) $(LDFLAGS) -o $@ $^ $(CMOCKA_LIBS)
 
 $(BUILD)/tests/test-conf: $(BUILD)/tests/test-conf.o $(CONF_OBJS) $(SHM_OBJS)
 	$(CC) $(LDFLAGS) -o $@ $^ $(CMOCKA_LIBS) $(JANSSON_LIBS)
 
-$(BUILD)/tests/test-jsonpos: $(BUILD)/tests/test-jsonpos.o $(BUILD)/conf/jsonpos.o
+$(BUILD)/tests/test-jsonpos: $(BUILD)/tests/test-jsonpos.o $(BUILD)/lib/jsonpos.o
 	$(CC) $(LDFLAGS) -o $@ $^ $(CMOCKA_LIBS)
 
 STUB_FLAGS := -Itests -I$(CANN_INC)
@@ -235,7 +235,7 @@ $(BUILD)/tests/test-rank: $(BUILD)/tests/test-rank.o $(sort $(RANK_OBJS) $(CONF_
 $(BUILD)/tests/test-outroot: $(BUILD)/tests/test-outroot.o $(BUILD)/lib/outroot.o
 	$(CC) $(LDFLAGS) -o $@ $^ $(CMOCKA_LIBS)
 
-$(BUILD)/tests/test-analyze: $(BUILD)/tests/test-analyze.o $(BUILD)/daemon/analyze.o $(BUILD)/shm/clock.o
+$(BUILD)/tests/test-analyze: $(BUILD)/tests/test-analyze.o $(BUILD)/daemon/analyze.o $(BUILD)/lib/clock.o
 	$(CC) $(LDFLAGS) -o $@ $^ $(CMOCKA_LIBS) $(DAEMON_LIBS)
 
 $(BUILD)/tests/test-svg: $(BUILD)/tests/test-svg.o $(SVG_OBJS)
@@ -317,15 +317,15 @@ bench: all $(BENCH) $(BENCH_DAEMON) $(BENCH_RANK) $(BENCH_REPLAY) $(BENCH_SNAPSH
 # --- fuzzing (libFuzzer: clang only, always with ASan and UBSan) --------------------------
 FUZZ_FLAGS := -std=c11 -g -O1 -D_GNU_SOURCE -I. -Iinclude $(PKG_CFLAGS) \
               -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
-FUZZ_SRCS  := tests/fuzz/fuzz-conf.c conf/conf.c conf/jsonpos.c lib/outroot.c shm/shm.c shm/proc.c shm/clock.c
+FUZZ_SRCS  := tests/fuzz/fuzz-conf.c conf/conf.c lib/jsonpos.c lib/outroot.c shm/shm.c lib/proc.c lib/clock.c
 
 .PHONY: fuzz-build
 fuzz-build: $(FUZZ_CONF) $(FUZZ_TRACE) $(FUZZ_PICKLE) $(FUZZ_SNAPSHOT) $(FUZZ_PROTO)
-$(FUZZ_CONF): $(FUZZ_SRCS) conf/conf.h conf/jsonpos.h lib/outroot.h include/npuprof/shm.h
+$(FUZZ_CONF): $(FUZZ_SRCS) conf/conf.h lib/jsonpos.h lib/outroot.h include/npuprof/shm.h
 	@mkdir -p $(dir $@)
 	$(CLANG) $(FUZZ_FLAGS) -o $@ $(FUZZ_SRCS) $(JANSSON_LIBS)
-FUZZ_TRACE_SRCS := tests/fuzz/fuzz-trace.c replay/trace.c replay/input.c replay/intern.c conf/jsonpos.c
-$(FUZZ_TRACE): $(FUZZ_TRACE_SRCS) replay/trace.h replay/input.h replay/intern.h conf/jsonpos.h
+FUZZ_TRACE_SRCS := tests/fuzz/fuzz-trace.c replay/trace.c replay/input.c replay/intern.c lib/jsonpos.c
+$(FUZZ_TRACE): $(FUZZ_TRACE_SRCS) replay/trace.h replay/input.h replay/intern.h lib/jsonpos.h
 	@mkdir -p $(dir $@)
 	$(CLANG) $(FUZZ_FLAGS) -o $@ $(FUZZ_TRACE_SRCS) $(JANSSON_LIBS) -lm
 FUZZ_PICKLE_SRCS := tests/fuzz/fuzz-pickle.c replay/pickle.c replay/value.c replay/beside.c

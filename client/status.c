@@ -3,7 +3,7 @@
 #include "client/ipc.h"
 #include "npuprof/protocol.h"
 #include "npuprof/shm.h"
-#include "shm/clock.h"
+#include "lib/clock.h"
 #include "conf/view.h"
 
 #include <inttypes.h>

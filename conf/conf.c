@@ -4,7 +4,7 @@
  * parser; dialect detection, unknown-key warnings and the parsing all come from it.
  */
 #include "conf.h"
-#include "jsonpos.h"
+#include "lib/jsonpos.h"
 #include "lib/outroot.h"
 
 #include <errno.h>

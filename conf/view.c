@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include "conf/view.h"
 #include "conf/conf.h"
-#include "shm/clock.h"
+#include "lib/clock.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -191,7 +191,7 @@ json_t *npf_rank_view_refresh(npf_rank_view_t *rv, const npf_shm_ranks_t *table,
 
         for (uint32_t i = 0; i < NPF_SHM_SLOTS; i++) {
                 bool shown = false;
-                if (NPF_SLOT_PID(atomic_load_explicit((_Atomic uint64_t *) &table->slots[i].claim, memory_order_relaxed)) != 0 &&
+                if (NPF_SLOT_PID(npf_slot_claim_word(&table->slots[i])) != 0 &&
                     npf_slot_read_current(table, i, &v) == 0 && v.pid != 0 && v.pid != NPF_SLOT_RECLAIMING &&
                     v.rank < NPF_SHM_MAX_RANKS) {
                         if (!rv->row[i])

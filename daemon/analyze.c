@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 #include "daemon/analyze.h"
-#include "shm/clock.h"
+#include "lib/clock.h"
 
 #include <ctype.h>
 #include <errno.h>

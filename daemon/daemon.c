@@ -10,7 +10,7 @@
 #include "daemon/sweep.h"
 #include "daemon/watch.h"
 #include "npuprof/protocol.h"
-#include "shm/clock.h"
+#include "lib/clock.h"
 #include "conf/view.h"
 
 #include <errno.h>
@@ -64,7 +64,7 @@ typedef struct daemon {
 
 static uint64_t generation_in_force(const daemon_t *d)
 {
-        return atomic_load_explicit((_Atomic uint64_t *) &npf_shm_ctl(d->shm)->config_seq, memory_order_acquire) / 2;
+        return npf_shm_generation(npf_shm_ctl(d->shm));
 }
 
 static void update_notify_status(daemon_t *d)

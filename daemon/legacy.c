@@ -3,7 +3,7 @@
 #include "daemon/legacy.h"
 #include "conf/legacy.h"
 #include "daemon/log.h"
-#include "shm/clock.h"
+#include "lib/clock.h"
 
 #include <ctype.h>
 #include <dirent.h>

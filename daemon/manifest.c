@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include "daemon/manifest.h"
 #include "conf/conf.h"
-#include "shm/clock.h"
+#include "lib/clock.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 #include "daemon/sweep.h"
-#include "shm/proc.h"
+#include "lib/proc.h"
 #include "shm/slot.h"
-#include "shm/clock.h"
+#include "lib/clock.h"
 
 #include <string.h>
 #include <time.h>
@@ -110,15 +110,14 @@ void npf_sweep_run(npf_sweep_t *s, npf_shm_t *shm, uint64_t now_ns, npf_sweep_re
         memset(s->by_state, 0, sizeof(s->by_state));
         memset(s->stalled, 0, sizeof(s->stalled));
         for (uint32_t i = 0; i < NPF_SHM_SLOTS; i++) {
-                uint64_t claim = atomic_load_explicit((_Atomic uint64_t *) &table->slots[i].claim, memory_order_relaxed);
+                uint64_t claim = npf_slot_claim_word(&table->slots[i]);
 
                 /*
                  * A rank that died with its window open lost it; its output stays on disk. A
                  * rank that holds its slot's lock is asked about by the lock alone.
                  */
                 if (reclaim && NPF_SLOT_PID(claim) != 0) {
-                        uint64_t start = atomic_load_explicit((_Atomic uint64_t *) &table->slots[i].proc_start,
-                                                              memory_order_acquire);
+                        uint64_t start = npf_slot_proc_start(&table->slots[i]);
                         if ((npf_slot_guarded(&table->slots[i], claim) ||
                              !known_running(&alive, NPF_SLOT_PID(claim), start)) &&
                             npf_slot_reclaim(shm, i, &v) == 1) {
@@ -130,8 +129,7 @@ void npf_sweep_run(npf_sweep_t *s, npf_shm_t *shm, uint64_t now_ns, npf_sweep_re
                 }
                 /* A free slot where no window ended since the last sweep holds nothing new. */
                 if (s->primed && NPF_SLOT_PID(claim) == 0 &&
-                    atomic_load_explicit((_Atomic uint64_t *) &table->slots[i].windows_ended, memory_order_relaxed) ==
-                            s->seen[i].ended)
+                    npf_slot_windows_ended(&table->slots[i]) == s->seen[i].ended)
                         continue;
                 if (npf_slot_read_current(table, i, &v) < 0)
                         continue;

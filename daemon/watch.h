@@ -40,7 +40,7 @@ typedef void (*npf_watch_cb)(npf_watch_t *w, const npf_watch_result_t *result, v
 /*
  * npf_watch_start() - watch @path on @loop; the first reading is delivered soon after.
  * With @output_root (absolute, in npf_outroot_normalize() form; copied), a valid file's
- * prof_dir is resolved under it (daemon/outroot.h): the configuration delivered carries the
+ * prof_dir is resolved under it (lib/outroot.h): the configuration delivered carries the
  * absolute, confined directory, and a file whose directory falls outside the root is
  * delivered as invalid, with the error at the directory's key. NULL: no confinement.
  * Return: 0 and the watcher in @ret_watch, or -errno.

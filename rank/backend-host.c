@@ -11,7 +11,7 @@
  * nor writes the parent's trace itself.
  */
 #include "rank/backend.h"
-#include "shm/clock.h"
+#include "lib/clock.h"
 #include "rank/heap.h"
 
 #include <dlfcn.h>

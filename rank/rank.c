@@ -15,7 +15,7 @@
 #include "lib/outroot.h"
 #include "npuprof/protocol.h"
 #include "rank/backend.h"
-#include "shm/clock.h"
+#include "lib/clock.h"
 #include "shm/slot.h"
 
 #include <dirent.h>
@@ -369,7 +369,7 @@ int npf_rank_step_call(npf_rank_t *h, int64_t step)
 
         /* The fast path, as the inline npf_rank_step(): nothing changed and no window to run. */
         if (h->fast.ctl && !h->fast.busy && !npf_shm_changed(h->fast.ctl, h->fast.generation)) {
-                atomic_store_explicit((_Atomic int64_t *) &h->fast.slot->step, step, memory_order_relaxed);
+                npf_shm_slot_note_step(h->fast.slot, step);
                 return 0;
         }
         /*

@@ -8,7 +8,7 @@
  */
 #include "replay/trace.h"
 #include "replay/input.h"
-#include "conf/jsonpos.h"
+#include "lib/jsonpos.h"
 #include "replay/intern.h"
 
 #include <errno.h>

@@ -3,7 +3,7 @@
 #include "npuprof/shm.h"
 #include "seqlock.h"
 #include "internal.h"
-#include "shm/clock.h"
+#include "lib/clock.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /* Slots of the rank table. The claim protocol is described in include/npuprof/shm.h. */
 #include "slot.h"
-#include "proc.h"
+#include "lib/proc.h"
 #include "seqlock.h"
 #include "internal.h"
-#include "shm/clock.h"
+#include "lib/clock.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -164,6 +164,21 @@ static int slot_locked(int fd, uint32_t index)
         if (fcntl(fd, F_OFD_GETLK, &lk) < 0)
                 return -errno;
         return lk.l_type == F_WRLCK;
+}
+
+uint64_t npf_slot_claim_word(const npf_shm_slot_t *slot)
+{
+        return atomic_load_explicit(npf__seq(&slot->claim), memory_order_relaxed);
+}
+
+uint64_t npf_slot_proc_start(const npf_shm_slot_t *slot)
+{
+        return atomic_load_explicit(npf__seq(&slot->proc_start), memory_order_acquire);
+}
+
+uint64_t npf_slot_windows_ended(const npf_shm_slot_t *slot)
+{
+        return atomic_load_explicit(npf__seq(&slot->windows_ended), memory_order_relaxed);
 }
 
 bool npf_slot_guarded(const npf_shm_slot_t *slot, uint64_t claim)

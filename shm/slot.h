@@ -139,6 +139,17 @@ void npf_slot_find_holders(npf_shm_t *shm, const bool *want, npf_slot_holder_t *
  */
 uint32_t npf_slot_pid_here(const npf_slot_view_t *v);
 
+/*
+ * A slot's words as a sweep or a view reads them one at a time, outside its seqlock: the
+ * claim word (holder's tag and pid; relaxed), the holder's start time (acquire: stored
+ * last by a claim, so a nonzero one is the completed claim's) and the count of windows
+ * ended in the slot (relaxed; read again under the seqlock when it moved).
+ * Context: any reader of the rank table.
+ */
+uint64_t npf_slot_claim_word(const npf_shm_slot_t *slot);
+uint64_t npf_slot_proc_start(const npf_shm_slot_t *slot);
+uint64_t npf_slot_windows_ended(const npf_shm_slot_t *slot);
+
 /* Return: the slot index of @slot in @table. */
 uint32_t npf_slot_index(const npf_shm_ranks_t *table, const npf_shm_slot_t *slot);
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* Where a key path stands in JSON text: npf_jsonpos_find() and npf_jsonpos_line_column(). */
-#include "conf/jsonpos.h"
+#include "lib/jsonpos.h"
 
 #include <errno.h>
 #include <setjmp.h>

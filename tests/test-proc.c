@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* Process identity: start times from /proc, gone and reused pids. */
-#include "shm/proc.h"
+#include "lib/proc.h"
 
 #include <errno.h>
 #include <setjmp.h>

@@ -5,7 +5,7 @@
  * no lock (an older libnpuprof) is judged by its pid and start time.
  */
 #include "npuprof/shm.h"
-#include "shm/proc.h"
+#include "lib/proc.h"
 #include "shm/slot.h"
 
 #include <errno.h>

@@ -11,7 +11,7 @@
 #include "replay/trace.h"
 #include "npuprof/rank.h"
 #include "conf/conf.h"
-#include "shm/clock.h"
+#include "lib/clock.h"
 
 #include <errno.h>
 #include <ftw.h>

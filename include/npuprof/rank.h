@@ -113,7 +113,7 @@ static inline int npf_rank_step(npf_rank_t *h, int64_t step)
         npf_rank_fast_t *f = (npf_rank_fast_t *) h;
 
         if (__builtin_expect(f->ctl && !f->busy && !npf_shm_changed(f->ctl, f->generation), 1)) {
-                atomic_store_explicit((_Atomic int64_t *) &f->slot->step, step, memory_order_relaxed);
+                npf_shm_slot_note_step(f->slot, step);
                 return 0;
         }
         return npf_rank_step_call(h, step);

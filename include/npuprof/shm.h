@@ -424,6 +424,25 @@ static inline bool npf_shm_changed(const npf_shm_ctl_t *ctl, uint64_t generation
                                     memory_order_acquire) != generation << 1;
 }
 
+/*
+ * npf_shm_slot_note_step() - record that the holder of @slot is at step @step.
+ * Context: the slot's holder, on the per-step fast path: one relaxed store.
+ */
+static inline void npf_shm_slot_note_step(npf_shm_slot_t *slot, int64_t step)
+{
+        atomic_store_explicit((_Atomic int64_t *) &slot->step, step, memory_order_relaxed);
+}
+
+/*
+ * npf_shm_generation() - the generation in force: the last one published, or the one
+ * before while a publication is under way (config_seq is odd then).
+ * Context: any reader of the control block.
+ */
+static inline uint64_t npf_shm_generation(const npf_shm_ctl_t *ctl)
+{
+        return atomic_load_explicit((_Atomic uint64_t *) &ctl->config_seq, memory_order_acquire) >> 1;
+}
+
 const char *npf_shm_window_state_name(uint32_t state);
 
 /* ABI layout. Offsets are part of the contract; a change bumps NPF_SHM_ABI_VERSION. */

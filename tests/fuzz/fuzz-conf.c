@@ -5,7 +5,7 @@
  * invalid one has at least one error, and every message is terminated.
  */
 #include "conf/conf.h"
-#include "conf/jsonpos.h"
+#include "lib/jsonpos.h"
 
 #include <errno.h>
 #include <stdint.h>

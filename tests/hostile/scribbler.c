@@ -16,7 +16,7 @@
  * else 0; the last line says how many writes and bytes it made, and at what rate.
  */
 #include "npuprof/shm.h"
-#include "shm/proc.h"
+#include "lib/proc.h"
 #include "shm/slot.h"
 
 #include <errno.h>
