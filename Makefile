@@ -71,17 +71,20 @@ SHM_OBJS  := $(BUILD)/shm/shm.o $(BUILD)/shm/slot.o $(BUILD)/lib/proc.o $(BUILD)
 CONF_OBJS := $(BUILD)/conf/conf.o $(BUILD)/lib/jsonpos.o $(BUILD)/lib/outroot.o $(BUILD)/conf/legacy.o
 
 VIEW_OBJS := $(BUILD)/conf/view.o
-RANK_OBJS := $(BUILD)/rank/rank.o $(BUILD)/rank/backend-host.o $(BUILD)/rank/backend-acl.o $(BUILD)/lib/outroot.o
+# The window's manifest, written by ranks and, for a lost window, by the daemon.
+MANIFEST_OBJS := $(BUILD)/lib/manifest.o $(BUILD)/lib/atomicfile.o
+RANK_OBJS := $(BUILD)/rank/rank.o $(BUILD)/rank/backend-host.o $(BUILD)/rank/backend-acl.o $(BUILD)/lib/outroot.o \
+             $(MANIFEST_OBJS)
 RANK_LIBS := $(shell pkg-config --libs jansson 2>/dev/null) -ldl -pthread
 DAEMON_OBJS := $(BUILD)/daemon/npuprofd.o $(BUILD)/daemon/daemon.o $(BUILD)/daemon/watch.o $(BUILD)/daemon/request.o \
                $(BUILD)/daemon/server.o $(BUILD)/daemon/sweep.o $(BUILD)/daemon/notify.o $(BUILD)/daemon/log.o \
                $(BUILD)/daemon/analyze.o $(BUILD)/daemon/legacy.o $(BUILD)/daemon/manifest.o \
-               $(BUILD)/daemon/metricsfile.o
+               $(BUILD)/daemon/metricsfile.o $(MANIFEST_OBJS)
 
 NPUPROFD_OBJS   := $(DAEMON_OBJS) $(VIEW_OBJS) $(CONF_OBJS) $(SHM_OBJS)
 NPUPROFCTL_OBJS := $(BUILD)/client/npuprofctl.o $(BUILD)/client/validate.o $(BUILD)/client/ipc.o \
                    $(BUILD)/client/status.o $(BUILD)/client/edit.o $(BUILD)/client/analyze.o $(VIEW_OBJS) $(CONF_OBJS) \
-                   $(SHM_OBJS)
+                   $(SHM_OBJS) $(BUILD)/lib/atomicfile.o
 
 # npuprof-replay: the analyzer, a program of its own that the daemon runs on each window.
 REPLAY_CORE_OBJS := $(BUILD)/replay/input.o $(BUILD)/replay/value.o $(BUILD)/replay/pickle.o $(BUILD)/replay/jsontree.o \
@@ -96,7 +99,7 @@ SVG_OBJS := $(BUILD)/replay/svg.o
 TRACE_OBJS := $(BUILD)/replay/trace.o $(BUILD)/replay/input.o $(BUILD)/replay/intern.o $(BUILD)/lib/jsonpos.o
 TRACE_LIBS := $(JANSSON_LIBS) -lm
 REPLAY_OBJS := $(BUILD)/replay/npuprof-replay.o $(BUILD)/replay/report.o $(BUILD)/replay/cluster.o \
-               $(REPLAY_CORE_OBJS) $(SVG_OBJS) $(TRACE_OBJS)
+               $(REPLAY_CORE_OBJS) $(SVG_OBJS) $(TRACE_OBJS) $(BUILD)/lib/atomicfile.o
 
 LIBNPUPROF := $(BUILD)/libnpuprof.so $(BUILD)/libnpuprof.a $(BUILD)/libnpuprof-heap.so
 PROGRAMS := $(BUILD)/npuprofctl $(BUILD)/npuprofd $(BUILD)/npuprof-replay $(LIBNPUPROF) $(BUILD)/train-loop
@@ -108,6 +111,7 @@ UNIT_TESTS := $(BUILD)/tests/test-shm $(BUILD)/tests/test-slot $(BUILD)/tests/te
 UNIT_TESTS += $(BUILD)/tests/test-svg
 UNIT_TESTS += $(BUILD)/tests/test-pickle $(BUILD)/tests/test-value
 UNIT_TESTS += $(BUILD)/tests/test-trace $(BUILD)/tests/test-view
+UNIT_TESTS += $(BUILD)/tests/test-atomicfile $(BUILD)/tests/test-manifest
 # The stand-in for the CANN runtime, which cannot exist here: it records every call and
 # answers as CANN does. It and the acl backend's test are built against CANN's own headers
 # (shared/testdata/cann), and only where they are: without them the ACL tests are skipped.
@@ -237,6 +241,12 @@ $(BUILD)/tests/test-outroot: $(BUILD)/tests/test-outroot.o $(BUILD)/lib/outroot.
 
 $(BUILD)/tests/test-analyze: $(BUILD)/tests/test-analyze.o $(BUILD)/daemon/analyze.o $(BUILD)/lib/clock.o
 	$(CC) $(LDFLAGS) -o $@ $^ $(CMOCKA_LIBS) $(DAEMON_LIBS)
+
+$(BUILD)/tests/test-atomicfile: $(BUILD)/tests/test-atomicfile.o $(BUILD)/lib/atomicfile.o
+	$(CC) $(LDFLAGS) -o $@ $^ $(CMOCKA_LIBS)
+
+$(BUILD)/tests/test-manifest: $(BUILD)/tests/test-manifest.o $(MANIFEST_OBJS)
+	$(CC) $(LDFLAGS) -o $@ $^ $(CMOCKA_LIBS) $(JANSSON_LIBS)
 
 $(BUILD)/tests/test-svg: $(BUILD)/tests/test-svg.o $(SVG_OBJS)
 	$(CC) $(LDFLAGS) -o $@ $^ $(CMOCKA_LIBS)

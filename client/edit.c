@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 #include "client/edit.h"
+#include "lib/atomicfile.h"
 #include "lib/outroot.h"
 #include "client/ipc.h"
 #include "client/status.h"
@@ -226,84 +227,50 @@ static char *dump(const json_t *root)
 int npf_edit_replace(const char *path, const char *text, size_t len, unsigned mode, unsigned uid, unsigned gid,
                      char *err)
 {
-        char *dcopy = strdup(path), *bcopy = strdup(path), *tmp = NULL;
-        const char *dir, *base;
-        int fd = -1, dfd = -1, r = 0;
+        char *dcopy = strdup(path), *bcopy = strdup(path);
+        npf_atomicfile_t f;
+        int dfd = -1, r;
 
         if (!dcopy || !bcopy) {
                 r = -ENOMEM;
                 snprintf(err, NPF_EDIT_ERR_MAX, "out of memory");
                 goto out;
         }
-        dir = dirname(dcopy);
-        base = basename(bcopy);
-        if (asprintf(&tmp, "%s/.%s.npuprofctl-XXXXXX", dir, base) < 0) {
-                tmp = NULL;
-                r = -ENOMEM;
-                snprintf(err, NPF_EDIT_ERR_MAX, "out of memory");
-                goto out;
-        }
-        fd = mkostemp(tmp, O_CLOEXEC);
-        if (fd < 0) {
-                r = -errno;
-                snprintf(err, NPF_EDIT_ERR_MAX, "cannot create a temporary file in %s: %s", dir, strerror(errno));
-                free(tmp);
-                tmp = NULL;
-                goto out;
-        }
-        /* The owner first: changing it may clear set-id bits that the mode then restores. */
-        if ((uid != (unsigned) getuid() || gid != (unsigned) getgid()) && fchown(fd, uid, gid) < 0)
-                (void) fchown(fd, (uid_t) -1, gid);    /* a member of the group may still keep it */
-        if (fchmod(fd, mode & 07777) < 0) {
-                r = -errno;
-                snprintf(err, NPF_EDIT_ERR_MAX, "cannot set the mode of %s: %s", tmp, strerror(errno));
-                goto out;
-        }
-        for (size_t off = 0; off < len;) {
-                ssize_t n = write(fd, text + off, len - off);
-                if (n < 0 && errno == EINTR)
-                        continue;
-                if (n < 0) {
-                        r = -errno;
-                        snprintf(err, NPF_EDIT_ERR_MAX, "cannot write %s: %s", tmp, strerror(errno));
-                        goto out;
-                }
-                off += (size_t) n;
-        }
-        if (fsync(fd) < 0) {
-                r = -errno;
-                snprintf(err, NPF_EDIT_ERR_MAX, "cannot sync %s: %s", tmp, strerror(errno));
-                goto out;
-        }
-        r = close(fd);
-        fd = -1;
-        if (r < 0) {
-                r = -errno;
-                snprintf(err, NPF_EDIT_ERR_MAX, "cannot write %s: %s", tmp, strerror(errno));
-                goto out;
-        }
-        if (rename(tmp, path) < 0) {
-                r = -errno;
-                snprintf(err, NPF_EDIT_ERR_MAX, "cannot rename %s over %s: %s", tmp, path, strerror(errno));
-                goto out;
-        }
-        free(tmp);
-        tmp = NULL;
-        /* The rename is durable once the directory is. */
+        const char *dir = dirname(dcopy), *base = basename(bcopy);
         dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (dfd < 0 || fsync(dfd) < 0) {
+        if (dfd < 0) {
                 r = -errno;
-                snprintf(err, NPF_EDIT_ERR_MAX, "%s was replaced, but syncing %s failed: %s", path, dir, strerror(errno));
+                snprintf(err, NPF_EDIT_ERR_MAX, "cannot open the directory %s: %s", dir, strerror(errno));
+                goto out;
         }
+        /* Another npuprofctl may save the same file at once: each write has a temporary of its own. */
+        r = npf_atomicfile_begin(&f, dfd, base, NULL, 0600, 0);
+        if (r < 0) {
+                snprintf(err, NPF_EDIT_ERR_MAX, "cannot create a temporary file in %s: %s", dir, strerror(-r));
+                goto out;
+        }
+        /* The file's owner and mode stay. The owner first: changing it may clear set-id bits that the mode restores. */
+        if ((uid != (unsigned) getuid() || gid != (unsigned) getgid()) && fchown(f.fd, uid, gid) < 0)
+                (void) fchown(f.fd, (uid_t) -1, gid);  /* a member of the group may still keep it */
+        if (fchmod(f.fd, mode & 07777) < 0) {
+                r = -errno;
+                snprintf(err, NPF_EDIT_ERR_MAX, "cannot set the mode of %s/%s: %s", dir, f.tmp, strerror(errno));
+                npf_atomicfile_abort(&f);
+                goto out;
+        }
+        r = npf_atomicfile_append(&f, text, len);
+        if (r < 0)
+                npf_atomicfile_abort(&f);
+        else
+                r = npf_atomicfile_commit(&f, 0);
+        if (r < 0 && strcmp(f.step, "sync the directory") == 0)
+                snprintf(err, NPF_EDIT_ERR_MAX, "%s was replaced, but syncing %s failed: %s", path, dir, strerror(-r));
+        else if (r < 0)
+                snprintf(err, NPF_EDIT_ERR_MAX, "cannot %s %s/%s: %s", f.step, dir, npf_atomicfile_failed_name(&f),
+                         strerror(-r));
 out:
-        if (fd >= 0)
-                close(fd);
         if (dfd >= 0)
                 close(dfd);
-        if (tmp) {
-                unlink(tmp);
-                free(tmp);
-        }
         free(dcopy);
         free(bcopy);
         return r;

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include "daemon/metricsfile.h"
 #include "daemon/log.h"
+#include "lib/atomicfile.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -23,7 +24,7 @@ typedef struct write_job {
 
 struct npf_metrics_file {
         uv_timer_t timer;
-        char *path, *tmp;
+        char *path, *dir, *name;        /* the file, its directory and its name in it */
         npf_metrics_text_fn text_fn;
         void *data;
         char *written;                  /* the text of the last write queued */
@@ -37,41 +38,22 @@ struct npf_metrics_file {
         char logged[PATH_MAX + 160];    /* the failure last logged, so it is logged once */
 };
 
-/* Write @text to m->tmp and rename it over m->path. Return: 0, or -errno with the step in @what. */
+/* Replace the file at m->path by @text. Return: 0, or -errno with the step in @what. */
 static int replace_file(const npf_metrics_file_t *m, const char *text, char *what, size_t what_len)
 {
-        size_t len = strlen(text), done = 0;
-        int fd, r = 0;
+        npf_atomicfile_t f;
+        int dfd = open(m->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), r;
 
-        /* A leftover of a daemon killed mid-write, or anything planted there, is removed, never followed. */
-        if (unlink(m->tmp) < 0 && errno != ENOENT) {
-                snprintf(what, what_len, "remove %s", m->tmp);
-                return -errno;
-        }
-        fd = open(m->tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-        if (fd < 0) {
-                snprintf(what, what_len, "create %s", m->tmp);
-                return -errno;
-        }
-        while (r == 0 && done < len) {
-                ssize_t n = write(fd, text + done, len - done);
-                if (n < 0 && errno != EINTR)
-                        r = -errno;
-                else if (n > 0)
-                        done += (size_t) n;
-        }
-        if (r == 0 && (fchmod(fd, 0644) < 0 || fsync(fd) < 0))
+        if (dfd < 0) {
                 r = -errno;
-        if (close(fd) < 0 && r == 0)
-                r = -errno;
+                snprintf(what, what_len, "open %s", m->dir);
+                return r;
+        }
+        /* 0644 whatever the umask: the collector reads it as another user. */
+        r = npf_atomicfile_write(&f, dfd, m->name, "tmp", 0644, NPF_ATOMICFILE_EXACT_MODE, text, strlen(text));
         if (r < 0)
-                snprintf(what, what_len, "write %s", m->tmp);
-        else if (rename(m->tmp, m->path) < 0) {
-                r = -errno;
-                snprintf(what, what_len, "rename over %s", m->path);
-        }
-        if (r < 0)
-                unlink(m->tmp);
+                snprintf(what, what_len, "%s %s/%s", f.step, m->dir, npf_atomicfile_failed_name(&f));
+        close(dfd);
         return r;
 }
 
@@ -87,7 +69,8 @@ static void maybe_free(npf_metrics_file_t *m)
         if (!m->closing || m->busy || !m->timer_closed)
                 return;
         free(m->path);
-        free(m->tmp);
+        free(m->dir);
+        free(m->name);
         free(m->written);
         free(m->pending);
         free(m);
@@ -193,10 +176,14 @@ int npf_metrics_file_new(uv_loop_t *loop, const char *path, uint64_t interval_ms
                 free(m);
                 return -EINVAL;
         }
+        /* Its temporary is DIR/.NAME.tmp: hidden, and not *.prom, which the collector reads. */
         m->path = strdup(path);
-        /* DIR/.NAME.tmp: in the same directory, hidden, and not *.prom, which the collector reads. */
-        if (!m->path || asprintf(&m->tmp, "%.*s/.%s.tmp", (int) (base - path), path, base + 1) < 0) {
+        m->dir = base == path ? strdup("/") : strndup(path, (size_t) (base - path));
+        m->name = strdup(base + 1);
+        if (!m->path || !m->dir || !m->name) {
                 free(m->path);
+                free(m->dir);
+                free(m->name);
                 free(m);
                 return -ENOMEM;
         }

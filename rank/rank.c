@@ -16,9 +16,9 @@
 #include "npuprof/protocol.h"
 #include "rank/backend.h"
 #include "lib/clock.h"
+#include "lib/manifest.h"
 #include "shm/slot.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -57,6 +57,7 @@ struct npf_rank {
         void *bstate;
         json_t *runtime;                /* the window's "runtime" in its manifest; NULL when none */
         char dir[NPF_SHM_PATH_MAX + 160];
+        int dirfd;                      /* the window directory, from its creation to its manifest; else -1 */
         char message[256];
 };
 
@@ -133,76 +134,40 @@ static const npf_backend_ops_t *choose_backend(const npf_rank_t *h, uint32_t con
 }
 
 /*
- * The manifest, written last and atomically: a temporary renamed over manifest.json.
+ * The manifest, written last into the window directory, which is closed then.
  * Return: 0, or -errno with the reason in h->message.
  */
 static int write_manifest(npf_rank_t *h, bool complete)
 {
-        char host[256] = "", path[sizeof(h->dir) + 32], tmp[sizeof(h->dir) + 32];
-        json_t *files = json_array();
-        DIR *d = opendir(h->dir);
-        struct dirent *e;
+        npf_manifest_t m = {
+                .rank = h->rank,
+                .pid = h->pid,
+                .generation = h->win.args.generation,
+                .start_step = h->start,
+                .stop_step = h->stop,
+                .warmup = h->win.args.warmup,
+                .last_step = h->last_step,
+                .backend = h->backend ? h->backend->name : "none",
+                .complete = complete,
+                .started_unix_ms = (int64_t) (h->opened_real_ns / 1000000u),
+                .ended_unix_ms = (int64_t) (npf_clock_ns(CLOCK_REALTIME) / 1000000u),
+                .message = h->message,
+                .runtime = h->runtime,
+        };
+        npf_atomicfile_t f;
+        int r = npf_manifest_write(&f, h->dirfd, &m, "tmp", 0);
 
-        gethostname(host, sizeof(host) - 1);
-        /* Every file the window left, the backend's and a framework's (torch_trace.json), but this one. */
-        while (d && (e = readdir(d))) {
-                struct stat st;
-                if (e->d_name[0] == '.' || strcmp(e->d_name, "manifest.json") == 0)
-                        continue;
-                if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode))
-                        json_array_append_new(files, json_pack("{s:s, s:I}", "name", e->d_name, "size",
-                                                               (json_int_t) st.st_size));
-        }
-        if (d)
-                closedir(d);
-        json_t *m = json_pack("{s:I, s:I, s:s, s:I, s:{s:I, s:o, s:I, s:o}, s:s, s:o, s:s, s:I, s:I, s:o}",
-                              "rank", (json_int_t) h->rank, "pid", (json_int_t) h->pid, "host", host,
-                              "generation", (json_int_t) h->win.args.generation,
-                              "window", "start_step", (json_int_t) h->start,
-                              "stop_step", h->stop == NPF_STEP_NONE ? json_null() : json_integer(h->stop),
-                              "warmup", (json_int_t) h->win.args.warmup,
-                              "last_step", h->last_step >= h->start ? json_integer(h->last_step) : json_null(),
-                              "backend", h->backend ? h->backend->name : "none",
-                              "files", files,
-                              "status", complete ? "complete" : "incomplete",
-                              "started_unix_ms", (json_int_t) (h->opened_real_ns / 1000000u),
-                              "ended_unix_ms", (json_int_t) (npf_clock_ns(CLOCK_REALTIME) / 1000000u),
-                              "message", h->message[0] ? json_string(h->message) : json_null());
-        if (m && h->runtime && json_object_size(h->runtime) > 0)
-                json_object_set(m, "runtime", h->runtime);
-        snprintf(tmp, sizeof(tmp), "%s/.manifest.json.tmp", h->dir);
-        snprintf(path, sizeof(path), "%s/manifest.json", h->dir);
-        char *text = m ? json_dumps(m, JSON_INDENT(2) | JSON_PRESERVE_ORDER) : NULL;
-        int r = text ? 0 : -ENOMEM;
-        int fd = r == 0 ? open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644) : -1;
-        if (r == 0 && fd < 0)
-                r = -errno;
-        /* Written by hand, not json_dumpfd(), so that the reason (ENOSPC, EDQUOT...) is kept. */
-        for (size_t done = 0, len = text ? strlen(text) : 0; r == 0 && done < len;) {
-                ssize_t n = write(fd, text + done, len - done);
-                if (n < 0 && errno != EINTR)
-                        r = -errno;
-                else if (n > 0)
-                        done += (size_t) n;
-        }
-        if (r == 0 && fsync(fd) < 0)
-                r = -errno;
-        if (fd >= 0 && close(fd) < 0 && r == 0)
-                r = -errno;
-        if (r == 0 && rename(tmp, path) < 0)
-                r = -errno;
+        close(h->dirfd);
+        h->dirfd = -1;
         if (r < 0) {
-                unlink(tmp);
                 /* The first reason stays first: a full disk that broke the trace breaks the manifest too. */
                 size_t used = strlen(h->message);
                 if (used)
                         snprintf(h->message + used, sizeof(h->message) - used, "; no manifest: %s", strerror(-r));
                 else
-                        snprintf(h->message, sizeof(h->message), "cannot write the manifest in %.180s: %s", h->dir,
-                                 strerror(-r));
+                        snprintf(h->message, sizeof(h->message), "cannot write the manifest in %.160s: %s %s: %s",
+                                 h->dir, f.step, npf_atomicfile_failed_name(&f), strerror(-r));
         }
-        free(text);
-        json_decref(m);
         return r;
 }
 
@@ -250,8 +215,11 @@ static int open_window(npf_rank_t *h, int64_t step)
                 snprintf(leaf + base, sizeof(leaf) - base, ".%d", n);
         }
         snprintf(h->dir, sizeof(h->dir), "%s/%s", h->win.prof_dir, leaf);
+        /* The manifest goes through this descriptor: the directory the walk confined, whatever moves since. */
+        if (r == 0 && (h->dirfd = openat(dirfd, leaf, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0)
+                r = -errno;
+        close(dirfd);
         if (r < 0) {
-                close(dirfd);
                 snprintf(msg, sizeof(msg), "cannot create %.200s: %s", h->dir, strerror(-r));
                 fail_window(h, step, msg);
                 return r;
@@ -266,7 +234,6 @@ static int open_window(npf_rank_t *h, int64_t step)
         h->last_step = step;
         h->message[0] = '\0';
         publish_state(h, NPF_WINDOW_COLLECTING, step);
-        close(dirfd);
         json_decref(h->runtime);
         h->runtime = json_object();
         npf_backend_window_t bw = {
@@ -478,6 +445,7 @@ int npf_rank_open(const npf_rank_options_t *opts, npf_rank_t **ret_rank, char *e
         if (o.backend && strcmp(o.backend, "auto") != 0)
                 snprintf(h->backend_override, sizeof(h->backend_override), "%s", o.backend);
         h->pid = getpid();
+        h->dirfd = -1;
         h->state = NPF_WINDOW_IDLE;
         h->start = h->stop = h->state_step = NPF_STEP_NONE;
 
@@ -546,6 +514,8 @@ void npf_rank_close_after_fork(npf_rank_t *h)
                 return;
         /* The slot, its lock and any open backend state are the parent's: drop the mappings only. */
         npf_slot_abandon(&h->lease);
+        if (h->dirfd >= 0)
+                close(h->dirfd);
         npf_shm_close(h->shm);
         json_decref(h->runtime);
         free(h);

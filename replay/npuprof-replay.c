@@ -4,6 +4,7 @@
  * device by device; a Chrome trace is nested into trees; a window directory gets both; a
  * directory of windows (`cluster`) gets a per-rank table with its stragglers.
  */
+#include "lib/atomicfile.h"
 #include "npuprof/protocol.h"
 #include "replay/analysis.h"
 #include "replay/beside.h"
@@ -99,34 +100,53 @@ static int status_of(int r)
         return r == -ENOMEM ? EXIT_NOMEM : EXIT_INPUT;
 }
 
-/* --- writing outputs: a temporary renamed into place, so a file is whole or absent -------- */
+/* --- writing outputs: each whole or absent (lib/atomicfile.h) ------------------------------ */
 
 typedef struct out {
-        char tmp[PATH_MAX], path[PATH_MAX];
-        FILE *f;
+        char path[PATH_MAX];            /* for messages */
+        int dfd;
+        npf_atomicfile_t file;
+        FILE *f;                        /* on a duplicate of file.fd */
 } out_t;
 
 static int out_open(out_t *o, const char *dir, const char *name)
 {
-        if (snprintf(o->path, sizeof(o->path), "%s/%s", dir, name) >= (int) sizeof(o->path) ||
-            snprintf(o->tmp, sizeof(o->tmp), "%s/.%s.tmp", dir, name) >= (int) sizeof(o->tmp))
+        int r, fd;
+
+        if (snprintf(o->path, sizeof(o->path), "%s/%s", dir, name) >= (int) sizeof(o->path))
                 return -ENAMETOOLONG;
-        if (!(o->f = fopen(o->tmp, "we")))
+        if ((o->dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
                 return -errno;
+        if ((r = npf_atomicfile_begin(&o->file, o->dfd, name, "tmp", 0644, 0)) < 0) {
+                close(o->dfd);
+                return r;
+        }
+        fd = fcntl(o->file.fd, F_DUPFD_CLOEXEC, 0);
+        if (fd < 0 || !(o->f = fdopen(fd, "w"))) {
+                r = -errno;
+                if (fd >= 0)
+                        close(fd);
+                npf_atomicfile_abort(&o->file);
+                close(o->dfd);
+                return r;
+        }
         return 0;
 }
 
+/* Put the output in place if @r is 0, else drop it. Return: @r, or the first -errno. */
 static int out_close(out_t *o, int r)
 {
         if (fflush(o->f) != 0 && r == 0)
                 r = -errno;
         if (ferror(o->f) && r == 0)
                 r = -EIO;
-        fclose(o->f);
-        if (r == 0 && rename(o->tmp, o->path) < 0)
+        if (fclose(o->f) != 0 && r == 0)
                 r = -errno;
-        if (r < 0)
-                unlink(o->tmp);
+        if (r == 0)
+                r = npf_atomicfile_commit(&o->file, 0);
+        else
+                npf_atomicfile_abort(&o->file);
+        close(o->dfd);
         return r;
 }
 

@@ -6,10 +6,10 @@
 # Every test starts its own daemon and cleans up after itself. Waits are bounded polls (at
 # most 10 s), never a stopwatch.
 #
-# An analysis is held where a test needs it running: a FIFO stands where the analyzer writes
-# its first output (WINDOW/analysis/.report.txt.tmp, the temporary it renames into
-# report.txt), so that the real analyzer, its inputs read, blocks in open(2) until the test
-# reads the FIFO, signals it, or lets the time limit kill it. The FIFO is put in place after
+# An analysis is held where a test needs it running: a FIFO stands in for the window's
+# manifest.json (which the analyzer reads into its report, after it listed the inputs and
+# before it reads them), so that the real analyzer blocks in open(2) until the test writes
+# the manifest into the FIFO, signals the analyzer, or lets the time limit kill it. The FIFO is put in place after
 # the rank wrote its window and before the daemon sees the window end: such a test runs the
 # daemon with a sweep period of a day, so that only a request (`windows`) sweeps, and its
 # first request comes after the ranks have ended and the FIFOs are in place. (A daemon with
@@ -91,19 +91,21 @@ train() {
 
 window() { echo "$root/rank$1_start3_stop4"; }
 
-# hold RANK...: a FIFO where the analyzer of each rank's window writes first, so that it blocks.
+# hold RANK...: a FIFO in place of each rank's manifest.json, which its analyzer reads.
 hold() {
         local r
         for r in "$@"; do
                 [ -s "$(window "$r")/manifest.json" ] || return 1
-                mkdir "$(window "$r")/analysis" && mkfifo "$(window "$r")/analysis/.report.txt.tmp" || return 1
+                mv "$(window "$r")/manifest.json" "$dir/manifest$r.json" && mkfifo "$(window "$r")/manifest.json" \
+                        || return 1
         done
 }
 # The sweep period of the tests that hold an analysis: see the top.
 held=(--poll-interval 86400000)
-# release RANK: read the FIFO, so that the held analyzer writes its report and goes on.
+# release RANK: the manifest into the FIFO, so that the held analyzer goes on; then in its place.
 release() {
-        timeout 20 cat "$(window "$1")/analysis/.report.txt.tmp" >/dev/null
+        timeout 20 sh -c 'cat "$1" >"$2"' sh "$dir/manifest$1.json" "$(window "$1")/manifest.json" &&
+                mv "$dir/manifest$1.json" "$(window "$1")/manifest.json"
 }
 
 # stop_daemon: SIGTERM, and the daemon's exit status (a sanitizer's findings make it fail).
@@ -188,7 +190,7 @@ t_queue() {
         check "queue: its CPU time is limited to 600 s" grep -Eq '^Max cpu time +600 ' "/proc/$pid/limits"
         check "queue: its process is the real analyzer" test "$(readlink "/proc/$pid/exe")" = "$analyzer"
         check "queue: the others' output is untouched" \
-                test "$(ls "$root"/rank*_start3_stop4/analysis | grep -c report.json)" = 0
+                test "$(ls "$root"/rank*_start3_stop4/analysis 2>/dev/null | grep -c report.json)" = 0
         release "$first"
         eventually "queue: the first is done, the next runs, one waits" jw "S == ['done', 'queued', 'running']"
         seen+=("$(wv "','.join(sorted(str(w['analysis']['state']) for w in W))")")
