@@ -21,10 +21,10 @@
 
 /* Dialect bits of the key table. */
 enum {
-        D_N = 1u << 0,          /* native */
-        D_T = 1u << 1,          /* torch_npu, top level */
-        D_M = 1u << 2,          /* MindSpore */
-        D_X = D_N | D_T | D_M,  /* every dialect: npuprof's extensions and common keys */
+        IN_NATIVE = 1u << 0,
+        IN_TORCH_NPU = 1u << 1,         /* top level */
+        IN_MINDSPORE = 1u << 2,
+        IN_ALL = IN_NATIVE | IN_TORCH_NPU | IN_MINDSPORE,       /* npuprof's extensions and common keys */
 };
 
 #define DURATION_MS_MAX (INT64_C(7) * 24 * 3600 * 1000)
@@ -580,7 +580,7 @@ static void parse_level(parse_t *p, const path_t *at, json_t *v, const key_desc_
         (void) k;
         int32_t level;
 
-        if (get_enum(p, at, v, level_names, D_N | D_M, NPF_LEVEL_NONE, NPF_LEVEL_2, &level))
+        if (get_enum(p, at, v, level_names, IN_NATIVE | IN_MINDSPORE, NPF_LEVEL_NONE, NPF_LEVEL_2, &level))
                 p->c->args.level = level;
 }
 
@@ -589,7 +589,7 @@ static void parse_aic(parse_t *p, const path_t *at, json_t *v, const key_desc_t 
         (void) k;
         int32_t aic;
 
-        if (get_enum(p, at, v, aic_names, D_N | D_M, NPF_AIC_NONE, NPF_AIC_MEMORY_ACCESS, &aic)) {
+        if (get_enum(p, at, v, aic_names, IN_NATIVE | IN_MINDSPORE, NPF_AIC_NONE, NPF_AIC_MEMORY_ACCESS, &aic)) {
                 p->c->args.aic_metrics = aic;
                 p->has_aic = true;
         }
@@ -843,68 +843,68 @@ static void parse_experimental(parse_t *p, const path_t *at, json_t *v, const ke
 
 /* Keys of the top level. A key with a `marks` dialect tells which dialect the file is in. */
 static const key_desc_t top_keys[] = {
-        { "start_step", D_X, 0, parse_start_step, 0 },
-        { "stop_step", D_M, D_M, parse_stop_step, 0 },
-        { "steps", D_N, D_N, parse_steps, 0 },
-        { "active", D_T, D_T, parse_active, 0 },
-        { "warmup", D_N | D_T, 0, parse_warmup, 0 },
-        { "duration_ms", D_X, 0, parse_duration, 0 },
-        { "start_at_multiple_of", D_X, 0, parse_multiple, 0 },
-        { "backend", D_X, 0, parse_backend, 0 },
-        { "ranks", D_X, 0, parse_ranks, 0 },
-        { "is_rank", D_T, D_T, parse_is_rank, 0 },
-        { "rank_list", D_T, D_T, parse_rank_list, 0 },
-        { "output_dir", D_N, D_N, parse_dir, 0 },
-        { "prof_dir", D_T, D_T, parse_dir, 0 },
-        { "prof_path", D_M, D_M, parse_dir, 0 },
-        { "activities", D_X, 0, parse_activities, 0 },
-        { "analyse", D_X, 0, parse_analyse, 0 },
-        { "async_mode", D_T, D_T, parse_async_mode, 0 },
-        { "analyse_mode", D_M, D_M, parse_analyse_mode, 0 },
-        { "level", D_N, D_N, parse_level, 0 },
-        { "profiler_level", D_M, D_M, parse_level, 0 },
-        { "aic_metrics", D_N | D_M, 0, parse_aic, 0 },
-        { "aicore_metrics", D_M, D_M, parse_aic, 0 },
-        { "record_shapes", D_X, 0, parse_switch, NPF_FLAG_RECORD_SHAPES },
-        { "profile_memory", D_X, 0, parse_switch, NPF_FLAG_PROFILE_MEMORY },
-        { "with_stack", D_X, 0, parse_switch, NPF_FLAG_WITH_STACK },
-        { "with_flops", D_N | D_T, 0, parse_switch, NPF_FLAG_WITH_FLOPS },
-        { "with_modules", D_N | D_T, 0, parse_switch, NPF_FLAG_WITH_MODULES },
-        { "l2_cache", D_N | D_M, 0, parse_switch, NPF_FLAG_L2_CACHE },
-        { "op_attr", D_N, 0, parse_switch, NPF_FLAG_OP_ATTR },
-        { "mstx", D_N | D_M, 0, parse_switch, NPF_FLAG_MSTX },
-        { "parallel_strategy", D_N | D_M, 0, parse_switch, NPF_FLAG_PARALLEL_STRATEGY },
-        { "data_simplification", D_N | D_M, 0, parse_switch, NPF_FLAG_DATA_SIMPLIFICATION },
-        { "record_op_args", D_N, 0, parse_switch, NPF_FLAG_RECORD_OP_ARGS },
-        { "sys_io", D_N | D_M, 0, parse_switch, NPF_FLAG_SYS_IO },
-        { "sys_interconnection", D_N | D_M, 0, parse_switch, NPF_FLAG_SYS_INTERCONNECTION },
-        { "export_type", D_N | D_M, 0, parse_export_type, 0 },
-        { "host_sys", D_N | D_M, 0, parse_host_sys, 0 },
-        { "mstx_domain_include", D_N | D_M, 0, parse_string_list, 0 },
-        { "mstx_domain_exclude", D_N | D_M, 0, parse_string_list, 0 },
-        { "gc_detect_threshold", D_N, 0, parse_gc_threshold, 0 },
-        { "experimental_config", D_T, D_T, parse_experimental, 0 },
-        { "metadata", D_T, D_T, parse_metadata, 0 },
+        { "start_step", IN_ALL, 0, parse_start_step, 0 },
+        { "stop_step", IN_MINDSPORE, IN_MINDSPORE, parse_stop_step, 0 },
+        { "steps", IN_NATIVE, IN_NATIVE, parse_steps, 0 },
+        { "active", IN_TORCH_NPU, IN_TORCH_NPU, parse_active, 0 },
+        { "warmup", IN_NATIVE | IN_TORCH_NPU, 0, parse_warmup, 0 },
+        { "duration_ms", IN_ALL, 0, parse_duration, 0 },
+        { "start_at_multiple_of", IN_ALL, 0, parse_multiple, 0 },
+        { "backend", IN_ALL, 0, parse_backend, 0 },
+        { "ranks", IN_ALL, 0, parse_ranks, 0 },
+        { "is_rank", IN_TORCH_NPU, IN_TORCH_NPU, parse_is_rank, 0 },
+        { "rank_list", IN_TORCH_NPU, IN_TORCH_NPU, parse_rank_list, 0 },
+        { "output_dir", IN_NATIVE, IN_NATIVE, parse_dir, 0 },
+        { "prof_dir", IN_TORCH_NPU, IN_TORCH_NPU, parse_dir, 0 },
+        { "prof_path", IN_MINDSPORE, IN_MINDSPORE, parse_dir, 0 },
+        { "activities", IN_ALL, 0, parse_activities, 0 },
+        { "analyse", IN_ALL, 0, parse_analyse, 0 },
+        { "async_mode", IN_TORCH_NPU, IN_TORCH_NPU, parse_async_mode, 0 },
+        { "analyse_mode", IN_MINDSPORE, IN_MINDSPORE, parse_analyse_mode, 0 },
+        { "level", IN_NATIVE, IN_NATIVE, parse_level, 0 },
+        { "profiler_level", IN_MINDSPORE, IN_MINDSPORE, parse_level, 0 },
+        { "aic_metrics", IN_NATIVE | IN_MINDSPORE, 0, parse_aic, 0 },
+        { "aicore_metrics", IN_MINDSPORE, IN_MINDSPORE, parse_aic, 0 },
+        { "record_shapes", IN_ALL, 0, parse_switch, NPF_FLAG_RECORD_SHAPES },
+        { "profile_memory", IN_ALL, 0, parse_switch, NPF_FLAG_PROFILE_MEMORY },
+        { "with_stack", IN_ALL, 0, parse_switch, NPF_FLAG_WITH_STACK },
+        { "with_flops", IN_NATIVE | IN_TORCH_NPU, 0, parse_switch, NPF_FLAG_WITH_FLOPS },
+        { "with_modules", IN_NATIVE | IN_TORCH_NPU, 0, parse_switch, NPF_FLAG_WITH_MODULES },
+        { "l2_cache", IN_NATIVE | IN_MINDSPORE, 0, parse_switch, NPF_FLAG_L2_CACHE },
+        { "op_attr", IN_NATIVE, 0, parse_switch, NPF_FLAG_OP_ATTR },
+        { "mstx", IN_NATIVE | IN_MINDSPORE, 0, parse_switch, NPF_FLAG_MSTX },
+        { "parallel_strategy", IN_NATIVE | IN_MINDSPORE, 0, parse_switch, NPF_FLAG_PARALLEL_STRATEGY },
+        { "data_simplification", IN_NATIVE | IN_MINDSPORE, 0, parse_switch, NPF_FLAG_DATA_SIMPLIFICATION },
+        { "record_op_args", IN_NATIVE, 0, parse_switch, NPF_FLAG_RECORD_OP_ARGS },
+        { "sys_io", IN_NATIVE | IN_MINDSPORE, 0, parse_switch, NPF_FLAG_SYS_IO },
+        { "sys_interconnection", IN_NATIVE | IN_MINDSPORE, 0, parse_switch, NPF_FLAG_SYS_INTERCONNECTION },
+        { "export_type", IN_NATIVE | IN_MINDSPORE, 0, parse_export_type, 0 },
+        { "host_sys", IN_NATIVE | IN_MINDSPORE, 0, parse_host_sys, 0 },
+        { "mstx_domain_include", IN_NATIVE | IN_MINDSPORE, 0, parse_string_list, 0 },
+        { "mstx_domain_exclude", IN_NATIVE | IN_MINDSPORE, 0, parse_string_list, 0 },
+        { "gc_detect_threshold", IN_NATIVE, 0, parse_gc_threshold, 0 },
+        { "experimental_config", IN_TORCH_NPU, IN_TORCH_NPU, parse_experimental, 0 },
+        { "metadata", IN_TORCH_NPU, IN_TORCH_NPU, parse_metadata, 0 },
         { NULL, 0, 0, NULL, 0 },
 };
 
 /* Keys of torch_npu's experimental_config. */
 static const key_desc_t experimental_keys[] = {
-        { "profiler_level", D_T, 0, parse_level, 0 },
-        { "aic_metrics", D_T, 0, parse_aic, 0 },
-        { "l2_cache", D_T, 0, parse_switch, NPF_FLAG_L2_CACHE },
-        { "op_attr", D_T, 0, parse_switch, NPF_FLAG_OP_ATTR },
-        { "gc_detect_threshold", D_T, 0, parse_gc_threshold, 0 },
-        { "data_simplification", D_T, 0, parse_switch, NPF_FLAG_DATA_SIMPLIFICATION },
-        { "record_op_args", D_T, 0, parse_switch, NPF_FLAG_RECORD_OP_ARGS },
-        { "export_type", D_T, 0, parse_export_type, 0 },
-        { "msprof_tx", D_T, 0, parse_tx, TX_MSPROF_TX },
-        { "mstx", D_T, 0, parse_tx, TX_MSTX },
-        { "mstx_domain_include", D_T, 0, parse_string_list, 0 },
-        { "mstx_domain_exclude", D_T, 0, parse_string_list, 0 },
-        { "host_sys", D_T, 0, parse_host_sys, 0 },
-        { "sys_io", D_T, 0, parse_switch, NPF_FLAG_SYS_IO },
-        { "sys_interconnection", D_T, 0, parse_switch, NPF_FLAG_SYS_INTERCONNECTION },
+        { "profiler_level", IN_TORCH_NPU, 0, parse_level, 0 },
+        { "aic_metrics", IN_TORCH_NPU, 0, parse_aic, 0 },
+        { "l2_cache", IN_TORCH_NPU, 0, parse_switch, NPF_FLAG_L2_CACHE },
+        { "op_attr", IN_TORCH_NPU, 0, parse_switch, NPF_FLAG_OP_ATTR },
+        { "gc_detect_threshold", IN_TORCH_NPU, 0, parse_gc_threshold, 0 },
+        { "data_simplification", IN_TORCH_NPU, 0, parse_switch, NPF_FLAG_DATA_SIMPLIFICATION },
+        { "record_op_args", IN_TORCH_NPU, 0, parse_switch, NPF_FLAG_RECORD_OP_ARGS },
+        { "export_type", IN_TORCH_NPU, 0, parse_export_type, 0 },
+        { "msprof_tx", IN_TORCH_NPU, 0, parse_tx, TX_MSPROF_TX },
+        { "mstx", IN_TORCH_NPU, 0, parse_tx, TX_MSTX },
+        { "mstx_domain_include", IN_TORCH_NPU, 0, parse_string_list, 0 },
+        { "mstx_domain_exclude", IN_TORCH_NPU, 0, parse_string_list, 0 },
+        { "host_sys", IN_TORCH_NPU, 0, parse_host_sys, 0 },
+        { "sys_io", IN_TORCH_NPU, 0, parse_switch, NPF_FLAG_SYS_IO },
+        { "sys_interconnection", IN_TORCH_NPU, 0, parse_switch, NPF_FLAG_SYS_INTERCONNECTION },
         { NULL, 0, 0, NULL, 0 },
 };
 
@@ -919,11 +919,11 @@ static const key_desc_t *find_key(const key_desc_t *table, const char *name)
 static const char *dialects_text(unsigned mask)
 {
         switch (mask) {
-        case D_N: return "an npuprof";
-        case D_T: return "a torch_npu";
-        case D_M: return "a MindSpore";
-        case D_N | D_T: return "an npuprof or torch_npu";
-        case D_N | D_M: return "an npuprof or MindSpore";
+        case IN_NATIVE: return "an npuprof";
+        case IN_TORCH_NPU: return "a torch_npu";
+        case IN_MINDSPORE: return "a MindSpore";
+        case IN_NATIVE | IN_TORCH_NPU: return "an npuprof or torch_npu";
+        case IN_NATIVE | IN_MINDSPORE: return "an npuprof or MindSpore";
         default: return "another dialect's";
         }
 }
@@ -944,7 +944,7 @@ static void parse_object(parse_t *p, const path_t *at, json_t *obj, const key_de
                         warn_at(p, &kp, "torch_npu reads '%s' inside experimental_config, not at the top level; ignored",
                                 name);
                 else if (!k && table == experimental_keys && (tk = find_key(top_keys, name)) &&
-                         (tk->dialects & D_T))
+                         (tk->dialects & IN_TORCH_NPU))
                         warn_at(p, &kp, "torch_npu reads '%s' at the top level, not in experimental_config; ignored", name);
                 else if (!k)
                         warn_at(p, &kp, "unknown key '%s' ignored", name);
@@ -987,7 +987,7 @@ static bool detect_dialect(parse_t *p, json_t *root)
                 for (int d = 0; k && d < 3; d++)
                         if (k->marks == (1u << d) && !seen[d])
                                 seen[d] = name;
-                if (k && k->marks == D_M && !find_key(experimental_keys, name) && !ms_strict)
+                if (k && k->marks == IN_MINDSPORE && !find_key(experimental_keys, name) && !ms_strict)
                         ms_strict = name;
         }
         const char *conflict = NULL, *with = NULL;

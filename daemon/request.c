@@ -12,7 +12,7 @@ static const struct {
         const char *name;
         bool privileged;
         bool read;
-} commands[_NPF_COMMAND_MAX] = {
+} commands[NPF_COMMAND__COUNT] = {
         [NPF_COMMAND_STATUS] = { "status", false, true },
         [NPF_COMMAND_RANKS] = { "ranks", false, true },
         [NPF_COMMAND_WINDOWS] = { "windows", false, true },
@@ -182,7 +182,7 @@ int npf_request_parse(const char *line, size_t len, json_t **ret_request, npf_co
                 goto fail;
         }
         name = json_string_value(command);
-        for (npf_command_t c = 0; c < _NPF_COMMAND_MAX; c++)
+        for (npf_command_t c = 0; c < NPF_COMMAND__COUNT; c++)
                 /* json_string_length(): a name with a NUL inside is no command's name. */
                 if (strlen(commands[c].name) == json_string_length(command) && strcmp(commands[c].name, name) == 0) {
                         *ret_request = req;
@@ -200,15 +200,15 @@ fail:
 
 const char *npf_command_name(npf_command_t c)
 {
-        return c < _NPF_COMMAND_MAX ? commands[c].name : NULL;
+        return c < NPF_COMMAND__COUNT ? commands[c].name : NULL;
 }
 
 bool npf_command_privileged(npf_command_t c)
 {
-        return c < _NPF_COMMAND_MAX && commands[c].privileged;
+        return c < NPF_COMMAND__COUNT && commands[c].privileged;
 }
 
-bool npf_command_read(npf_command_t c)
+bool npf_command_is_read_only(npf_command_t c)
 {
-        return c < _NPF_COMMAND_MAX && commands[c].read;
+        return c < NPF_COMMAND__COUNT && commands[c].read;
 }

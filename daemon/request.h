@@ -49,7 +49,7 @@ typedef enum npf_command {
         NPF_COMMAND_CONFIG,
         NPF_COMMAND_RELOAD,
         NPF_COMMAND_METRICS,
-        _NPF_COMMAND_MAX,
+        NPF_COMMAND__COUNT,
 } npf_command_t;
 
 /*
@@ -74,6 +74,6 @@ bool npf_command_privileged(npf_command_t c);
  * and it changes nothing), so one answer serves every such request made before it was
  * computed.
  */
-bool npf_command_read(npf_command_t c);
+bool npf_command_is_read_only(npf_command_t c);
 
 #endif /* NPUPROF_DAEMON_REQUEST_H */

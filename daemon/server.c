@@ -36,7 +36,7 @@ struct npf_request {
 };
 
 /*
- * The last answer to each read (npf_command_read()). What it tells is newer than any request
+ * The last answer to each read (npf_command_is_read_only()). What it tells is newer than any request
  * that arrived before it was asked, so such a request, waiting in a buffer while the same
  * request was answered, gets that answer again: as true as a new one, and a client that
  * asks faster than the daemon answers costs it one answer per batch, not one per request.
@@ -84,7 +84,7 @@ struct npf_server {
         npf_server_request_cb cb;
         void *data;
         size_t reply_hint;              /* bytes to allocate for the next reply */
-        shared_answer_t answers[_NPF_COMMAND_MAX];
+        shared_answer_t answers[NPF_COMMAND__COUNT];
         uint64_t shared;                /* requests answered with a shared answer */
         char rbuf[16384];
 };
@@ -310,7 +310,7 @@ static bool share_answer(client_t *c, npf_command_t command, const char *line, s
         npf_server_t *s = c->server;
         const shared_answer_t *a = &s->answers[command];
 
-        if (!npf_command_read(command) || !a->reply || c->read_ns >= a->asked_ns || len != a->request_len ||
+        if (!npf_command_is_read_only(command) || !a->reply || c->read_ns >= a->asked_ns || len != a->request_len ||
             memcmp(line, a->request, len) != 0)
                 return false;
         reply_text_t t = { .w = malloc(sizeof(write_req_t) + a->reply_len), .len = a->reply_len };
@@ -338,7 +338,7 @@ static void finish_request(npf_request_t *req, json_t *reply, bool ok)
                 client_close(c);
                 return;
         }
-        if (ok && npf_command_read(req->command))
+        if (ok && npf_command_is_read_only(req->command))
                 keep_answer(c->server, req, &t);
         free(req);
         /* A client that half-closed after its last request still gets the answer. */
@@ -725,7 +725,7 @@ static void on_listener_closed(uv_handle_t *h)
 
         if (--s->open_handles > 0)
                 return;
-        for (size_t i = 0; i < _NPF_COMMAND_MAX; i++) {
+        for (size_t i = 0; i < NPF_COMMAND__COUNT; i++) {
                 free(s->answers[i].request);
                 free(s->answers[i].reply);
         }

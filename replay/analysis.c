@@ -61,14 +61,14 @@ json_t *npf_analysis_stack(const npf_snapshot_t *s, uint32_t stack, size_t max_f
 /* Indices into the lives at @lives, largest first (qsort_r keeps this reentrant). */
 static int by_size_desc(const void *a, const void *b, void *lives)
 {
-        const npf_life_t *x = (const npf_life_t *) lives + *(const size_t *) a;
-        const npf_life_t *y = (const npf_life_t *) lives + *(const size_t *) b;
+        const npf_replay_life_t *x = (const npf_replay_life_t *) lives + *(const size_t *) a;
+        const npf_replay_life_t *y = (const npf_replay_life_t *) lives + *(const size_t *) b;
         if (x->size != y->size)
                 return x->size < y->size ? 1 : -1;
         return x->addr < y->addr ? -1 : x->addr > y->addr;
 }
 
-static json_t *life_json(const npf_snapshot_t *s, const npf_replay_t *r, const npf_life_t *l,
+static json_t *life_json(const npf_snapshot_t *s, const npf_replay_t *r, const npf_replay_life_t *l,
                          const npf_analysis_opts_t *o)
 {
         json_t *j = json_pack("{s:o,s:o,s:o,s:o,s:o,s:o,s:o}", "addr", hex(l->addr), "size", u64(l->size), "stream",
@@ -82,7 +82,7 @@ static json_t *life_json(const npf_snapshot_t *s, const npf_replay_t *r, const n
 
 /* The lives chosen by @keep, their count and bytes, and the @o->top largest. */
 static json_t *ranked(const npf_snapshot_t *s, const npf_replay_t *r, const npf_analysis_opts_t *o,
-                      bool (*keep)(const npf_life_t *l, int64_t at), int64_t at, size_t **ret_idx, size_t *ret_n)
+                      bool (*keep)(const npf_replay_life_t *l, int64_t at), int64_t at, size_t **ret_idx, size_t *ret_n)
 {
         size_t *idx = malloc((r->n_lives + 1) * sizeof(*idx)), n = 0;
         uint64_t bytes = 0;
@@ -109,13 +109,13 @@ static json_t *ranked(const npf_snapshot_t *s, const npf_replay_t *r, const npf_
         return j;
 }
 
-static bool allocated_at(const npf_life_t *l, int64_t at)
+static bool allocated_at(const npf_replay_life_t *l, int64_t at)
 {
         return l->alloc <= at && l->free_requested > at;
 }
 
 /* @first: the first event after torch_npu's workspace triples, whose blocks are no leak. */
-static bool leaked(const npf_life_t *l, int64_t first)
+static bool leaked(const npf_replay_life_t *l, int64_t first)
 {
         return l->alloc >= first && l->free_requested == NPF_AFTER_TRACE;
 }
@@ -161,7 +161,7 @@ static json_t *sites(const npf_snapshot_t *s, const npf_replay_t *r, const size_
                 return NULL;
         }
         for (size_t i = 0; i < n; i++) {
-                const npf_life_t *l = &r->lives[idx ? idx[i] : i];
+                const npf_replay_life_t *l = &r->lives[idx ? idx[i] : i];
                 int64_t from = l->alloc < 0 ? 0 : l->alloc;
                 int64_t to = l->free_requested == NPF_AFTER_TRACE ? (int64_t) r->n : l->free_requested;
                 site_t *x = &v[l->stack < n_stacks ? l->stack : n_stacks - 1];
@@ -375,7 +375,7 @@ int npf_plan_lifetimes(const npf_replay_t *r, npf_plan_t *ret)
         if (!occ.open)
                 goto out;
         for (size_t i = 0; i < r->n_lives; i++) {
-                const npf_life_t *l = &r->lives[i];
+                const npf_replay_life_t *l = &r->lives[i];
                 span_t sp = { l->alloc < 0 ? 0 : l->alloc + 1,
                               l->free_requested == NPF_AFTER_TRACE ? (int64_t) r->n + 1 : l->free_requested + 1 };
                 if (l->size && sp.to > sp.from)
@@ -538,14 +538,14 @@ static json_t *free_delay(const npf_replay_t *r)
 
         if (ev && us) {
                 for (size_t i = 0; i < r->n_lives; i++) {
-                        const npf_life_t *l = &r->lives[i];
+                        const npf_replay_life_t *l = &r->lives[i];
                         if (l->free_requested >= 0 && l->free_requested != NPF_AFTER_TRACE &&
                             l->freed == NPF_AFTER_TRACE) {
                                 pending++;
                                 continue;
                         }
                         if (l->free_requested < 0 || l->free_requested == NPF_AFTER_TRACE ||
-                            l->freed == NPF_AFTER_TRACE || r->events[l->freed].action != NPF_ACT_FREE_COMPLETED)
+                            l->freed == NPF_AFTER_TRACE || r->events[l->freed].action != NPF_MEM_FREE_COMPLETED)
                                 continue;
                         ev[n++] = l->freed - l->free_requested;
                         int64_t a = r->events[l->free_requested].time_us, b = r->events[l->freed].time_us;
@@ -562,7 +562,7 @@ static json_t *free_delay(const npf_replay_t *r)
 
 static json_t *fragmentation(const npf_snapshot_t *s, const npf_replay_t *r, int64_t at)
 {
-        npf_state_t *st;
+        npf_replay_state_t *st;
         uint64_t free_bytes = 0, largest = 0, reserved = 0;
 
         if (npf_replay_state_at(s, r, at, &st) < 0)
@@ -570,7 +570,7 @@ static json_t *fragmentation(const npf_snapshot_t *s, const npf_replay_t *r, int
         /* Free ranges: each segment minus the live blocks in it, both sorted by address. */
         size_t b = 0;
         for (size_t i = 0; i < st->n_segments; i++) {
-                const npf_range_t *g = &st->segments[i];
+                const npf_replay_range_t *g = &st->segments[i];
                 uint64_t cur = g->addr, end = g->addr + g->size;
                 reserved += g->size;
                 while (b < st->n_blocks && st->blocks[b].addr < g->addr)
@@ -614,9 +614,9 @@ static json_t *streams(const npf_replay_t *r)
         json_t *a = json_array();
 
         for (size_t i = 0; i < r->n; i++) {
-                const npf_event_t *e = &r->events[i];
-                bool alloc = e->action == NPF_ACT_ALLOC;
-                bool seg = e->action == NPF_ACT_SEGMENT_ALLOC || e->action == NPF_ACT_SEGMENT_MAP;
+                const npf_mem_event_t *e = &r->events[i];
+                bool alloc = e->action == NPF_MEM_ALLOC;
+                bool seg = e->action == NPF_MEM_SEGMENT_ALLOC || e->action == NPF_MEM_SEGMENT_MAP;
                 if (!alloc && !seg)
                         continue;
                 size_t k;
@@ -650,8 +650,8 @@ static json_t *streams(const npf_replay_t *r)
 
 json_t *npf_analysis_device(const npf_snapshot_t *s, const npf_replay_t *r, const npf_analysis_opts_t *o)
 {
-        size_t actions[NPF_ACT__COUNT] = { 0 };
-        uint64_t action_bytes[NPF_ACT__COUNT] = { 0 };
+        size_t actions[NPF_MEM__COUNT] = { 0 };
+        uint64_t action_bytes[NPF_MEM__COUNT] = { 0 };
         json_t *d = json_object(), *acts = json_object(), *oom = json_array(), *issues = json_array();
         bool timed = false;
         int64_t peak_alloc, peak_active, peak_reserved;
@@ -663,17 +663,17 @@ json_t *npf_analysis_device(const npf_snapshot_t *s, const npf_replay_t *r, cons
                 goto fail;
         npf_beside_start(&planner, plan_job_run, &job);
         for (size_t i = 0; i < r->n; i++) {
-                const npf_event_t *e = &r->events[i];
+                const npf_mem_event_t *e = &r->events[i];
                 actions[e->action]++;
                 action_bytes[e->action] += e->size;
                 timed |= e->time_us != NPF_TIME_UNKNOWN;
-                if (e->action == NPF_ACT_OOM && json_array_size(oom) < o->top)
+                if (e->action == NPF_MEM_OOM && json_array_size(oom) < o->top)
                         json_array_append_new(oom, json_pack("{s:I,s:o,s:o,s:o,s:o}", "index", (json_int_t) i, "size",
                                                              u64(e->size), "device_free", u64(e->addr), "time_us",
                                                              time_of(r, (int64_t) i), "frames",
                                                              npf_analysis_stack(s, e->stack, o->max_frames)));
         }
-        for (int a = 0; a < NPF_ACT__COUNT; a++)
+        for (int a = 0; a < NPF_MEM__COUNT; a++)
                 if (actions[a])
                         json_object_set_new(acts, npf_action_name(a), json_integer((json_int_t) actions[a]));
         for (size_t i = 0; i < r->n_issues && i < NPF_REPLAY_ISSUES_KEPT; i++)
@@ -704,7 +704,7 @@ json_t *npf_analysis_device(const npf_snapshot_t *s, const npf_replay_t *r, cons
         size_t ghosts_freed = 0, ghosts_alive = 0;
         uint64_t ghost_freed_bytes = 0, ghost_alive_bytes = 0;
         for (size_t i = 0; i < r->n_lives; i++) {
-                const npf_life_t *l = &r->lives[i];
+                const npf_replay_life_t *l = &r->lives[i];
                 if (l->alloc != NPF_BEFORE_TRACE)
                         continue;
                 if (l->free_requested == NPF_AFTER_TRACE && l->freed == NPF_AFTER_TRACE) {
@@ -722,10 +722,10 @@ json_t *npf_analysis_device(const npf_snapshot_t *s, const npf_replay_t *r, cons
         json_object_set_new(d, "fragmentation", fragmentation(s, r, peak_alloc));
         json_object_set_new(d, "segment_churn",
                             json_pack("{s:o,s:o,s:o,s:o}",
-                                      "segment_alloc", count_bytes(actions[NPF_ACT_SEGMENT_ALLOC], action_bytes[NPF_ACT_SEGMENT_ALLOC]),
-                                      "segment_free", count_bytes(actions[NPF_ACT_SEGMENT_FREE], action_bytes[NPF_ACT_SEGMENT_FREE]),
-                                      "segment_map", count_bytes(actions[NPF_ACT_SEGMENT_MAP], action_bytes[NPF_ACT_SEGMENT_MAP]),
-                                      "segment_unmap", count_bytes(actions[NPF_ACT_SEGMENT_UNMAP], action_bytes[NPF_ACT_SEGMENT_UNMAP])));
+                                      "segment_alloc", count_bytes(actions[NPF_MEM_SEGMENT_ALLOC], action_bytes[NPF_MEM_SEGMENT_ALLOC]),
+                                      "segment_free", count_bytes(actions[NPF_MEM_SEGMENT_FREE], action_bytes[NPF_MEM_SEGMENT_FREE]),
+                                      "segment_map", count_bytes(actions[NPF_MEM_SEGMENT_MAP], action_bytes[NPF_MEM_SEGMENT_MAP]),
+                                      "segment_unmap", count_bytes(actions[NPF_MEM_SEGMENT_UNMAP], action_bytes[NPF_MEM_SEGMENT_UNMAP])));
         json_object_set_new(d, "streams", streams(r));
         json_object_set_new(d, "free_delay", free_delay(r));
         json_object_set_new(d, "top_sites", sites(s, r, NULL, r->n_lives, by_weight_desc, o));

@@ -99,7 +99,7 @@ static void map_del(blockmap_t *m, slot_t *s)
 /* --- segments: sorted by address ---------------------------------------------------------- */
 
 typedef struct segs {
-        npf_range_t *v;
+        npf_replay_range_t *v;
         size_t n, cap;
 } segs_t;
 
@@ -118,11 +118,11 @@ static size_t seg_lower(const segs_t *s, uint64_t addr)
         return lo;
 }
 
-static int seg_insert_at(segs_t *s, size_t i, npf_range_t r)
+static int seg_insert_at(segs_t *s, size_t i, npf_replay_range_t r)
 {
         if (s->n == s->cap) {
                 size_t cap = s->cap ? s->cap * 2 : 64;
-                npf_range_t *p = realloc(s->v, cap * sizeof(*p));
+                npf_replay_range_t *p = realloc(s->v, cap * sizeof(*p));
                 if (!p)
                         return -ENOMEM;
                 s->v = p;
@@ -147,7 +147,7 @@ static size_t seg_containing(const segs_t *s, uint64_t addr, uint64_t size)
 
         if (i == 0)
                 return SIZE_MAX;
-        const npf_range_t *g = &s->v[i - 1];
+        const npf_replay_range_t *g = &s->v[i - 1];
         return addr >= g->addr && addr - g->addr <= g->size && size <= g->size - (addr - g->addr) ? i - 1 : SIZE_MAX;
 }
 
@@ -158,14 +158,14 @@ typedef struct undo {
         npf_replay_t *r;
         blockmap_t blocks;
         segs_t segs;
-        npf_life_t *lives;
+        npf_replay_life_t *lives;
         size_t n_lives, cap_lives;
         uint64_t allocated, active, reserved;
         bool strict, record;
         char *err;
 } undo_t;
 
-static int issue(undo_t *u, size_t index, const npf_event_t *e, const char *fmt, ...)
+static int issue(undo_t *u, size_t index, const npf_mem_event_t *e, const char *fmt, ...)
 {
         char what[112];
         va_list ap;
@@ -192,11 +192,11 @@ static int issue(undo_t *u, size_t index, const npf_event_t *e, const char *fmt,
         return 0;
 }
 
-static int64_t new_life(undo_t *u, npf_life_t l)
+static int64_t new_life(undo_t *u, npf_replay_life_t l)
 {
         if (u->n_lives == u->cap_lives) {
                 size_t cap = u->cap_lives ? u->cap_lives * 2 : 1024;
-                npf_life_t *p = realloc(u->lives, cap * sizeof(*p));
+                npf_replay_life_t *p = realloc(u->lives, cap * sizeof(*p));
                 if (!p)
                         return -ENOMEM;
                 u->lives = p;
@@ -207,7 +207,7 @@ static int64_t new_life(undo_t *u, npf_life_t l)
 }
 
 /* A block live at dump time (or re-created by an undone free). */
-static int add_block(undo_t *u, npf_life_t l, bool pending)
+static int add_block(undo_t *u, npf_replay_life_t l, bool pending)
 {
         int64_t id = new_life(u, l);
 
@@ -223,7 +223,7 @@ static int add_block(undo_t *u, npf_life_t l, bool pending)
         return 0;
 }
 
-static int add_segment(undo_t *u, npf_range_t g, bool merge)
+static int add_segment(undo_t *u, npf_replay_range_t g, bool merge)
 {
         size_t i = seg_lower(&u->segs, g.addr);
         int r;
@@ -236,7 +236,7 @@ static int add_segment(undo_t *u, npf_range_t g, bool merge)
         u->reserved += g.size;
         if (!merge)
                 return 0;
-        npf_range_t *v = u->segs.v;
+        npf_replay_range_t *v = u->segs.v;
         if (i + 1 < u->segs.n && v[i].addr + v[i].size == v[i + 1].addr && v[i].stream == v[i + 1].stream) {
                 v[i].size += v[i + 1].size;
                 seg_remove_at(&u->segs, i + 1);
@@ -250,14 +250,14 @@ static int add_segment(undo_t *u, npf_range_t g, bool merge)
 
 static int undo_event(undo_t *u, size_t i)
 {
-        const npf_event_t *e = &u->r->events[i];
-        npf_life_t *l;
+        const npf_mem_event_t *e = &u->r->events[i];
+        npf_replay_life_t *l;
         slot_t *s;
         size_t k;
         int r;
 
-        switch ((npf_action_t) e->action) {
-        case NPF_ACT_ALLOC:
+        switch ((npf_mem_action_t) e->action) {
+        case NPF_MEM_ALLOC:
                 if (!(s = map_find(&u->blocks, e->addr)))
                         return issue(u, i, e, "alloc of a block that is not live later (never freed, not in the "
                                      "snapshot)");
@@ -279,7 +279,7 @@ static int undo_event(undo_t *u, size_t i)
                 if (e->size && e->size != l->size)
                         return issue(u, i, e, "alloc of %" PRIu64 " bytes for a block of %" PRIu64, e->size, l->size);
                 return 0;
-        case NPF_ACT_FREE_REQUESTED:
+        case NPF_MEM_FREE_REQUESTED:
                 if (!(s = map_find(&u->blocks, e->addr)))
                         return issue(u, i, e, "free_requested of a block that is not live");
                 if (!(s->life & PENDING))
@@ -289,10 +289,10 @@ static int undo_event(undo_t *u, size_t i)
                 l->free_requested = (int64_t) i;
                 u->allocated += l->size;
                 return 0;
-        case NPF_ACT_FREE_COMPLETED:
-        case NPF_ACT_FREE: {
-                bool completed = e->action == NPF_ACT_FREE_COMPLETED;
-                npf_life_t nl = {
+        case NPF_MEM_FREE_COMPLETED:
+        case NPF_MEM_FREE: {
+                bool completed = e->action == NPF_MEM_FREE_COMPLETED;
+                npf_replay_life_t nl = {
                         /* The free's stack is where it was freed: the site is unknown until
                          * its alloc event, if it has one, says (torch_npu's gradients, made by
                          * the autograd engine, have none and would all be put down to zero_grad). */
@@ -308,14 +308,14 @@ static int undo_event(undo_t *u, size_t i)
                 }
                 return 0;
         }
-        case NPF_ACT_SEGMENT_FREE:
-        case NPF_ACT_SEGMENT_UNMAP:
-                if ((r = add_segment(u, (npf_range_t) { e->addr, e->size, e->stream },
-                                     e->action == NPF_ACT_SEGMENT_UNMAP)) > 0)
+        case NPF_MEM_SEGMENT_FREE:
+        case NPF_MEM_SEGMENT_UNMAP:
+                if ((r = add_segment(u, (npf_replay_range_t) { e->addr, e->size, e->stream },
+                                     e->action == NPF_MEM_SEGMENT_UNMAP)) > 0)
                         return issue(u, i, e, "%s of %" PRIu64 " bytes overlapping a live segment",
                                      npf_action_name(e->action), e->size);
                 return r;
-        case NPF_ACT_SEGMENT_ALLOC:
+        case NPF_MEM_SEGMENT_ALLOC:
                 k = seg_lower(&u->segs, e->addr);
                 if (k == u->segs.n || u->segs.v[k].addr != e->addr)
                         return issue(u, i, e, "segment_alloc of a segment that does not exist later");
@@ -327,10 +327,10 @@ static int undo_event(undo_t *u, size_t i)
                         r = 0;
                 seg_remove_at(&u->segs, k);
                 return r;
-        case NPF_ACT_SEGMENT_MAP: {
+        case NPF_MEM_SEGMENT_MAP: {
                 if ((k = seg_containing(&u->segs, e->addr, e->size)) == SIZE_MAX)
                         return issue(u, i, e, "segment_map of %" PRIu64 " bytes outside every segment", e->size);
-                npf_range_t *g = &u->segs.v[k];
+                npf_replay_range_t *g = &u->segs.v[k];
                 uint64_t end = e->addr + e->size, g_end = g->addr + g->size;
                 u->reserved -= e->size;
                 if (g->addr == e->addr) {
@@ -341,7 +341,7 @@ static int undo_event(undo_t *u, size_t i)
                 } else if (g_end == end) {
                         g->size -= e->size;
                 } else {
-                        npf_range_t tail = { end, g_end - end, g->stream };
+                        npf_replay_range_t tail = { end, g_end - end, g->stream };
                         g->size = e->addr - g->addr;
                         return seg_insert_at(&u->segs, k + 1, tail);
                 }
@@ -355,16 +355,16 @@ static int undo_event(undo_t *u, size_t i)
 /* The first event of a trace after torch_npu's leading workspace triples, which it adds. */
 static int add_workspace(undo_t *u, bool count)
 {
-        const npf_event_t *ev = u->r->events;
+        const npf_mem_event_t *ev = u->r->events;
         size_t i = 0;
         int r;
 
-        while (i + 2 < u->r->n && ev[i].action == NPF_ACT_WORKSPACE_SNAPSHOT &&
-               ev[i + 1].action == NPF_ACT_SEGMENT_ALLOC && ev[i + 2].action == NPF_ACT_ALLOC) {
-                const npf_event_t *sa = &ev[i + 1], *a = &ev[i + 2];
+        while (i + 2 < u->r->n && ev[i].action == NPF_MEM_WORKSPACE_SNAPSHOT &&
+               ev[i + 1].action == NPF_MEM_SEGMENT_ALLOC && ev[i + 2].action == NPF_MEM_ALLOC) {
+                const npf_mem_event_t *sa = &ev[i + 1], *a = &ev[i + 2];
                 size_t k = seg_lower(&u->segs, sa->addr);
                 if (k == u->segs.n || u->segs.v[k].addr != sa->addr) {
-                        if ((r = add_segment(u, (npf_range_t) { sa->addr, sa->size, sa->stream }, false)) < 0)
+                        if ((r = add_segment(u, (npf_replay_range_t) { sa->addr, sa->size, sa->stream }, false)) < 0)
                                 return r;
                         if (r == 0 && count) {
                                 u->r->workspace_segments++;
@@ -372,7 +372,7 @@ static int add_workspace(undo_t *u, bool count)
                         }
                 }
                 if (!map_find(&u->blocks, a->addr)) {
-                        npf_life_t l = { .addr = a->addr, .size = sa->size, .footprint = sa->size,
+                        npf_replay_life_t l = { .addr = a->addr, .size = sa->size, .footprint = sa->size,
                                          .stream = sa->stream, .stack = a->stack,
                                          .alloc = NPF_BEFORE_TRACE, .free_requested = NPF_AFTER_TRACE,
                                          .freed = NPF_AFTER_TRACE };
@@ -396,9 +396,9 @@ static int dump_state(undo_t *u, bool count)
                 const npf_segment_t *g = &s->segments[i];
                 if (g->device != u->r->device)
                         continue;
-                if ((r = add_segment(u, (npf_range_t) { g->addr, g->total, g->stream }, false)) < 0)
+                if ((r = add_segment(u, (npf_replay_range_t) { g->addr, g->total, g->stream }, false)) < 0)
                         return r;
-                if (r > 0 && (r = issue(u, 0, &(npf_event_t) { .action = NPF_ACT_SNAPSHOT, .addr = g->addr },
+                if (r > 0 && (r = issue(u, 0, &(npf_mem_event_t) { .action = NPF_MEM_SNAPSHOT, .addr = g->addr },
                                         "segment %zu overlaps another segment in the snapshot", i)) < 0)
                         return r;
                 for (size_t b = g->first_block; b < g->first_block + g->n_blocks; b++) {
@@ -406,7 +406,7 @@ static int dump_state(undo_t *u, bool count)
                         if (blk->state == NPF_BLOCK_INACTIVE)
                                 continue;
                         bool pending = blk->state == NPF_BLOCK_PENDING_FREE;
-                        npf_life_t l = { .addr = blk->addr, .size = blk->requested, .footprint = blk->size,
+                        npf_replay_life_t l = { .addr = blk->addr, .size = blk->requested, .footprint = blk->size,
                                          .stream = g->stream,
                                          .stack = blk->stack, .alloc = NPF_BEFORE_TRACE,
                                          .free_requested = pending ? NPF_BEFORE_TRACE : NPF_AFTER_TRACE,
@@ -522,15 +522,15 @@ npf_replay_t *npf_replay_free(npf_replay_t *r)
 
 static int cmp_range(const void *a, const void *b)
 {
-        const npf_range_t *x = a, *y = b;
+        const npf_replay_range_t *x = a, *y = b;
         return x->addr < y->addr ? -1 : x->addr > y->addr;
 }
 
-int npf_replay_state_at(const npf_snapshot_t *s, const npf_replay_t *r, int64_t index, npf_state_t **ret)
+int npf_replay_state_at(const npf_snapshot_t *s, const npf_replay_t *r, int64_t index, npf_replay_state_t **ret)
 {
         npf_replay_t shadow = { .device = r->device, .events = r->events, .n = r->n };
         undo_t u = { .snap = s, .r = &shadow, .record = false };
-        npf_state_t *st = NULL;
+        npf_replay_state_t *st = NULL;
         int e;
 
         if (index < -1 || (index >= 0 && (size_t) index >= r->n))
@@ -546,8 +546,8 @@ int npf_replay_state_at(const npf_snapshot_t *s, const npf_replay_t *r, int64_t 
         for (size_t i = 0; i < u.blocks.cap; i++) {
                 if (!u.blocks.slots[i].life)
                         continue;
-                const npf_life_t *l = &u.lives[(u.blocks.slots[i].life & ~PENDING) - 1];
-                st->blocks[st->n_blocks++] = (npf_range_t) { l->addr, l->footprint, l->stream };
+                const npf_replay_life_t *l = &u.lives[(u.blocks.slots[i].life & ~PENDING) - 1];
+                st->blocks[st->n_blocks++] = (npf_replay_range_t) { l->addr, l->footprint, l->stream };
         }
         qsort(st->blocks, st->n_blocks, sizeof(*st->blocks), cmp_range);
         st->segments = u.segs.v;
@@ -562,7 +562,7 @@ out:
         return e;
 }
 
-npf_state_t *npf_state_free(npf_state_t *st)
+npf_replay_state_t *npf_state_free(npf_replay_state_t *st)
 {
         if (!st)
                 return NULL;

@@ -37,36 +37,36 @@
  * bytes count those, as PyTorch's memory viewer does; the allocator's rounding is in the
  * footprint (known for blocks live at dump time) and counts as waste.
  */
-typedef struct npf_life {
+typedef struct npf_replay_life {
         uint64_t addr, size, footprint, stream;
         int64_t alloc;                  /* NPF_BEFORE_TRACE: a ghost, allocated before tracing */
         int64_t free_requested;         /* NPF_AFTER_TRACE: still allocated at dump */
         int64_t freed;                  /* free or free_completed; NPF_AFTER_TRACE: still active */
         uint32_t stack;                 /* where it was allocated; 0: unknown */
         uint32_t context;
-} npf_life_t;
+} npf_replay_life_t;
 
 /* An inconsistency of the trace with the state it is undone from. */
 typedef struct npf_issue {
         size_t index;                   /* event index in the device's trace */
-        uint8_t action;                 /* npf_action_t */
+        uint8_t action;                 /* npf_mem_action_t */
         uint64_t addr;
         char what[112];
 } npf_issue_t;
 
-typedef struct npf_range {
+typedef struct npf_replay_range {
         uint64_t addr, size, stream;
-} npf_range_t;
+} npf_replay_range_t;
 
 typedef struct npf_replay {
         int64_t device;
-        const npf_event_t *events;      /* the device's trace, borrowed from the snapshot */
+        const npf_mem_event_t *events;      /* the device's trace, borrowed from the snapshot */
         size_t n;
         uint64_t *allocated, *active, *reserved;       /* after each event, n of each */
         uint64_t start_allocated, start_active, start_reserved;        /* before the first */
         uint64_t dump_allocated, dump_active, dump_reserved;
         size_t dump_segments;
-        npf_life_t *lives;
+        npf_replay_life_t *lives;
         size_t n_lives;
         npf_issue_t *issues;            /* the first NPF_REPLAY_ISSUES_KEPT */
         size_t n_issues;                /* all of them */
@@ -76,12 +76,12 @@ typedef struct npf_replay {
 } npf_replay_t;
 
 /* The allocator's state after one event: segments by address, live blocks by address. */
-typedef struct npf_state {
-        npf_range_t *segments;
+typedef struct npf_replay_state {
+        npf_replay_range_t *segments;
         size_t n_segments;
-        npf_range_t *blocks;            /* allocated and pending-free blocks; stream unused */
+        npf_replay_range_t *blocks;            /* allocated and pending-free blocks; stream unused */
         size_t n_blocks;
-} npf_state_t;
+} npf_replay_state_t;
 
 /* The devices of @s that have a trace entry or a segment, ascending; their number. */
 size_t npf_replay_devices(const npf_snapshot_t *s, int64_t **ret);
@@ -101,7 +101,7 @@ npf_replay_t *npf_replay_free(npf_replay_t *r);
  * (or before the first event when @index is -1), by undoing the trace again down to it.
  * Return: 0 and the state in @ret, or -ENOMEM / -EINVAL (@index out of range).
  */
-int npf_replay_state_at(const npf_snapshot_t *s, const npf_replay_t *r, int64_t index, npf_state_t **ret);
-npf_state_t *npf_state_free(npf_state_t *st);
+int npf_replay_state_at(const npf_snapshot_t *s, const npf_replay_t *r, int64_t index, npf_replay_state_t **ret);
+npf_replay_state_t *npf_state_free(npf_replay_state_t *st);
 
 #endif /* NPUPROF_REPLAY_REPLAY_H */

@@ -266,7 +266,7 @@ static char *put_i64(char *p, int64_t v)
 int npf_report_timeline(FILE *f, const npf_replay_t *r)
 {
         for (size_t i = 0; i < r->n; i++) {
-                const npf_event_t *e = &r->events[i];
+                const npf_mem_event_t *e = &r->events[i];
                 const char *action = npf_action_name(e->action);
                 size_t alen = strlen(action);
                 char row[9 * 22 + 32], *p = row;        /* nine numbers, the action (at most 18) */
@@ -323,12 +323,12 @@ int npf_report_memory_svg(FILE *f, const char *title, npf_replay_t *const *repla
                         if (rp->allocated[i] > rp->allocated[peak])
                                 peak = i;
                         timed &= rp->events[i].time_us != NPF_TIME_UNKNOWN;
-                        nm += rp->events[i].action == NPF_ACT_OOM;
+                        nm += rp->events[i].action == NPF_MEM_OOM;
                 }
                 if (nm && (marks[k] = malloc(nm * sizeof(size_t)))) {
                         nm = 0;
                         for (size_t i = 0; i < rp->n; i++)
-                                if (rp->events[i].action == NPF_ACT_OOM)
+                                if (rp->events[i].action == NPF_MEM_OOM)
                                         marks[k][nm++] = i;
                 }
                 if (timed && (times[k] = malloc(rp->n * sizeof(double))))

@@ -30,7 +30,7 @@ enum record_kind {
 typedef struct loader {
         npf_snapshot_t *s;
         npf_intern_t *in;
-        npf_event_t *events;
+        npf_mem_event_t *events;
         size_t n_events, cap_events;
         npf_block_t *blocks;            /* as read; npf_snapshot_t.blocks is in segment order */
         bool *block_has_addr;
@@ -40,7 +40,7 @@ typedef struct loader {
         struct seen_action {            /* the action strings are memoized: remember where */
                 const char *s;
                 uint32_t len;
-                npf_action_t kind;
+                npf_mem_action_t kind;
         } seen_actions[16];
         size_t n_seen_actions;
         struct seen_key {               /* so are the keys: where each was last seen */
@@ -104,24 +104,24 @@ static enum key key_of(loader_t *l, npf_value_t k)
         return key;
 }
 
-static const char *const action_names[NPF_ACT__COUNT] = {
-        [NPF_ACT_ALLOC] = "alloc",
-        [NPF_ACT_FREE_REQUESTED] = "free_requested",
-        [NPF_ACT_FREE_COMPLETED] = "free_completed",
-        [NPF_ACT_FREE] = "free",
-        [NPF_ACT_SEGMENT_ALLOC] = "segment_alloc",
-        [NPF_ACT_SEGMENT_FREE] = "segment_free",
-        [NPF_ACT_SEGMENT_MAP] = "segment_map",
-        [NPF_ACT_SEGMENT_UNMAP] = "segment_unmap",
-        [NPF_ACT_OOM] = "oom",
-        [NPF_ACT_SNAPSHOT] = "snapshot",
-        [NPF_ACT_WORKSPACE_SNAPSHOT] = "workspace_snapshot",
-        [NPF_ACT_UNKNOWN] = "unknown",
+static const char *const action_names[NPF_MEM__COUNT] = {
+        [NPF_MEM_ALLOC] = "alloc",
+        [NPF_MEM_FREE_REQUESTED] = "free_requested",
+        [NPF_MEM_FREE_COMPLETED] = "free_completed",
+        [NPF_MEM_FREE] = "free",
+        [NPF_MEM_SEGMENT_ALLOC] = "segment_alloc",
+        [NPF_MEM_SEGMENT_FREE] = "segment_free",
+        [NPF_MEM_SEGMENT_MAP] = "segment_map",
+        [NPF_MEM_SEGMENT_UNMAP] = "segment_unmap",
+        [NPF_MEM_OOM] = "oom",
+        [NPF_MEM_SNAPSHOT] = "snapshot",
+        [NPF_MEM_WORKSPACE_SNAPSHOT] = "workspace_snapshot",
+        [NPF_MEM_UNKNOWN] = "unknown",
 };
 
-const char *npf_action_name(npf_action_t a)
+const char *npf_action_name(npf_mem_action_t a)
 {
-        return a < NPF_ACT__COUNT ? action_names[a] : "unknown";
+        return a < NPF_MEM__COUNT ? action_names[a] : "unknown";
 }
 
 static int say(char *err, int r, const char *fmt, ...)
@@ -144,15 +144,15 @@ static bool is_record(npf_value_t v, enum record_kind k)
         return v.kind == NPF_V_RECORD && v.rkind == k;
 }
 
-static npf_action_t action_of(loader_t *l, npf_value_t v)
+static npf_mem_action_t action_of(loader_t *l, npf_value_t v)
 {
         for (size_t i = 0; i < l->n_seen_actions; i++)
                 if (l->seen_actions[i].s == v.as.s && l->seen_actions[i].len == v.len)
                         return l->seen_actions[i].kind;
-        npf_action_t a = NPF_ACT_UNKNOWN;
-        for (int i = 0; i < NPF_ACT_UNKNOWN; i++)
+        npf_mem_action_t a = NPF_MEM_UNKNOWN;
+        for (int i = 0; i < NPF_MEM_UNKNOWN; i++)
                 if (npf_value_streq(v, action_names[i]))
-                        a = (npf_action_t) i;
+                        a = (npf_mem_action_t) i;
         if (l->n_seen_actions < sizeof(l->seen_actions) / sizeof(l->seen_actions[0]))
                 l->seen_actions[l->n_seen_actions++] = (struct seen_action) { v.as.s, v.len, a };
         return a;
@@ -229,13 +229,13 @@ static int time_of(npf_value_t v, size_t idx, int64_t *ret, char *err)
 static int reduce_event(loader_t *l, const fields_t *f, npf_value_t *ret, char *err)
 {
         size_t idx = l->n_events;
-        npf_event_t e = { .time_us = NPF_TIME_UNKNOWN };
+        npf_mem_event_t e = { .time_us = NPF_TIME_UNKNOWN };
         npf_value_t v;
         int r;
 
         if (idx == l->cap_events) {
                 size_t cap = l->cap_events ? l->cap_events * 2 : 4096;
-                npf_event_t *p = realloc(l->events, cap * sizeof(*p));
+                npf_mem_event_t *p = realloc(l->events, cap * sizeof(*p));
                 if (!p)
                         return say(err, -ENOMEM, "out of memory");
                 l->events = p;

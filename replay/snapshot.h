@@ -20,33 +20,33 @@
 #define NPF_SNAPSHOT_ERR_MAX 320u
 #define NPF_TIME_UNKNOWN INT64_MIN
 
-typedef enum npf_action {
-        NPF_ACT_ALLOC,
-        NPF_ACT_FREE_REQUESTED,
-        NPF_ACT_FREE_COMPLETED,
-        NPF_ACT_FREE,                   /* older PyTorch: one event for both */
-        NPF_ACT_SEGMENT_ALLOC,
-        NPF_ACT_SEGMENT_FREE,
-        NPF_ACT_SEGMENT_MAP,            /* expandable segments */
-        NPF_ACT_SEGMENT_UNMAP,
-        NPF_ACT_OOM,                    /* addr holds device_free */
-        NPF_ACT_SNAPSHOT,
-        NPF_ACT_WORKSPACE_SNAPSHOT,     /* torch_npu */
-        NPF_ACT_UNKNOWN,
-        NPF_ACT__COUNT
-} npf_action_t;
+typedef enum npf_mem_action {
+        NPF_MEM_ALLOC,
+        NPF_MEM_FREE_REQUESTED,
+        NPF_MEM_FREE_COMPLETED,
+        NPF_MEM_FREE,                   /* older PyTorch: one event for both */
+        NPF_MEM_SEGMENT_ALLOC,
+        NPF_MEM_SEGMENT_FREE,
+        NPF_MEM_SEGMENT_MAP,            /* expandable segments */
+        NPF_MEM_SEGMENT_UNMAP,
+        NPF_MEM_OOM,                    /* addr holds device_free */
+        NPF_MEM_SNAPSHOT,
+        NPF_MEM_WORKSPACE_SNAPSHOT,     /* torch_npu */
+        NPF_MEM_UNKNOWN,
+        NPF_MEM__COUNT
+} npf_mem_action_t;
 
-typedef struct npf_event {
-        uint64_t addr;          /* NPF_ACT_OOM: the device's free bytes */
+typedef struct npf_mem_event {
+        uint64_t addr;          /* NPF_MEM_OOM: the device's free bytes */
         uint64_t size;
         uint64_t stream;
         int64_t time_us;        /* NPF_TIME_UNKNOWN when absent */
         uint32_t stack;         /* interned frames, 0: none */
         uint32_t context;       /* interned compile_context, 0: none */
         uint32_t user;          /* interned user_metadata, 0: none */
-        uint8_t action;         /* npf_action_t */
+        uint8_t action;         /* npf_mem_action_t */
         uint8_t pad[3];
-} npf_event_t;
+} npf_mem_event_t;
 
 typedef enum npf_block_state {
         NPF_BLOCK_INACTIVE,
@@ -78,7 +78,7 @@ typedef struct npf_snapshot {
         size_t n_segments;
         npf_block_t *blocks;
         size_t n_blocks;
-        npf_event_t *events;            /* every device's trace, device by device */
+        npf_mem_event_t *events;            /* every device's trace, device by device */
         size_t n_events;
         npf_device_trace_t *traces;     /* index: device */
         size_t n_traces;
@@ -106,7 +106,7 @@ int npf_snapshot_loadb(const void *buf, size_t len, npf_input_progress_cb progre
 
 npf_snapshot_t *npf_snapshot_free(npf_snapshot_t *s);
 
-/* "alloc", "segment_map", ...; "unknown" for NPF_ACT_UNKNOWN. */
-const char *npf_action_name(npf_action_t a);
+/* "alloc", "segment_map", ...; "unknown" for NPF_MEM_UNKNOWN. */
+const char *npf_action_name(npf_mem_action_t a);
 
 #endif /* NPUPROF_REPLAY_SNAPSHOT_H */

@@ -35,11 +35,11 @@ static void check_request(const char *line, size_t len)
 {
         char err[256];
         json_t *req = NULL;
-        npf_command_t command = _NPF_COMMAND_MAX;
+        npf_command_t command = NPF_COMMAND__COUNT;
         int r = npf_request_parse(line, len, &req, &command, err, sizeof(err));
 
         if (r == 0) {
-                if (!json_is_object(req) || command >= _NPF_COMMAND_MAX || !npf_command_name(command) ||
+                if (!json_is_object(req) || command >= NPF_COMMAND__COUNT || !npf_command_name(command) ||
                     strcmp(json_string_value(json_object_get(req, "command")), npf_command_name(command)) != 0 ||
                     json_integer_value(json_object_get(req, "version")) != NPF_PROTO_VERSION)
                         abort();

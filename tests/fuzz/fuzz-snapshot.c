@@ -20,7 +20,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         size_t nd = npf_replay_devices(s, &devices);
         for (size_t k = 0; k < nd && k < 4; k++) {
                 npf_replay_t *r;
-                npf_state_t *st;
+                npf_replay_state_t *st;
                 if (npf_replay_run(s, devices[k], k % 2 == 1, &r, err) < 0)
                         continue;
                 json_decref(npf_analysis_device(s, r, &o));
