@@ -4,8 +4,8 @@
  * only; this finds them for a key path in text that jansson has already accepted, so that
  * every configuration error can point at its place in the file.
  */
-#ifndef NPUPROF_JSONPOS_H
-#define NPUPROF_JSONPOS_H
+#ifndef NPUPROF_LIB_JSONPOS_H
+#define NPUPROF_LIB_JSONPOS_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -23,4 +23,4 @@ int npf_jsonpos_find(const char *text, size_t len, const char *const *path, size
 void npf_jsonpos_line_column(const char *text, size_t len, size_t offset, uint32_t *ret_line,
                              uint32_t *ret_column);
 
-#endif /* NPUPROF_JSONPOS_H */
+#endif /* NPUPROF_LIB_JSONPOS_H */

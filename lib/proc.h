@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Process identity: a pid plus its start time, so that a reused pid is not mistaken. */
-#ifndef NPUPROF_PROC_H
-#define NPUPROF_PROC_H
+#ifndef NPUPROF_LIB_PROC_H
+#define NPUPROF_LIB_PROC_H
 
 #include <stdint.h>
 #include <sys/types.h>
@@ -53,4 +53,4 @@ typedef struct npf_proc_lock_query {
  */
 int npf_proc_find_lock_holders(int fd, npf_proc_lock_query_t *q, size_t n);
 
-#endif /* NPUPROF_PROC_H */
+#endif /* NPUPROF_LIB_PROC_H */
