@@ -84,7 +84,7 @@ DAEMON_OBJS := $(BUILD)/daemon/npuprofd.o $(BUILD)/daemon/daemon.o $(BUILD)/daem
 NPUPROFD_OBJS   := $(DAEMON_OBJS) $(VIEW_OBJS) $(CONF_OBJS) $(SHM_OBJS)
 NPUPROFCTL_OBJS := $(BUILD)/client/npuprofctl.o $(BUILD)/client/validate.o $(BUILD)/client/ipc.o \
                    $(BUILD)/client/status.o $(BUILD)/client/edit.o $(BUILD)/client/analyze.o $(VIEW_OBJS) $(CONF_OBJS) \
-                   $(SHM_OBJS) $(BUILD)/lib/atomicfile.o
+                   $(BUILD)/conf/write.o $(SHM_OBJS) $(BUILD)/lib/atomicfile.o
 
 # npuprof-replay: the analyzer, a program of its own that the daemon runs on each window.
 REPLAY_CORE_OBJS := $(BUILD)/replay/input.o $(BUILD)/replay/value.o $(BUILD)/replay/pickle.o $(BUILD)/replay/jsontree.o \
@@ -111,7 +111,7 @@ UNIT_TESTS := $(BUILD)/tests/test-shm $(BUILD)/tests/test-slot $(BUILD)/tests/te
 UNIT_TESTS += $(BUILD)/tests/test-svg
 UNIT_TESTS += $(BUILD)/tests/test-pickle $(BUILD)/tests/test-value
 UNIT_TESTS += $(BUILD)/tests/test-trace $(BUILD)/tests/test-view
-UNIT_TESTS += $(BUILD)/tests/test-atomicfile $(BUILD)/tests/test-manifest
+UNIT_TESTS += $(BUILD)/tests/test-atomicfile $(BUILD)/tests/test-manifest $(BUILD)/tests/test-write
 # The stand-in for the CANN runtime, which cannot exist here: it records every call and
 # answers as CANN does. It and the acl backend's test are built against CANN's own headers
 # (shared/testdata/cann), and only where they are: without them the ACL tests are skipped.
@@ -195,6 +195,9 @@ $(BUILD)/tests/test-proc: $(BUILD)/tests/test-proc.o $(BUILD)/lib/proc.o
 	$(CC) $(LDFLAGS) -o $@ $^ $(CMOCKA_LIBS)
 
 $(BUILD)/tests/test-conf: $(BUILD)/tests/test-conf.o $(CONF_OBJS) $(SHM_OBJS)
+	$(CC) $(LDFLAGS) -o $@ $^ $(CMOCKA_LIBS) $(JANSSON_LIBS)
+
+$(BUILD)/tests/test-write: $(BUILD)/tests/test-write.o $(BUILD)/conf/write.o $(CONF_OBJS) $(SHM_OBJS)
 	$(CC) $(LDFLAGS) -o $@ $^ $(CMOCKA_LIBS) $(JANSSON_LIBS)
 
 $(BUILD)/tests/test-jsonpos: $(BUILD)/tests/test-jsonpos.o $(BUILD)/lib/jsonpos.o

@@ -20,187 +20,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define RANK_LIST_MAX NPF_SHM_MAX_RANKS         /* ranks one --ranks may expand to */
-
-static const char *const level_names[] = { "Level_none", "Level0", "Level1", "Level2" };
-
-/* The level @s names: -1 (none) to 2, or INT_MIN when it names none of them. */
-static int level_value(const char *s)
-{
-        static const struct { const char *name; int level; } names[] = {
-                { "Level_none", -1 }, { "LevelNone", -1 }, { "none", -1 }, { "-1", -1 },
-                { "Level0", 0 }, { "0", 0 }, { "Level1", 1 }, { "1", 1 }, { "Level2", 2 }, { "2", 2 },
-        };
-
-        for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
-                if (strcasecmp(s, names[i].name) == 0)
-                        return names[i].level;
-        return INT_MIN;
-}
-
-static bool all_ranks(const char *s)
-{
-        return strcasecmp(s, "all") == 0 || strcmp(s, "*") == 0;
-}
-
-/*
- * "0-3,8" as a JSON array of ranks, for torch_npu's rank_list.
- * Return: a new reference, or NULL with the reason in @err.
- */
-static json_t *rank_array(const char *list, char *err)
-{
-        json_t *a = json_array();
-        size_t total = 0;
-        const char *s = list;
-
-        while (a) {
-                char *end;
-                long long lo, hi;
-                while (*s == ' ')
-                        s++;
-                errno = 0;
-                lo = strtoll(s, &end, 10);
-                hi = lo;
-                if (end != s && *end == '-' && end[1] >= '0' && end[1] <= '9')
-                        hi = strtoll(end + 1, &end, 10);
-                while (*end == ' ')
-                        end++;
-                if (errno || end == s || *s < '0' || *s > '9' || (*end && *end != ',')) {
-                        snprintf(err, NPF_EDIT_ERR_MAX, "--ranks %s: expected all, or ranks and ranges like 0-7,16", list);
-                        goto fail;
-                }
-                if (hi < lo || hi >= (long long) NPF_SHM_MAX_RANKS) {
-                        snprintf(err, NPF_EDIT_ERR_MAX, "--ranks %s: ranks are 0 to %u, and a range goes upwards", list,
-                                 NPF_SHM_MAX_RANKS - 1);
-                        goto fail;
-                }
-                total += (size_t) (hi - lo + 1);
-                if (total > RANK_LIST_MAX) {
-                        snprintf(err, NPF_EDIT_ERR_MAX, "--ranks %s: more than %u ranks", list, RANK_LIST_MAX);
-                        goto fail;
-                }
-                for (long long r = lo; r <= hi; r++)
-                        json_array_append_new(a, json_integer(r));
-                if (*end != ',')
-                        return a;
-                s = end + 1;
-        }
-        snprintf(err, NPF_EDIT_ERR_MAX, "out of memory");
-        return NULL;
-fail:
-        json_decref(a);
-        return NULL;
-}
-
-/* The level as @dialect writes it: MindSpore an integer, the others a name. */
-static json_t *level_json(const char *level, uint32_t dialect)
-{
-        int v = level_value(level);
-
-        if (v == INT_MIN)
-                return json_string(level);      /* the parser says what is allowed */
-        if (dialect == NPF_DIALECT_MINDSPORE)
-                return json_integer(v);
-        return json_string(level_names[v + 1]);
-}
-
-int npf_edit_start_json(json_t *root, uint32_t dialect, const npf_edit_start_t *a, char *err)
-{
-        /* The window is given in steps: a time bound would contradict it. */
-        json_object_del(root, "duration_ms");
-
-        switch (dialect) {
-        case NPF_DIALECT_MINDSPORE: {
-                int64_t stop;
-                if (a->at_next) {
-                        snprintf(err, NPF_EDIT_ERR_MAX, "a MindSpore file has no \"next\" step: give --at a step from 1");
-                        return -EINVAL;
-                }
-                if (a->has_warmup) {
-                        snprintf(err, NPF_EDIT_ERR_MAX, "a MindSpore file has no warmup: leave --warmup out, or "
-                                 "start the window earlier");
-                        return -EINVAL;
-                }
-                if (__builtin_add_overflow(a->at, a->steps - 1, &stop)) {
-                        snprintf(err, NPF_EDIT_ERR_MAX, "--at %" PRId64 " with --steps %" PRId64 " ends past the last step",
-                                 a->at, a->steps);
-                        return -EINVAL;
-                }
-                json_object_set_new(root, "start_step", json_integer(a->at));
-                json_object_set_new(root, "stop_step", json_integer(stop));
-                if (a->level)
-                        json_object_set_new(root, "profiler_level", level_json(a->level, dialect));
-                if (a->ranks)
-                        json_object_set_new(root, "ranks", json_string(a->ranks));
-                break;
-        }
-        case NPF_DIALECT_TORCH_NPU:
-                if (!a->at_next && a->at == 0) {
-                        snprintf(err, NPF_EDIT_ERR_MAX, "torch_npu reads start_step 0 as \"never\": give --at a step "
-                                 "from 1, or next");
-                        return -EINVAL;
-                }
-                json_object_set_new(root, "start_step", json_integer(a->at_next ? -1 : a->at));
-                json_object_set_new(root, "active", json_integer(a->steps));
-                if (a->has_warmup)
-                        json_object_set_new(root, "warmup", json_integer(a->warmup));
-                if (a->level) {
-                        json_t *x = json_object_get(root, "experimental_config");
-                        if (x && !json_is_object(x)) {
-                                snprintf(err, NPF_EDIT_ERR_MAX, "experimental_config is not an object: cannot set "
-                                         "its profiler_level");
-                                return -EINVAL;
-                        }
-                        if (!x) {
-                                x = json_object();
-                                json_object_set_new(root, "experimental_config", x);
-                        }
-                        json_object_set_new(x, "profiler_level", level_json(a->level, dialect));
-                }
-                if (a->ranks && json_object_get(root, "ranks")) {
-                        /* The file chose npuprof's own key: keep to it. */
-                        json_object_set_new(root, "ranks", json_string(a->ranks));
-                } else if (a->ranks && all_ranks(a->ranks)) {
-                        json_object_set_new(root, "is_rank", json_false());
-                } else if (a->ranks) {
-                        json_t *list = rank_array(a->ranks, err);
-                        if (!list)
-                                return -EINVAL;
-                        json_object_set_new(root, "is_rank", json_true());
-                        json_object_set_new(root, "rank_list", list);
-                }
-                break;
-        default:
-                json_object_set_new(root, "start_step", a->at_next ? json_string("next") : json_integer(a->at));
-                json_object_set_new(root, "steps", json_integer(a->steps));
-                if (a->has_warmup)
-                        json_object_set_new(root, "warmup", json_integer(a->warmup));
-                if (a->level)
-                        json_object_set_new(root, "level", level_json(a->level, dialect));
-                if (a->ranks)
-                        json_object_set_new(root, "ranks", json_string(a->ranks));
-                break;
-        }
-        if (a->backend)
-                json_object_set_new(root, "backend", json_string(a->backend));
-        return 0;
-}
-
-void npf_edit_stop_json(json_t *root, uint32_t dialect)
-{
-        switch (dialect) {
-        case NPF_DIALECT_MINDSPORE:
-                json_object_set_new(root, "start_step", json_integer(-1));
-                json_object_set_new(root, "stop_step", json_integer(-1));
-                break;
-        case NPF_DIALECT_TORCH_NPU:
-                json_object_set_new(root, "start_step", json_integer(0));
-                break;
-        default:
-                json_object_del(root, "start_step");
-                break;
-        }
-}
 
 /*
  * @root as the file's new text, two-space indented, keys in their order, with a final
@@ -404,7 +223,7 @@ static void print_summary(const edit_cmd_t *c, const char *path, const npf_shm_c
                 printf("%u rank%s\n", a->rank_count, a->rank_count == 1 ? "" : "s");
 }
 
-int npf_cli_edit(const char *socket_path, const char *config_path, const npf_edit_start_t *a, bool json)
+int npf_cli_edit(const char *socket_path, const char *config_path, const npf_conf_window_t *a, bool json)
 {
         edit_cmd_t c = { .name = a ? "start" : "stop", .json = json, .out = json_object() };
         npf_conf_report_t *rep = calloc(1, sizeof(*rep));
@@ -476,12 +295,12 @@ int npf_cli_edit(const char *socket_path, const char *config_path, const npf_edi
         json_object_set_new(c.out, "dialect", json_string(npf_conf_dialect_name(dialect)));
 
         if (a) {
-                if (npf_edit_start_json(root, dialect, a, err) < 0) {
+                if (npf_conf_write_window(root, dialect, a, err) < 0) {
                         status = refuse(&c, 1, "%s; %s is unchanged", err, path);
                         goto out;
                 }
         } else {
-                npf_edit_stop_json(root, dialect);
+                npf_conf_write_off(root, dialect);
         }
         newtext = dump(root);
         if (!newtext) {

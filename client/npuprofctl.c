@@ -222,7 +222,7 @@ static int cmd_edit(int argc, char **argv, const char *socket_path)
         };
         bool start = strcmp(argv[0], "start") == 0, json = false, have_at = false, have_steps = false;
         const char *cmd = start ? "start" : "stop", *config = NULL;
-        npf_edit_start_t a = { 0 };
+        npf_conf_window_t a = { 0 };
         int c;
 
         argv[0] = (char *) (start ? "npuprofctl start" : "npuprofctl stop");   /* getopt's messages name it */

@@ -148,6 +148,27 @@ const char *npf_conf_level_name(int32_t level)
         return level == NPF_LEVEL_NONE ? "LevelNone" : name_of(level_names, level);
 }
 
+const char *npf_conf_level_spelling(int32_t level)
+{
+        return name_of(level_names, level);
+}
+
+int npf_conf_level_parse(const char *s, int32_t *ret_level)
+{
+        static const name_value_t more[] = {
+                { "none", NPF_LEVEL_NONE }, { "-1", NPF_LEVEL_NONE }, { "0", NPF_LEVEL_0 }, { "1", NPF_LEVEL_1 },
+                { "2", NPF_LEVEL_2 }, { NULL, 0 },
+        };
+
+        for (const name_value_t *t = level_names; t->name; t++)
+                if (strcasecmp(s, t->name) == 0)
+                        return *ret_level = t->value, 0;
+        for (const name_value_t *t = more; t->name; t++)
+                if (strcmp(s, t->name) == 0)
+                        return *ret_level = t->value, 0;
+        return -EINVAL;
+}
+
 const char *npf_conf_aic_name(int32_t aic_metrics)
 {
         return name_of(aic_names, aic_metrics);
@@ -801,6 +822,38 @@ static bool parse_rank_string(parse_t *p, const path_t *at, const char *s)
 static bool is_all_ranks(const char *s)
 {
         return strcasecmp(s, "all") == 0 || strcmp(s, "*") == 0;
+}
+
+int npf_conf_ranks_parse(const char *s, npf_shm_config_t *ret_config, char *err)
+{
+        npf_conf_report_t *report = calloc(1, sizeof(*report));
+        npf_shm_config_t *c = calloc(1, sizeof(*c));
+        parse_t p = { .text = "", .report = report, .c = c };
+        int r = -ENOMEM;
+
+        if (!report || !c) {
+                snprintf(err, NPF_CONF_MSG_MAX, "out of memory");
+                goto out;
+        }
+        r = 0;
+        if (is_all_ranks(s))
+                c->args.rank_filter = NPF_RANKS_ALL;
+        else if (!*s)
+                error_at(&p, NULL, "the rank list is empty: no rank would collect (use \"all\")");
+        else if (parse_rank_string(&p, NULL, s))
+                c->args.rank_filter = NPF_RANKS_LIST;
+        if (report->n_errors) {
+                snprintf(err, NPF_CONF_MSG_MAX, "%s", report->errors[0].message);
+                r = -EINVAL;
+                goto out;
+        }
+        ret_config->args.rank_filter = c->args.rank_filter;
+        ret_config->args.rank_count = count_ranks(c);
+        memcpy(ret_config->rank_bitmap, c->rank_bitmap, sizeof(c->rank_bitmap));
+out:
+        free(report);
+        free(c);
+        return r;
 }
 
 static void parse_ranks(parse_t *p, const path_t *at, json_t *v, const key_desc_t *k)

@@ -19,12 +19,13 @@
 
 #define NPF_CONF_FILE_MAX   (1u << 20)  /* bytes */
 #define NPF_CONF_DIAG_MAX   32u         /* diagnostics kept of each kind */
+#define NPF_CONF_MSG_MAX    320u        /* bytes of one diagnostic's message */
 
 typedef struct npf_conf_diag {
         uint32_t line;                  /* 1-based; 0 when not tied to a place */
         uint32_t column;                /* 1-based, in bytes */
         char     key[128];              /* key path, "experimental_config.profiler_level" */
-        char     message[320];
+        char     message[NPF_CONF_MSG_MAX];
 } npf_conf_diag_t;
 
 /* Everything said about one file. Filled in by npf_conf_parse() whatever it returns. */
@@ -95,6 +96,24 @@ json_t *npf_conf_report_to_json(const npf_conf_report_t *report);
 
 /* The names of the bits of @mask, for the key @key: "activities", "export_type" or "host_sys". */
 json_t *npf_conf_mask_json(const char *key, uint32_t mask);
+
+/*
+ * npf_conf_level_parse() - the profiler level @s names: a name the files use (Level_none,
+ * LevelNone, Level0, Level1, Level2, in any letter case), "none", or -1 to 2.
+ * Return: 0 and the level (NPF_LEVEL_*) in @ret_level, or -EINVAL.
+ */
+int npf_conf_level_parse(const char *s, int32_t *ret_level);
+
+/* The level as torch_npu's files spell it: Level_none, Level0, Level1, Level2. */
+const char *npf_conf_level_spelling(int32_t level);
+
+/*
+ * npf_conf_ranks_parse() - the ranks a string selects as the "ranks" key reads it: "all"
+ * or "*" (every rank), or ranks and ranges like "0-7,16".
+ * Return: 0 and the selection in @ret_config's rank_filter, rank_bitmap and rank_count; or
+ * -EINVAL with the parser's message in @err (NPF_CONF_MSG_MAX bytes).
+ */
+int npf_conf_ranks_parse(const char *s, npf_shm_config_t *ret_config, char *err);
 
 const char *npf_conf_dialect_name(uint32_t dialect);
 const char *npf_conf_level_name(int32_t level);
