@@ -79,7 +79,7 @@ RANK_LIBS := $(shell pkg-config --libs jansson 2>/dev/null) -ldl -pthread
 DAEMON_OBJS := $(BUILD)/daemon/npuprofd.o $(BUILD)/daemon/daemon.o $(BUILD)/daemon/watch.o $(BUILD)/daemon/request.o \
                $(BUILD)/daemon/server.o $(BUILD)/daemon/sweep.o $(BUILD)/daemon/notify.o $(BUILD)/daemon/log.o \
                $(BUILD)/daemon/analyze.o $(BUILD)/daemon/legacy.o $(BUILD)/daemon/manifest.o \
-               $(BUILD)/daemon/metricsfile.o $(MANIFEST_OBJS)
+               $(BUILD)/daemon/metricsfile.o $(BUILD)/daemon/windows.o $(BUILD)/daemon/metrics.o $(MANIFEST_OBJS)
 
 NPUPROFD_OBJS   := $(DAEMON_OBJS) $(VIEW_OBJS) $(CONF_OBJS) $(SHM_OBJS)
 NPUPROFCTL_OBJS := $(BUILD)/client/npuprofctl.o $(BUILD)/client/validate.o $(BUILD)/client/ipc.o \

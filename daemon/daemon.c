@@ -1,30 +1,27 @@
 /* SPDX-License-Identifier: MIT */
 #include "daemon/daemon.h"
-#include "lib/outroot.h"
 #include "daemon/analyze.h"
 #include "daemon/log.h"
-#include "daemon/manifest.h"
+#include "daemon/metrics.h"
 #include "daemon/metricsfile.h"
 #include "daemon/notify.h"
 #include "daemon/server.h"
 #include "daemon/sweep.h"
 #include "daemon/watch.h"
+#include "daemon/windows.h"
 #include "npuprof/protocol.h"
 #include "lib/clock.h"
 #include "conf/view.h"
 
 #include <errno.h>
 #include <inttypes.h>
-#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #define RELOAD_WAITERS_MAX 32
-#define PROF_DIRS_KEPT 16               /* generations whose prof_dir names their windows' output */
 #define NPF_IDLE_SWEEP_MS 10000u        /* with no rank and no watchdog: look for new ranks */
 
 typedef struct daemon {
@@ -48,7 +45,7 @@ typedef struct daemon {
         uint64_t reloads;
         npf_shm_status_t status;        /* what was last published of the file */
         uint64_t invalid_hash;          /* the broken version last counted */
-        char logged[1024];              /* the problem last logged, so it is logged once */
+        npf_log_once_t file_problem;    /* the file's problem last logged */
         bool ready;
         bool reloading;
         npf_request_t *reload_waiters[RELOAD_WAITERS_MAX];
@@ -57,9 +54,7 @@ typedef struct daemon {
         struct early { npf_request_t *req; npf_command_t command; npf_peer_t peer; } early[RELOAD_WAITERS_MAX];
         unsigned n_early;
         bool stopping;
-        /* The prof_dir of the last generations published, so that a window's output can be named. */
-        struct prof_dir { uint64_t generation; char *dir; } prof_dirs[PROF_DIRS_KEPT];
-        unsigned prof_dirs_head;
+        npf_windows_t windows;          /* where windows' output is, and what becomes of them */
 } daemon_t;
 
 static uint64_t generation_in_force(const daemon_t *d)
@@ -126,72 +121,6 @@ static bool differs_from_published(daemon_t *d, const npf_shm_config_t *c)
         return differs;
 }
 
-static void remember_prof_dir(daemon_t *d, uint64_t generation, const char *dir)
-{
-        struct prof_dir *p = &d->prof_dirs[d->prof_dirs_head];
-
-        free(p->dir);
-        p->dir = strdup(dir);
-        p->generation = p->dir ? generation : 0;
-        d->prof_dirs_head = (d->prof_dirs_head + 1) % PROF_DIRS_KEPT;
-}
-
-/* Return: the prof_dir of @generation, or NULL when it is no longer (or was never) known. */
-static const char *prof_dir_of(const daemon_t *d, uint64_t generation)
-{
-        for (unsigned i = 0; generation && i < PROF_DIRS_KEPT; i++)
-                if (d->prof_dirs[i].generation == generation)
-                        return d->prof_dirs[i].dir;
-        return NULL;
-}
-
-/*
- * The absolute directory of a window whose rank named it @out (@len bytes at most, maybe
- * unterminated): an absolute @out as it is, a relative one below the prof_dir of
- * @generation. Return: a new string, or NULL when @out is empty, the prof_dir is no longer
- * known, or memory ran out.
- */
-static char *window_dir(const daemon_t *d, uint64_t generation, const char *out, size_t len)
-{
-        size_t n = strnlen(out, len);
-        const char *dir = n && out[0] != '/' ? prof_dir_of(d, generation) : NULL;
-        char *full;
-
-        if (n == 0 || (out[0] != '/' && !dir))
-                return NULL;
-        if (asprintf(&full, "%s%s%.*s", dir ? dir : "", dir && strcmp(dir, "/") != 0 ? "/" : "", (int) n, out) < 0)
-                return NULL;
-        return full;
-}
-
-/*
- * The window history as JSON, newest first: a window's output, which its rank names
- * relative to the generation's prof_dir, becomes the absolute directory where that prof_dir
- * is known; and each window's analysis is added (null when there is none).
- */
-static json_t *history_json(const daemon_t *d, size_t max)
-{
-        json_t *list = npf_sweep_history_json(&d->sweep, max), *w;
-        size_t i;
-
-        json_array_foreach(list, i, w) {
-                const npf_window_record_t *rec = npf_sweep_history_at(&d->sweep, i);
-                const char *out = json_string_value(json_object_get(w, "output"));
-                char *full;
-                json_t *analysis;
-
-                if (!rec)
-                        break;
-                full = out && out[0] != '/' ? window_dir(d, rec->generation, out, strlen(out)) : NULL;
-                analysis = npf_analyze_window_json(d->analyze, rec->id);
-                if (full)
-                        json_object_set_new(w, "output", json_string(full));
-                free(full);
-                json_object_set_new(w, "analysis", analysis ? analysis : json_null());
-        }
-        return list;
-}
-
 static void finish_reload(daemon_t *d)
 {
         json_t *result = json_pack("{s:I, s:b, s:s}", "generation", (json_int_t) generation_in_force(d), "valid",
@@ -232,7 +161,7 @@ static void on_config(npf_watch_t *w, const npf_watch_result_t *res, void *data)
                         char what[160];
                         if (npf_shm_publish_config(d->shm, res->config, &gen) == 0) {
                                 note_published(d);
-                                remember_prof_dir(d, gen, res->config->prof_dir);
+                                npf_windows_note_prof_dir(&d->windows, gen, res->config->prof_dir);
                                 describe_window(res->config, what, sizeof(what));
                                 npf_log(LOG_NOTICE, (int64_t) gen, NPF_LOG_NONE, "published generation %" PRIu64
                                         " (%s dialect): %s", gen, npf_conf_dialect_name(res->config->args.dialect), what);
@@ -252,7 +181,7 @@ static void on_config(npf_watch_t *w, const npf_watch_result_t *res, void *data)
                 st->file_state = NPF_FILE_VALID;
                 st->line = st->column = 0;
                 st->key[0] = st->message[0] = '\0';
-                d->logged[0] = '\0';
+                npf_log_once_clear(&d->file_problem);
         } else {
                 const npf_conf_diag_t *e = res->report->n_errors ? &res->report->errors[0] : NULL;
                 if (d->legacy)
@@ -267,11 +196,10 @@ static void on_config(npf_watch_t *w, const npf_watch_result_t *res, void *data)
                         st->error_count++;
                         d->invalid_hash = res->content_hash;
                 }
-                char problem[sizeof(d->logged)];
+                char problem[sizeof(d->file_problem.last)];
                 snprintf(problem, sizeof(problem), "%u:%u:%u:%s:%s", st->file_state, st->line, st->column, st->key,
                          st->message);
-                if (strcmp(problem, d->logged) != 0) {
-                        memcpy(d->logged, problem, sizeof(problem));
+                if (npf_log_once_new(&d->file_problem, problem)) {
                         if (st->line)
                                 npf_log(LOG_WARNING, (int64_t) generation_in_force(d), NPF_LOG_NONE,
                                         "%s:%u:%u: %s%s%s (%u error%s); generation %" PRIu64 " stays in force",
@@ -302,179 +230,18 @@ static void on_config(npf_watch_t *w, const npf_watch_result_t *res, void *data)
         finish_reload(d);
 }
 
-/* mkdir -p @path's parent directories, mode 0755. Return: 0 or -errno. */
-static int make_parents(const char *path)
-{
-        char *p = strdup(path);
-        int r = 0;
-
-        if (!p)
-                return -ENOMEM;
-        for (char *s = strchr(p + 1, '/'); s && r == 0; s = strchr(s + 1, '/')) {
-                *s = '\0';
-                if (mkdir(p, 0755) < 0 && errno != EEXIST)
-                        r = -errno;
-                *s = '/';
-        }
-        free(p);
-        return r;
-}
-
-/*
- * Where the analysis of the window directory @dir (under the output root, owned by @owner)
- * goes, and as whom it runs. Nothing is written into a window directory but as its owner:
- * a daemon running as root runs the analyzer as that user (@ret_uid, @ret_gid), into
- * @dir/analysis (NULL is returned). A daemon of another user writes under systemd's
- * StateDirectory=, STATE/analysis/ followed by @dir's path below the output root, its
- * parents made; as its own user ((uid_t) -1). A rank writes its directory as its own user,
- * usually 0755.
- * Return: 0 and the directory (NULL or a new string) in @ret_outdir, or -EPERM with no
- * StateDirectory= to write into, or -ENOMEM.
- */
-static int analysis_outdir(const daemon_t *d, const char *dir, const struct stat *owner, char **ret_outdir,
-                           uid_t *ret_uid, gid_t *ret_gid)
-{
-        const char *rel = dir + strlen(d->opt.output_root);
-        char *out;
-
-        *ret_outdir = NULL;
-        *ret_uid = (uid_t) -1;
-        *ret_gid = (gid_t) -1;
-        if (owner->st_uid == geteuid())
-                return 0;
-        if (geteuid() == 0) {
-                *ret_uid = owner->st_uid;
-                *ret_gid = owner->st_gid;
-                return 0;
-        }
-        if (!d->state_dir)
-                return -EPERM;
-        while (*rel == '/')
-                rel++;
-        if (asprintf(&out, "%s/analysis/%s", d->state_dir, *rel ? rel : "root") < 0)
-                return -ENOMEM;
-        if (make_parents(out) < 0) {
-                free(out);
-                return -ENOMEM;
-        }
-        *ret_outdir = out;
-        return 0;
-}
-
-/*
- * The directory of the window @rec, confined to the output root: a rank names its own
- * directory, and one outside the root is never touched. Return: 0 and the directory in
- * @confined (PATH_MAX bytes), or -errno with the reason in @err (NPF_OUTROOT_ERR_MAX bytes).
- */
-static int confined_window_dir(const daemon_t *d, const npf_window_record_t *rec, char *confined, char *err)
-{
-        char *full = window_dir(d, rec->generation, rec->output, sizeof(rec->output));
-        int r;
-
-        if (!full) {
-                snprintf(err, NPF_OUTROOT_ERR_MAX, strnlen(rec->output, sizeof(rec->output)) == 0
-                                                           ? "the rank named no window directory"
-                                                           : "the window's directory is relative to a prof_dir "
-                                                             "no longer known");
-                return -ENOENT;
-        }
-        r = npf_outroot_resolve(d->opt.output_root, full, "the window directory", confined, PATH_MAX, err);
-        free(full);
-        return r;
-}
-
-/* Hand a window that ended done to the analyzer, or say why it cannot be analysed. */
-static void analyze_window(daemon_t *d, const npf_window_record_t *rec)
-{
-        char confined[PATH_MAX], err[NPF_OUTROOT_ERR_MAX], why[NPF_OUTROOT_ERR_MAX + 16], *outdir;
-        struct stat st;
-        uid_t uid;
-        gid_t gid;
-        int r;
-
-        if (!d->analyze)
-                return;
-        if (confined_window_dir(d, rec, confined, err) < 0) {
-                /* A rank names its own directory: one outside the output root is never analysed. */
-                snprintf(why, sizeof(why), "not analysed: %s", err);
-                r = npf_analyze_refuse(d->analyze, rec->id, why);
-        } else if (lstat(confined, &st) < 0 || !S_ISDIR(st.st_mode)) {
-                snprintf(why, sizeof(why), "not analysed: %.200s is not a directory", confined);
-                r = npf_analyze_refuse(d->analyze, rec->id, why);
-        } else if (analysis_outdir(d, confined, &st, &outdir, &uid, &gid) < 0) {
-                snprintf(why, sizeof(why), "not analysed: the window directory is uid %u's, and the daemon (uid %u) "
-                         "writes into no other user's directory; give it a StateDirectory= to write into",
-                         (unsigned) st.st_uid, (unsigned) geteuid());
-                r = npf_analyze_refuse(d->analyze, rec->id, why);
-        } else {
-                r = npf_analyze_window(d->analyze, rec->id, confined, outdir, uid, gid);
-                free(outdir);
-        }
-        if (r < 0 && r != -ECANCELED)
-                npf_log(LOG_WARNING, (int64_t) rec->generation, (int64_t) rec->rank,
-                        "rank %u: window %" PRId64 "..%" PRId64 ": cannot queue its analysis: %s", rec->rank,
-                        rec->start_step, rec->stop_step, strerror(-r));
-}
-
-/* A lost window's directory gets the manifest its rank never wrote, marked incomplete. */
-static void mark_incomplete(const daemon_t *d, const npf_window_record_t *rec)
-{
-        char confined[PATH_MAX], err[NPF_OUTROOT_ERR_MAX], reason[160];
-        int dfd, r;
-
-        /* Opened as ranks open it: no link below the output root, whoever planted one since. */
-        if (confined_window_dir(d, rec, confined, err) < 0 ||
-            (dfd = npf_outroot_walk(confined, strlen(d->opt.output_root), NPF_OUTROOT_OPEN, "the window directory",
-                                    err)) < 0) {
-                npf_log(LOG_WARNING, (int64_t) rec->generation, (int64_t) rec->rank,
-                        "rank %u: window %" PRId64 "..%" PRId64 ": no manifest written: %s", rec->rank,
-                        rec->start_step, rec->stop_step, err);
-                return;
-        }
-        snprintf(reason, sizeof(reason), "lost: the rank (pid %u) died while collecting, at step %" PRId64
-                 "; the data is partial", rec->pid, rec->last_step);
-        r = npf_manifest_write_lost(dfd, rec, reason);
-        close(dfd);
-        if (r < 0 && r != -EEXIST)
-                npf_log(LOG_WARNING, (int64_t) rec->generation, (int64_t) rec->rank,
-                        "rank %u: cannot write the manifest of the lost window in %s: %s", rec->rank, confined,
-                        strerror(-r));
-}
-
 static void on_window_recorded(const npf_window_record_t *rec, void *data)
 {
         daemon_t *d = data;
 
-        npf_log(rec->outcome == NPF_WINDOW_DONE ? LOG_INFO : LOG_WARNING, (int64_t) rec->generation,
-                (int64_t) rec->rank, "rank %u (pid %u): window %" PRId64 "..%" PRId64 " %s%s%s%s", rec->rank,
-                rec->pid, rec->start_step, rec->stop_step, npf_shm_window_state_name(rec->outcome),
-                rec->outcome == NPF_WINDOW_LOST ? ": the rank died while collecting; its output is kept" : "",
-                rec->message[0] ? ": " : "", rec->message);
-        if (rec->outcome == NPF_WINDOW_DONE)
-                analyze_window(d, rec);
-        else if (rec->outcome == NPF_WINDOW_LOST)
-                mark_incomplete(d, rec);
+        npf_windows_ended(&d->windows, d->analyze, rec);
 }
 
 static void on_analysis(const npf_analysis_event_t *ev, void *data)
 {
         daemon_t *d = data;
-        const npf_window_record_t *rec = NULL;
-        int64_t gen = NPF_LOG_NONE, rank = NPF_LOG_NONE;
 
-        for (size_t k = 0; (rec = npf_sweep_history_at(&d->sweep, k)); k++)
-                if (rec->id == ev->window_id) {
-                        gen = (int64_t) rec->generation;
-                        rank = rec->rank;
-                        break;
-                }
-        if (ev->state == NPF_ANALYSIS_RUNNING)
-                npf_log(LOG_INFO, gen, rank, "analysing %s (pid %d)", ev->dir, ev->pid);
-        else if (ev->state == NPF_ANALYSIS_DONE)
-                npf_log(LOG_INFO, gen, rank, "analysis of %s done in %.1f s: %s", ev->dir, ev->seconds, ev->report);
-        else
-                npf_log(LOG_WARNING, gen, rank, "analysis of %s failed after %.1f s: %s", ev->dir ? ev->dir : "?",
-                        ev->seconds, ev->reason);
+        npf_windows_analysis_logged(&d->sweep, ev);
         npf_metrics_file_update(d->metrics);
 }
 
@@ -553,7 +320,7 @@ static json_t *status_json(daemon_t *d)
         json_t *windows = npf_sweep_outcomes_json(&d->sweep);
 
         json_object_set_new(config, "path", json_string(d->opt.config_path));
-        json_object_set_new(windows, "recent", history_json(d, NPF_PROTO_STATUS_RECENT));
+        json_object_set_new(windows, "recent", npf_windows_history_json(&d->windows, &d->sweep, d->analyze, NPF_PROTO_STATUS_RECENT));
         return json_pack("{s:{s:I, s:s, s:I, s:I, s:I, s:b, s:b, s:I, s:s, s:I, s:{s:I, s:I, s:I, s:I, s:I}, s:o}, "
                          "s:{s:s, s:b}, s:o, s:o, s:o, s:o, s:I, s:o}",
                          "daemon",
@@ -583,125 +350,26 @@ static json_t *status_json(daemon_t *d)
                          "legacy", d->legacy ? npf_legacy_status_json(d->legacy) : json_null());
 }
 
-static void metric(char **buf, size_t *len, size_t *used, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
-static void metric(char **buf, size_t *len, size_t *used, const char *fmt, ...)
-{
-        va_list ap;
-
-        for (;;) {
-                va_start(ap, fmt);
-                int n = vsnprintf(*buf + *used, *len - *used, fmt, ap);
-                va_end(ap);
-                if (n < 0)
-                        return;
-                if ((size_t) n < *len - *used) {
-                        *used += (size_t) n;
-                        return;
-                }
-                char *bigger = realloc(*buf, *len * 2);
-                if (!bigger)
-                        return;
-                *buf = bigger;
-                *len *= 2;
-        }
-}
-
-/*
- * The analyses: npuprof_analyses{state="queued"|"running"} now (a gauge), and
- * npuprof_analyses_total{state="done"|"failed"} ended since the daemon started (a counter),
- * of which npuprof_analyses_dropped_total never ran for a full queue.
- */
-static void analysis_metrics(const daemon_t *d, char **buf, size_t *len, size_t *used)
-{
-        json_t *o = analysis_summary(d);
-
-        metric(buf, len, used, "# HELP npuprof_analyses Window analyses waiting or running now.\n"
-                               "# TYPE npuprof_analyses gauge\nnpuprof_analyses{state=\"queued\"} %lld\n"
-                               "npuprof_analyses{state=\"running\"} %lld\n"
-                               "# HELP npuprof_analyses_total Window analyses ended, by state.\n"
-                               "# TYPE npuprof_analyses_total counter\nnpuprof_analyses_total{state=\"done\"} %lld\n"
-                               "npuprof_analyses_total{state=\"failed\"} %lld\n"
-                               "# HELP npuprof_analyses_dropped_total Windows dropped from a full analysis queue "
-                               "(counted as failed too).\n"
-                               "# TYPE npuprof_analyses_dropped_total counter\nnpuprof_analyses_dropped_total %lld\n",
-               (long long) json_integer_value(json_object_get(o, "queued")),
-               (long long) json_integer_value(json_object_get(o, "running")),
-               (long long) json_integer_value(json_object_get(o, "done")),
-               (long long) json_integer_value(json_object_get(o, "failed")),
-               (long long) json_integer_value(json_object_get(o, "dropped")));
-        json_decref(o);
-}
-
-/* Seconds since the epoch of CLOCK_REALTIME @ns, to the millisecond. */
-static double unix_seconds(uint64_t ns)
-{
-        return (double) (ns / 1000000u) / 1000.0;
-}
-
-/*
- * The Prometheus text exposition, format 0.0.4: what `metrics` answers and --metrics-file
- * holds. Nothing in it moves unless a count or a state does, so that an unchanged text
- * means nothing to write. Return: a new string, or NULL when memory ran out.
- */
+/* The metrics text of the daemon as it is now (daemon/metrics.h). */
 static char *metrics_text(daemon_t *d)
 {
-        static const char *const rank_states[] = { NPF_PROTO_RANK_STATES };
-        static const uint32_t outcomes[] = { NPF_WINDOW_DONE, NPF_WINDOW_FAILED, NPF_WINDOW_MISSED,
-                                             NPF_WINDOW_FILTERED, NPF_WINDOW_LOST };
-        size_t len = 4096, used = 0;
-        char *buf = malloc(len);
+        json_t *analysis = analysis_summary(d);
+        npf_metrics_t m = {
+                .up = !d->stopping,
+                .started_real_ns = d->started_real_ns,
+                .generation = generation_in_force(d),
+                .published_ns = d->published_ns,
+                .file = &d->status,
+                .reloads = d->reloads,
+                .sweep = &d->sweep,
+                .analysis = analysis,
+                .has_file = d->opt.metrics_path != NULL,
+                .file_errors = d->opt.metrics_path ? npf_metrics_file_errors(d->metrics) : 0,
+        };
+        char *text = npf_metrics_text(&m);
 
-        if (!buf)
-                return NULL;
-        buf[0] = '\0';
-        metric(&buf, &len, &used,
-               "# HELP npuprof_up Whether the daemon runs: 0 is written into the metrics file as it stops.\n"
-               "# TYPE npuprof_up gauge\nnpuprof_up %d\n"
-               "# HELP npuprof_build_info The daemon's version, shared-memory ABI and protocol.\n"
-               "# TYPE npuprof_build_info gauge\n"
-               "npuprof_build_info{version=\"%s\",shm_abi=\"%u\",protocol=\"%d\"} 1\n"
-               "# HELP npuprof_start_time_seconds When the daemon started, in seconds since the epoch.\n"
-               "# TYPE npuprof_start_time_seconds gauge\nnpuprof_start_time_seconds %.3f\n",
-               !d->stopping, NPUPROF_VERSION, NPF_SHM_ABI_VERSION, NPF_PROTO_VERSION, unix_seconds(d->started_real_ns));
-        metric(&buf, &len, &used,
-               "# HELP npuprof_generation Generation of the configuration in force.\n"
-               "# TYPE npuprof_generation gauge\nnpuprof_generation %" PRIu64 "\n"
-               "# HELP npuprof_generation_published_timestamp_seconds When the configuration in force was "
-               "published, in seconds since the epoch; 0: none yet.\n"
-               "# TYPE npuprof_generation_published_timestamp_seconds gauge\n"
-               "npuprof_generation_published_timestamp_seconds %.3f\n"
-               "# HELP npuprof_config_valid Whether the watched file, as last read, is valid.\n"
-               "# TYPE npuprof_config_valid gauge\nnpuprof_config_valid %d\n"
-               "# HELP npuprof_config_errors_total Broken versions of the watched file seen.\n"
-               "# TYPE npuprof_config_errors_total counter\nnpuprof_config_errors_total %u\n"
-               "# HELP npuprof_reloads_total Reloads asked for by SIGHUP or the reload command.\n"
-               "# TYPE npuprof_reloads_total counter\nnpuprof_reloads_total %" PRIu64 "\n"
-               "# HELP npuprof_ranks Ranks attached to the segment, by state.\n# TYPE npuprof_ranks gauge\n",
-               generation_in_force(d), d->published_ns ? unix_seconds(d->published_ns) : 0.0,
-               d->status.file_state == NPF_FILE_VALID, d->status.error_count, d->reloads);
-        for (uint32_t s = 0; s <= NPF_SWEEP_STALLED; s++)
-                metric(&buf, &len, &used, "npuprof_ranks{state=\"%s\"} %u\n", rank_states[s], d->sweep.by_state[s]);
-        metric(&buf, &len, &used, "# HELP npuprof_windows_total Windows ended, by outcome.\n"
-                                  "# TYPE npuprof_windows_total counter\n");
-        for (size_t i = 0; i < sizeof(outcomes) / sizeof(outcomes[0]); i++)
-                metric(&buf, &len, &used, "npuprof_windows_total{outcome=\"%s\"} %" PRIu64 "\n",
-                       npf_shm_window_state_name(outcomes[i]), d->sweep.outcomes[outcomes[i]]);
-        metric(&buf, &len, &used, "# HELP npuprof_windows_unrecorded_total Windows that ended faster than sweeps could see them.\n"
-                                  "# TYPE npuprof_windows_unrecorded_total counter\nnpuprof_windows_unrecorded_total %" PRIu64 "\n",
-               d->sweep.unrecorded);
-        metric(&buf, &len, &used, "# HELP npuprof_slots_reclaimed_total Slots freed after their process was gone.\n"
-                                  "# TYPE npuprof_slots_reclaimed_total counter\nnpuprof_slots_reclaimed_total %" PRIu64 "\n",
-               d->sweep.reclaimed);
-        metric(&buf, &len, &used, "# HELP npuprof_sweeps_total Sweeps of the rank table.\n"
-                                  "# TYPE npuprof_sweeps_total counter\nnpuprof_sweeps_total %" PRIu64 "\n",
-               d->sweep.runs);
-        analysis_metrics(d, &buf, &len, &used);
-        if (d->opt.metrics_path)
-                metric(&buf, &len, &used, "# HELP npuprof_metrics_file_errors_total Writes of the metrics file that "
-                                          "failed.\n# TYPE npuprof_metrics_file_errors_total counter\n"
-                                          "npuprof_metrics_file_errors_total %" PRIu64 "\n",
-                       npf_metrics_file_errors(d->metrics));
-        return buf;
+        json_decref(analysis);
+        return text;
 }
 
 static char *metrics_text_cb(void *data)
@@ -760,7 +428,7 @@ static void on_request(npf_request_t *req, npf_command_t command, json_t *reques
         }
         case NPF_COMMAND_WINDOWS:
                 sweep(d);
-                npf_server_reply(req, json_pack("{s:o, s:o, s:o}", "windows", history_json(d, NPF_SWEEP_HISTORY),
+                npf_server_reply(req, json_pack("{s:o, s:o, s:o}", "windows", npf_windows_history_json(&d->windows, &d->sweep, d->analyze, NPF_SWEEP_HISTORY),
                                                 "outcomes", npf_sweep_outcomes_json(&d->sweep),
                                                 "analysis", analysis_summary(d)));
                 break;
@@ -855,6 +523,7 @@ int npf_daemon_run(const npf_daemon_options_t *opt)
         if (!d)
                 return 1;
         d->opt = *opt;
+        d->windows.output_root = d->opt.output_root;
         d->sweep.stall_ms = opt->stall_ms;
         d->sweep.gap_max_ms = 2 * (uint64_t) opt->poll_ms;
         d->loop = uv_default_loop();
@@ -879,7 +548,7 @@ int npf_daemon_run(const npf_daemon_options_t *opt)
         if (npf_shm_adopted(d->shm)) {
                 npf_shm_config_t *c = malloc(sizeof(*c));
                 if (c && npf_shm_read_config(npf_shm_ctl(d->shm), c) >= 0 && c->args.generation) {
-                        remember_prof_dir(d, c->args.generation, c->prof_dir);
+                        npf_windows_note_prof_dir(&d->windows, c->args.generation, c->prof_dir);
                         d->published_ns = c->args.published_ns;
                 }
                 free(c);
@@ -895,6 +564,7 @@ int npf_daemon_run(const npf_daemon_options_t *opt)
         const char *state = getenv("STATE_DIRECTORY");
         if (state && state[0] == '/')
                 d->state_dir = strndup(state, strcspn(state, ":"));
+        d->windows.state_dir = d->state_dir;
         r = npf_analyze_new(d->loop, &opt->analyze, on_analysis, d, &d->analyze);
         if (r < 0) {
                 npf_log(LOG_ERR, NPF_LOG_NONE, NPF_LOG_NONE, "cannot set up the analysis queue: %s", strerror(-r));
@@ -982,8 +652,7 @@ out:
                 d->shm = npf_shm_close(d->shm);
         }
         uv_loop_close(d->loop);
-        for (unsigned i = 0; i < PROF_DIRS_KEPT; i++)
-                free(d->prof_dirs[i].dir);
+        npf_windows_clear(&d->windows);
         free(d->state_dir);
         npf_rank_view_free(d->rank_view);
         free(d);

@@ -210,3 +210,24 @@ void npf_log(int priority, int64_t generation, int64_t rank, const char *fmt, ..
         uv_cond_signal(&q.more);
         uv_mutex_unlock(&q.lock);
 }
+
+bool npf_log_once_new(npf_log_once_t *o, const char *problem)
+{
+        if (strncmp(o->last, problem, sizeof(o->last) - 1) == 0)
+                return false;
+        snprintf(o->last, sizeof(o->last), "%s", problem);
+        return true;
+}
+
+bool npf_log_once_clear(npf_log_once_t *o)
+{
+        bool was = o->last[0] != '\0';
+
+        o->last[0] = '\0';
+        return was;
+}
+
+const char *npf_log_once_last(const npf_log_once_t *o)
+{
+        return o->last[0] ? o->last : NULL;
+}

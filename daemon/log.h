@@ -7,6 +7,7 @@
 #ifndef NPUPROF_DAEMON_LOG_H
 #define NPUPROF_DAEMON_LOG_H
 
+#include <limits.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <syslog.h>
@@ -36,5 +37,22 @@ void npf_log_stop_writer(void);
 /* Log one event at syslog @priority; @generation and @rank may be NPF_LOG_NONE. */
 void npf_log(int priority, int64_t generation, int64_t rank, const char *fmt, ...)
         __attribute__((format(printf, 4, 5)));
+
+/*
+ * A problem that recurs (a broken file read again, a write failing at each interval) is
+ * logged once: when it first appears, and again only once it has changed or cleared.
+ */
+typedef struct npf_log_once {
+        char last[PATH_MAX + 256];      /* the problem last logged; empty: none */
+} npf_log_once_t;
+
+/* Return: true, noting @problem, if it is not the problem last logged: log it then. */
+bool npf_log_once_new(npf_log_once_t *o, const char *problem);
+
+/* Return: true, forgetting it, if a problem was logged: the caller may say it cleared. */
+bool npf_log_once_clear(npf_log_once_t *o);
+
+/* The problem last logged, or NULL. */
+const char *npf_log_once_last(const npf_log_once_t *o);
 
 #endif /* NPUPROF_DAEMON_LOG_H */

@@ -35,7 +35,7 @@ struct npf_metrics_file {
         uint64_t interval_ms;
         uint64_t writes, errors;
         int last_error;
-        char logged[PATH_MAX + 160];    /* the failure last logged, so it is logged once */
+        npf_log_once_t failure;         /* the failure last logged */
 };
 
 /* Replace the file at m->path by @text. Return: 0, or -errno with the step in @what. */
@@ -86,25 +86,22 @@ static void on_written(uv_work_t *w, int status)
 
         m->busy = false;
         if (error < 0) {
-                char problem[sizeof(m->logged)];
+                char problem[sizeof(m->failure.last)];
                 m->errors++;
                 m->last_error = error;
                 m->failing = true;
                 snprintf(problem, sizeof(problem), "%s: %s", job->what, strerror(-error));
-                if (strcmp(problem, m->logged) != 0) {
-                        memcpy(m->logged, problem, sizeof(problem));
+                if (npf_log_once_new(&m->failure, problem))
                         npf_log(LOG_WARNING, NPF_LOG_NONE, NPF_LOG_NONE,
                                 "cannot write the metrics file %s: %s (tried again every %.3g s)", m->path,
                                 problem, (double) m->interval_ms / 1000.0);
-                }
         } else {
                 m->writes++;
                 m->last_error = 0;
                 m->failing = false;
-                if (m->logged[0])
+                if (npf_log_once_clear(&m->failure))
                         npf_log(LOG_NOTICE, NPF_LOG_NONE, NPF_LOG_NONE, "the metrics file %s is written again",
                                 m->path);
-                m->logged[0] = '\0';
         }
         free(job->text);
         free(job);
@@ -221,10 +218,11 @@ uint64_t npf_metrics_file_errors(const npf_metrics_file_t *m)
 
 json_t *npf_metrics_file_status_json(const npf_metrics_file_t *m)
 {
+        const char *failure = npf_log_once_last(&m->failure);
+
         return json_pack("{s:s, s:f, s:I, s:I, s:o}", "path", m->path, "interval_s", (double) m->interval_ms / 1000.0,
                          "writes", (json_int_t) m->writes, "errors", (json_int_t) m->errors, "last_error",
-                         m->last_error ? json_string(m->logged[0] ? m->logged : strerror(-m->last_error))
-                                       : json_null());
+                         m->last_error ? json_string(failure ? failure : strerror(-m->last_error)) : json_null());
 }
 
 static void on_timer_closed(uv_handle_t *h)

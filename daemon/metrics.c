@@ -1,0 +1,121 @@
+/* SPDX-License-Identifier: MIT */
+#include "daemon/metrics.h"
+#include "npuprof/protocol.h"
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+static void metric(char **buf, size_t *len, size_t *used, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static void metric(char **buf, size_t *len, size_t *used, const char *fmt, ...)
+{
+        va_list ap;
+
+        for (;;) {
+                va_start(ap, fmt);
+                int n = vsnprintf(*buf + *used, *len - *used, fmt, ap);
+                va_end(ap);
+                if (n < 0)
+                        return;
+                if ((size_t) n < *len - *used) {
+                        *used += (size_t) n;
+                        return;
+                }
+                char *bigger = realloc(*buf, *len * 2);
+                if (!bigger)
+                        return;
+                *buf = bigger;
+                *len *= 2;
+        }
+}
+
+/*
+ * The analyses: npuprof_analyses{state="queued"|"running"} now (a gauge), and
+ * npuprof_analyses_total{state="done"|"failed"} ended since the daemon started (a counter),
+ * of which npuprof_analyses_dropped_total never ran for a full queue.
+ */
+static void analysis_metrics(const json_t *o, char **buf, size_t *len, size_t *used)
+{
+        metric(buf, len, used, "# HELP npuprof_analyses Window analyses waiting or running now.\n"
+                               "# TYPE npuprof_analyses gauge\nnpuprof_analyses{state=\"queued\"} %lld\n"
+                               "npuprof_analyses{state=\"running\"} %lld\n"
+                               "# HELP npuprof_analyses_total Window analyses ended, by state.\n"
+                               "# TYPE npuprof_analyses_total counter\nnpuprof_analyses_total{state=\"done\"} %lld\n"
+                               "npuprof_analyses_total{state=\"failed\"} %lld\n"
+                               "# HELP npuprof_analyses_dropped_total Windows dropped from a full analysis queue "
+                               "(counted as failed too).\n"
+                               "# TYPE npuprof_analyses_dropped_total counter\nnpuprof_analyses_dropped_total %lld\n",
+               (long long) json_integer_value(json_object_get(o, "queued")),
+               (long long) json_integer_value(json_object_get(o, "running")),
+               (long long) json_integer_value(json_object_get(o, "done")),
+               (long long) json_integer_value(json_object_get(o, "failed")),
+               (long long) json_integer_value(json_object_get(o, "dropped")));
+}
+
+/* Seconds since the epoch of CLOCK_REALTIME @ns, to the millisecond. */
+static double unix_seconds(uint64_t ns)
+{
+        return (double) (ns / 1000000u) / 1000.0;
+}
+
+char *npf_metrics_text(const npf_metrics_t *m)
+{
+        static const char *const rank_states[] = { NPF_PROTO_RANK_STATES };
+        static const uint32_t outcomes[] = { NPF_WINDOW_DONE, NPF_WINDOW_FAILED, NPF_WINDOW_MISSED,
+                                             NPF_WINDOW_FILTERED, NPF_WINDOW_LOST };
+        size_t len = 4096, used = 0;
+        char *buf = malloc(len);
+
+        if (!buf)
+                return NULL;
+        buf[0] = '\0';
+        metric(&buf, &len, &used,
+               "# HELP npuprof_up Whether the daemon runs: 0 is written into the metrics file as it stops.\n"
+               "# TYPE npuprof_up gauge\nnpuprof_up %d\n"
+               "# HELP npuprof_build_info The daemon's version, shared-memory ABI and protocol.\n"
+               "# TYPE npuprof_build_info gauge\n"
+               "npuprof_build_info{version=\"%s\",shm_abi=\"%u\",protocol=\"%d\"} 1\n"
+               "# HELP npuprof_start_time_seconds When the daemon started, in seconds since the epoch.\n"
+               "# TYPE npuprof_start_time_seconds gauge\nnpuprof_start_time_seconds %.3f\n",
+               m->up, NPUPROF_VERSION, NPF_SHM_ABI_VERSION, NPF_PROTO_VERSION, unix_seconds(m->started_real_ns));
+        metric(&buf, &len, &used,
+               "# HELP npuprof_generation Generation of the configuration in force.\n"
+               "# TYPE npuprof_generation gauge\nnpuprof_generation %" PRIu64 "\n"
+               "# HELP npuprof_generation_published_timestamp_seconds When the configuration in force was "
+               "published, in seconds since the epoch; 0: none yet.\n"
+               "# TYPE npuprof_generation_published_timestamp_seconds gauge\n"
+               "npuprof_generation_published_timestamp_seconds %.3f\n"
+               "# HELP npuprof_config_valid Whether the watched file, as last read, is valid.\n"
+               "# TYPE npuprof_config_valid gauge\nnpuprof_config_valid %d\n"
+               "# HELP npuprof_config_errors_total Broken versions of the watched file seen.\n"
+               "# TYPE npuprof_config_errors_total counter\nnpuprof_config_errors_total %u\n"
+               "# HELP npuprof_reloads_total Reloads asked for by SIGHUP or the reload command.\n"
+               "# TYPE npuprof_reloads_total counter\nnpuprof_reloads_total %" PRIu64 "\n"
+               "# HELP npuprof_ranks Ranks attached to the segment, by state.\n# TYPE npuprof_ranks gauge\n",
+               m->generation, m->published_ns ? unix_seconds(m->published_ns) : 0.0,
+               m->file->file_state == NPF_FILE_VALID, m->file->error_count, m->reloads);
+        for (uint32_t s = 0; s <= NPF_SWEEP_STALLED; s++)
+                metric(&buf, &len, &used, "npuprof_ranks{state=\"%s\"} %u\n", rank_states[s], m->sweep->by_state[s]);
+        metric(&buf, &len, &used, "# HELP npuprof_windows_total Windows ended, by outcome.\n"
+                                  "# TYPE npuprof_windows_total counter\n");
+        for (size_t i = 0; i < sizeof(outcomes) / sizeof(outcomes[0]); i++)
+                metric(&buf, &len, &used, "npuprof_windows_total{outcome=\"%s\"} %" PRIu64 "\n",
+                       npf_shm_window_state_name(outcomes[i]), m->sweep->outcomes[outcomes[i]]);
+        metric(&buf, &len, &used, "# HELP npuprof_windows_unrecorded_total Windows that ended faster than sweeps could see them.\n"
+                                  "# TYPE npuprof_windows_unrecorded_total counter\nnpuprof_windows_unrecorded_total %" PRIu64 "\n",
+               m->sweep->unrecorded);
+        metric(&buf, &len, &used, "# HELP npuprof_slots_reclaimed_total Slots freed after their process was gone.\n"
+                                  "# TYPE npuprof_slots_reclaimed_total counter\nnpuprof_slots_reclaimed_total %" PRIu64 "\n",
+               m->sweep->reclaimed);
+        metric(&buf, &len, &used, "# HELP npuprof_sweeps_total Sweeps of the rank table.\n"
+                                  "# TYPE npuprof_sweeps_total counter\nnpuprof_sweeps_total %" PRIu64 "\n",
+               m->sweep->runs);
+        analysis_metrics(m->analysis, &buf, &len, &used);
+        if (m->has_file)
+                metric(&buf, &len, &used, "# HELP npuprof_metrics_file_errors_total Writes of the metrics file that "
+                                          "failed.\n# TYPE npuprof_metrics_file_errors_total counter\n"
+                                          "npuprof_metrics_file_errors_total %" PRIu64 "\n",
+                       m->file_errors);
+        return buf;
+}

@@ -1,0 +1,34 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The daemon's Prometheus text exposition, format 0.0.4: what `npuprofctl metrics` shows
+ * and --metrics-file holds (daemon/metricsfile.h). Nothing in it moves unless a count or a
+ * state does, so that an unchanged text means nothing to write.
+ */
+#ifndef NPUPROF_DAEMON_METRICS_H
+#define NPUPROF_DAEMON_METRICS_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "daemon/sweep.h"
+#include "npuprof/shm.h"
+
+/* What the text says, as the daemon knows it now. Everything is borrowed. */
+typedef struct npf_metrics {
+        bool up;                        /* false as the daemon stops */
+        uint64_t started_real_ns;       /* CLOCK_REALTIME */
+        uint64_t generation;            /* in force */
+        uint64_t published_ns;          /* CLOCK_REALTIME of its publication; 0: none */
+        const npf_shm_status_t *file;   /* the watched file, as last read */
+        uint64_t reloads;
+        const npf_sweep_t *sweep;
+        const json_t *analysis;         /* the analyzer's summary: queued, running, done, failed, dropped */
+        bool has_file;                  /* --metrics-file is set: its errors are counted */
+        uint64_t file_errors;
+} npf_metrics_t;
+
+/* Return: the text, a new string, or NULL when memory ran out. */
+char *npf_metrics_text(const npf_metrics_t *m);
+
+#endif /* NPUPROF_DAEMON_METRICS_H */
