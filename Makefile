@@ -68,7 +68,7 @@ LDFLAGS  += $(SAN_FLAGS)
 
 # --- modules ----------------------------------------------------------------------------
 SHM_OBJS  := $(BUILD)/shm/shm.o $(BUILD)/shm/slot.o $(BUILD)/lib/proc.o $(BUILD)/lib/clock.o
-CONF_OBJS := $(BUILD)/conf/conf.o $(BUILD)/lib/jsonpos.o $(BUILD)/lib/outroot.o $(BUILD)/conf/legacy.o
+CONF_OBJS := $(BUILD)/conf/conf.o $(BUILD)/lib/jsonpos.o $(BUILD)/lib/outroot.o $(BUILD)/conf/fwshm.o
 
 VIEW_OBJS := $(BUILD)/conf/view.o
 # The window's manifest, written by ranks and, for a lost window, by the daemon.
@@ -78,7 +78,7 @@ RANK_OBJS := $(BUILD)/rank/rank.o $(BUILD)/rank/backend-host.o $(BUILD)/rank/bac
 RANK_LIBS := $(shell pkg-config --libs jansson 2>/dev/null) -ldl -pthread
 DAEMON_OBJS := $(BUILD)/daemon/npuprofd.o $(BUILD)/daemon/daemon.o $(BUILD)/daemon/watch.o $(BUILD)/daemon/request.o \
                $(BUILD)/daemon/server.o $(BUILD)/daemon/sweep.o $(BUILD)/daemon/notify.o $(BUILD)/daemon/log.o \
-               $(BUILD)/daemon/analyze.o $(BUILD)/daemon/legacy.o $(BUILD)/daemon/manifest.o \
+               $(BUILD)/daemon/analyze.o $(BUILD)/daemon/fwshm.o $(BUILD)/daemon/manifest.o \
                $(BUILD)/daemon/metricsfile.o $(BUILD)/daemon/windows.o $(BUILD)/daemon/metrics.o $(MANIFEST_OBJS)
 
 NPUPROFD_OBJS   := $(DAEMON_OBJS) $(VIEW_OBJS) $(CONF_OBJS) $(SHM_OBJS)

@@ -231,10 +231,10 @@ static void print_window_list(json_t *res)
         print_analyses(json_object_get(res, "analysis"));
 }
 
-/* The legacy publishers: each one's objects, and the unmodified jobs that map them. */
-static void print_legacy(json_t *legacy)
+/* The frameworks' segments: each publisher's objects, and the unmodified jobs that map them. */
+static void print_fwshm(json_t *fwshm)
 {
-        json_t *pubs = json_object_get(legacy, "publishers"), *p, *x;
+        json_t *pubs = json_object_get(fwshm, "publishers"), *p, *x;
         size_t i, k;
 
         if (!json_is_array(pubs))
@@ -258,9 +258,9 @@ static void print_legacy(json_t *legacy)
                         printf("    pid %-8lld %-16s %s\n", (long long) num(x, "pid"), str(x, "command", "?"),
                                str(x, "object", "?"));
         }
-        if (num(legacy, "maps_unreadable") > 0)
+        if (num(fwshm, "maps_unreadable") > 0)
                 printf("    (%lld processes could not be looked into: their /proc/PID/maps is not readable)\n",
-                       (long long) num(legacy, "maps_unreadable"));
+                       (long long) num(fwshm, "maps_unreadable"));
 }
 
 /* The rank table in @o, sent as rows, made an object per rank (null if unreadable). */
@@ -343,7 +343,7 @@ int npf_cli_status(const char *socket_path, const char *shm_name, bool json)
                 print_ranks(json_object_get(res, "ranks"));
                 print_windows(json_object_get(res, "windows"));
                 print_analyses(json_object_get(res, "analysis"));
-                print_legacy(json_object_get(res, "legacy"));
+                print_fwshm(json_object_get(res, "legacy"));
         }
         json_decref(reply);
         return 0;

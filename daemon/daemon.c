@@ -31,7 +31,7 @@ typedef struct daemon {
         npf_watch_t *watch;
         npf_server_t *server;
         npf_analyze_t *analyze;         /* NULL once stopping */
-        npf_legacy_t *legacy;           /* NULL without --legacy, and once stopping */
+        npf_fwshm_t *fwshm;            /* the frameworks' segments; NULL without --legacy, and once stopping */
         npf_metrics_file_t *metrics;    /* NULL without --metrics-file, and once stopping */
         char *state_dir;                /* $STATE_DIRECTORY's first, from systemd; may be NULL */
         npf_notify_t notify;
@@ -167,8 +167,8 @@ static void on_config(npf_watch_t *w, const npf_watch_result_t *res, void *data)
                                         " (%s dialect): %s", gen, npf_conf_dialect_name(res->config->args.dialect), what);
                         }
                 }
-                if (d->legacy)
-                        npf_legacy_publish(d->legacy, res->config, res->mtime_s);
+                if (d->fwshm)
+                        npf_fwshm_publish(d->fwshm, res->config, res->mtime_s);
                 if (old_state != NPF_FILE_VALID && old_state != NPF_FILE_UNKNOWN)
                         npf_log(LOG_NOTICE, (int64_t) generation_in_force(d), NPF_LOG_NONE,
                                 "%s is valid again", d->opt.config_path);
@@ -184,8 +184,8 @@ static void on_config(npf_watch_t *w, const npf_watch_result_t *res, void *data)
                 npf_log_once_clear(&d->file_problem);
         } else {
                 const npf_conf_diag_t *e = res->report->n_errors ? &res->report->errors[0] : NULL;
-                if (d->legacy)
-                        npf_legacy_publish(d->legacy, NULL, 0);
+                if (d->fwshm)
+                        npf_fwshm_publish(d->fwshm, NULL, 0);
                 st->file_state = res->rc == -ENOENT ? NPF_FILE_MISSING : NPF_FILE_INVALID;
                 st->line = e ? e->line : 0;
                 st->column = e ? e->column : 0;
@@ -347,7 +347,7 @@ static json_t *status_json(daemon_t *d)
                          "windows", windows,
                          "analysis", analysis_summary(d),
                          "reloads", (json_int_t) d->reloads,
-                         "legacy", d->legacy ? npf_legacy_status_json(d->legacy) : json_null());
+                         "legacy", d->fwshm ? npf_fwshm_status_json(d->fwshm) : json_null());
 }
 
 /* The metrics text of the daemon as it is now (daemon/metrics.h). */
@@ -480,8 +480,8 @@ static void stop(daemon_t *d, const char *why)
         npf_watch_close(d->watch);
         npf_analyze_close(d->analyze);
         d->analyze = NULL;
-        npf_legacy_close(d->legacy);
-        d->legacy = NULL;
+        npf_fwshm_close(d->fwshm);
+        d->fwshm = NULL;
         uv_timer_stop(&d->sweep_timer);
         uv_close((uv_handle_t *) &d->sweep_timer, on_closed);
         npf_notify_close(&d->notify, on_closed);
@@ -583,8 +583,8 @@ int npf_daemon_run(const npf_daemon_options_t *opt)
                 npf_log(LOG_ERR, NPF_LOG_NONE, NPF_LOG_NONE, "control socket: %s", err);
                 goto out;
         }
-        if (opt->legacy.kinds && (r = npf_legacy_new(d->loop, &opt->legacy, &d->legacy)) < 0) {
-                npf_log(LOG_ERR, NPF_LOG_NONE, NPF_LOG_NONE, "cannot start the legacy publishers: %s", strerror(-r));
+        if (opt->fwshm.kinds && (r = npf_fwshm_new(d->loop, &opt->fwshm, &d->fwshm)) < 0) {
+                npf_log(LOG_ERR, NPF_LOG_NONE, NPF_LOG_NONE, "cannot start the publishers of the frameworks' segments: %s", strerror(-r));
                 goto out;
         }
         r = npf_watch_start(d->loop, opt->config_path, opt->poll_ms, opt->inotify, opt->output_root, on_config, d,
@@ -641,8 +641,8 @@ out:
                         npf_watch_close(d->watch);
                 npf_analyze_close(d->analyze);
                 d->analyze = NULL;
-                npf_legacy_close(d->legacy);
-                d->legacy = NULL;
+                npf_fwshm_close(d->fwshm);
+                d->fwshm = NULL;
                 if (d->notify.watchdog.type == UV_TIMER)
                         npf_notify_close(&d->notify, on_closed);
                 uv_run(d->loop, UV_RUN_DEFAULT);

@@ -13,7 +13,7 @@
 #include <sys/types.h>
 
 #include "daemon/analyze.h"
-#include "daemon/legacy.h"
+#include "daemon/fwshm.h"
 
 #define NPF_POLL_MS_DEFAULT 1000u
 #define NPF_POLL_MS_MIN 50u
@@ -35,7 +35,7 @@ typedef struct npf_daemon_options {
         unsigned clients_max;           /* control-socket connections at once */
         uint64_t idle_ms;               /* a connection without a request this long is closed */
         npf_analyze_options_t analyze;  /* of finished windows */
-        npf_legacy_options_t legacy;    /* publishers for unmodified jobs; kinds 0: none */
+        npf_fwshm_options_t fwshm;     /* the frameworks' segments, for unmodified jobs; kinds 0: none */
 } npf_daemon_options_t;
 
 /*

@@ -2,7 +2,7 @@
 /* npuprofd: the per-node daemon. Options here; the daemon itself is daemon/daemon.c. */
 #include "daemon/analyze.h"
 #include "daemon/daemon.h"
-#include "daemon/legacy.h"
+#include "daemon/fwshm.h"
 #include "daemon/log.h"
 #include "daemon/metricsfile.h"
 #include "lib/outroot.h"
@@ -83,7 +83,7 @@ static void usage(FILE *f)
                 NPF_POLL_MS_MIN, NPF_OUTPUT_ROOT_DEFAULT, NPF_STALL_MS_DEFAULT, NPF_PROTO_CLIENTS_MAX, FD_RESERVE,
                 NPF_PROTO_IDLE_MS, NPF_METRICS_INTERVAL_S_DEFAULT, NPF_METRICS_INTERVAL_S_MAX, NPF_ANALYZER_PATH,
                 NPF_ANALYZE_JOBS_DEFAULT, NPF_ANALYZE_JOBS_MAX, NPF_ANALYZE_TIMEOUT_S_DEFAULT, NPF_ANALYZE_NICE_DEFAULT,
-                NPF_LEGACY_REFRESH_S_DEFAULT);
+                NPF_FWSHM_REFRESH_S_DEFAULT);
 }
 
 /* Parse a positive number of milliseconds. Return: 0, or -EINVAL with a message printed. */
@@ -221,9 +221,9 @@ int main(int argc, char **argv)
                         .memory_bytes = NPF_ANALYZE_MEMORY_DEFAULT,
                         .nice = NPF_ANALYZE_NICE_DEFAULT,
                 },
-                .legacy = {
+                .fwshm = {
                         .group = (gid_t) -1,
-                        .refresh_s = NPF_LEGACY_REFRESH_S_DEFAULT,
+                        .refresh_s = NPF_FWSHM_REFRESH_S_DEFAULT,
                         .shm_dir = "/dev/shm",
                 },
         };
@@ -307,7 +307,7 @@ int main(int argc, char **argv)
                         o.analyze.nice = (int) n;
                         break;
                 case OPT_LEGACY:
-                        if (npf_legacy_parse_kinds(optarg, &o.legacy.kinds, err, sizeof(err)) < 0) {
+                        if (npf_fwshm_parse_kinds(optarg, &o.fwshm.kinds, err, sizeof(err)) < 0) {
                                 fprintf(stderr, "npuprofd: --legacy: %s\n", err);
                                 return 2;
                         }
@@ -318,18 +318,18 @@ int main(int argc, char **argv)
                                 fprintf(stderr, "npuprofd: --legacy-group: no group '%s'\n", optarg);
                                 return 2;
                         }
-                        o.legacy.group = g->gr_gid;
+                        o.fwshm.group = g->gr_gid;
                         break;
                 }
                 case OPT_LEGACY_REFRESH:
                         if (parse_int("--legacy-refresh", optarg, 1, 50, &n) < 0)
                                 return 2;
-                        o.legacy.refresh_s = (unsigned) n;
+                        o.fwshm.refresh_s = (unsigned) n;
                         break;
                 case OPT_LEGACY_CLOCK:
                         if (parse_int("--legacy-clock-offset", optarg, -(1LL << 32), 1LL << 32, &n) < 0)
                                 return 2;
-                        o.legacy.clock_offset_s = n;
+                        o.fwshm.clock_offset_s = n;
                         break;
                 case OPT_METRICS_FILE: {
                         const char *base = strrchr(optarg, '/');

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Legacy publishers: torch_npu's and MindSpore's hourly shared-memory objects. */
-#include "daemon/legacy.h"
-#include "conf/legacy.h"
+#include "daemon/fwshm.h"
+#include "conf/fwshm.h"
 #include "daemon/log.h"
 #include "lib/clock.h"
 
@@ -56,21 +56,21 @@ typedef struct attached {
 typedef struct publisher {
         unsigned kind;
         const char *name, *prefix;
-        object_t obj[NPF_LEGACY_OBJECTS_MAX];
+        object_t obj[NPF_FWSHM_OBJECTS_MAX];
         size_t n_obj;
         uint8_t *body;          /* the newest body, @body_len bytes (JSON, or the packed struct) */
         size_t body_len;
         uint64_t body_gen;      /* 0: nothing to publish yet */
         uint64_t bytes_gen;     /* the body_gen whose bytes @body are: torch_npu restamps a body unchanged */
         int64_t mtime_s;        /* torch_npu: the watched file's modification time of the newest body */
-        char note[NPF_LEGACY_NOTE_MAX];
-        attached_t procs[NPF_LEGACY_PROCESSES_MAX];
+        char note[NPF_FWSHM_NOTE_MAX];
+        attached_t procs[NPF_FWSHM_PROCESSES_MAX];
         size_t n_procs;
         uint64_t writes;
 } publisher_t;
 
-struct npf_legacy {
-        npf_legacy_options_t opt;
+struct npf_fwshm {
+        npf_fwshm_options_t opt;
         char shm_dir[256];
         uv_timer_t timer;
         uv_timer_t step_timer;  /* the packed layout's next store, while one is owed */
@@ -88,12 +88,12 @@ static const struct kind {
         unsigned bit;
         const char *name, *prefix;
 } kinds[] = {
-        { NPF_LEGACY_TORCH_NPU, "torch_npu", "DynamicProfileNpuShm" },
-        { NPF_LEGACY_MINDSPORE_JSON, "mindspore-json", "DynamicProfileShm" },
-        { NPF_LEGACY_MINDSPORE_PACKED, "mindspore-packed", "DynamicProfileShm" },
+        { NPF_FWSHM_TORCH_NPU, "torch_npu", "DynamicProfileNpuShm" },
+        { NPF_FWSHM_MINDSPORE_JSON, "mindspore-json", "DynamicProfileShm" },
+        { NPF_FWSHM_MINDSPORE_PACKED, "mindspore-packed", "DynamicProfileShm" },
 };
 
-int npf_legacy_parse_kinds(const char *s, unsigned *ret, char *err, size_t err_len)
+int npf_fwshm_parse_kinds(const char *s, unsigned *ret, char *err, size_t err_len)
 {
         unsigned mask = 0;
 
@@ -104,14 +104,14 @@ int npf_legacy_parse_kinds(const char *s, unsigned *ret, char *err, size_t err_l
                         if (strlen(kinds[k].name) == n && strncmp(s, kinds[k].name, n) == 0)
                                 break;
                 if (k == sizeof(kinds) / sizeof(kinds[0])) {
-                        snprintf(err, err_len, "'%.*s' is not a legacy publisher: torch_npu, mindspore-json or "
+                        snprintf(err, err_len, "'%.*s' is not a framework's segment: torch_npu, mindspore-json or "
                                  "mindspore-packed", (int) (n < 40 ? n : 40), s);
                         return -EINVAL;
                 }
                 mask |= kinds[k].bit;
                 s += n + (s[n] == ',');
         }
-        if ((mask & NPF_LEGACY_MINDSPORE_JSON) && (mask & NPF_LEGACY_MINDSPORE_PACKED)) {
+        if ((mask & NPF_FWSHM_MINDSPORE_JSON) && (mask & NPF_FWSHM_MINDSPORE_PACKED)) {
                 snprintf(err, err_len, "mindspore-json and mindspore-packed write the same object: choose one");
                 return -EINVAL;
         }
@@ -121,7 +121,7 @@ int npf_legacy_parse_kinds(const char *s, unsigned *ret, char *err, size_t err_l
 
 /* --- the hours ------------------------------------------------------------------------- */
 
-static time_t wall_now(const npf_legacy_t *l)
+static time_t wall_now(const npf_fwshm_t *l)
 {
         return time(NULL) + (time_t) l->opt.clock_offset_s;
 }
@@ -203,12 +203,12 @@ static time_t hour_of_name(const publisher_t *p, const char *name)
  * hour 06, and UTC hour 14 comes eight hours later): the later of the readings not beyond
  * the next hour, else the earlier. Return: its start, or -1 for none of our names.
  */
-static time_t served_hour(const npf_legacy_t *l, const publisher_t *p, const char *name)
+static time_t served_hour(const npf_fwshm_t *l, const publisher_t *p, const char *name)
 {
         time_t local = hour_of_name(p, name), now = wall_now(l), utc;
         struct tm tm;
 
-        if (p->kind != NPF_LEGACY_TORCH_NPU || local == -1 || !name_fields(p, name, &tm))
+        if (p->kind != NPF_FWSHM_TORCH_NPU || local == -1 || !name_fields(p, name, &tm))
                 return local;
         utc = timegm(&tm);
         bool local_near = local <= hour_of(hour_of(now) + 3600), utc_near = utc <= now - now % 3600 + 3600;
@@ -224,7 +224,7 @@ static time_t served_hour(const npf_legacy_t *l, const publisher_t *p, const cha
 /* The bytes of @p's objects: MindSpore's packed struct is its own size (28), the others 1 MiB. */
 static size_t object_size(const publisher_t *p)
 {
-        return p->kind == NPF_LEGACY_MINDSPORE_PACKED ? NPF_LEGACY_MS_PACKED_SIZE : NPF_LEGACY_SIZE;
+        return p->kind == NPF_FWSHM_MINDSPORE_PACKED ? NPF_FWSHM_MS_PACKED_SIZE : NPF_FWSHM_SIZE;
 }
 
 /* The object of that name, not one whose name a job has removed. */
@@ -254,14 +254,14 @@ static bool note_unlinked(publisher_t *p)
         return any;
 }
 
-static mode_t object_mode(const npf_legacy_t *l)
+static mode_t object_mode(const npf_fwshm_t *l)
 {
         return l->opt.group == (gid_t) -1 ? 0666 : 0660;
 }
 
 /* The object at @fd, ours, gets this run's group (with --legacy-group) and mode. Return: 0 or -1
  * with errno set. */
-static int set_group_and_mode(const npf_legacy_t *l, int fd)
+static int set_group_and_mode(const npf_fwshm_t *l, int fd)
 {
         if (l->opt.group != (gid_t) -1 && fchown(fd, (uid_t) -1, l->opt.group) < 0)
                 return -1;
@@ -269,7 +269,7 @@ static int set_group_and_mode(const npf_legacy_t *l, int fd)
 }
 
 /* Open (creating it when @create) the object @name. A failure is kept in the object. */
-static object_t *track(npf_legacy_t *l, publisher_t *p, const char *name, time_t hour, bool create)
+static object_t *track(npf_fwshm_t *l, publisher_t *p, const char *name, time_t hour, bool create)
 {
         object_t *o = find(p, name);
         char path[NAME_MAX_ + 1];
@@ -282,7 +282,7 @@ static object_t *track(npf_legacy_t *l, publisher_t *p, const char *name, time_t
         if (o && o->fd >= 0)
                 return o;
         if (!o) {
-                if (p->n_obj == NPF_LEGACY_OBJECTS_MAX)
+                if (p->n_obj == NPF_FWSHM_OBJECTS_MAX)
                         return NULL;
                 o = &p->obj[p->n_obj++];
                 *o = (object_t) { .hour = hour, .fd = -1 };
@@ -334,7 +334,7 @@ static object_t *track(npf_legacy_t *l, publisher_t *p, const char *name, time_t
                         p->name, name, strerror(errno));
         o->blank = created;
         o->refreshed_ns = npf_clock_ns(CLOCK_MONOTONIC);
-        if (p->kind == NPF_LEGACY_TORCH_NPU) {
+        if (p->kind == NPF_FWSHM_TORCH_NPU) {
                 uint32_t h;
                 memcpy(&h, map, sizeof(h));
                 o->stamp = le32toh(h);
@@ -378,17 +378,17 @@ static bool open_elsewhere(object_t *o)
  * Withdraw what the object announces, the first half of a rewrite: its header says
  * "nothing" (a torch_npu timestamp of 0, older than every reader; an empty MindSpore
  * string; is_valid false), so a reader that looks now waits for its next poll. A reader
- * that accepted the old header a moment ago has NPF_LEGACY_SETTLE_MS to finish its read
+ * that accepted the old header a moment ago has NPF_FWSHM_SETTLE_MS to finish its read
  * before the body under it changes.
  */
 static void withdraw(publisher_t *p, object_t *o, uint64_t now_ns)
 {
         uint8_t *m = o->map;
 
-        if (p->kind == NPF_LEGACY_TORCH_NPU)
+        if (p->kind == NPF_FWSHM_TORCH_NPU)
                 __atomic_store_n((uint32_t *) (void *) m, 0, __ATOMIC_RELEASE);
         else
-                __atomic_store_n(&m[p->kind == NPF_LEGACY_MINDSPORE_JSON ? 0 : NPF_LEGACY_MS_PACKED_SIZE - 1], 0,
+                __atomic_store_n(&m[p->kind == NPF_FWSHM_MINDSPORE_JSON ? 0 : NPF_FWSHM_MS_PACKED_SIZE - 1], 0,
                                  __ATOMIC_RELEASE);
         o->withdrawn_ns = now_ns;
 }
@@ -415,25 +415,25 @@ static void write_body(publisher_t *p, object_t *o)
         uint8_t *m = o->map;
 
         switch (p->kind) {
-        case NPF_LEGACY_TORCH_NPU: {
+        case NPF_FWSHM_TORCH_NPU: {
                 uint32_t stamp = torch_npu_stamp(o->stamp, p->mtime_s);
                 /* A save of the same body only restamps it: no reader can see it torn. */
                 if (o->body_gen < p->bytes_gen) {
                         memcpy(m + 4, p->body, p->body_len);
-                        memset(m + 4 + p->body_len, ' ', NPF_LEGACY_SIZE - 4 - p->body_len);
+                        memset(m + 4 + p->body_len, ' ', NPF_FWSHM_SIZE - 4 - p->body_len);
                 }
                 __atomic_store_n((uint32_t *) (void *) m, htole32(stamp), __ATOMIC_RELEASE);
                 o->stamp = stamp;
                 break;
         }
-        case NPF_LEGACY_MINDSPORE_JSON:
+        case NPF_FWSHM_MINDSPORE_JSON:
                 memcpy(m + 1, p->body + 1, p->body_len - 1);
                 m[p->body_len] = 0;
                 __atomic_store_n(&m[0], p->body[0], __ATOMIC_RELEASE);
                 break;
-        case NPF_LEGACY_MINDSPORE_PACKED:
-                memcpy(m, p->body, NPF_LEGACY_MS_PACKED_SIZE - 1);
-                __atomic_store_n(&m[NPF_LEGACY_MS_PACKED_SIZE - 1], p->body[NPF_LEGACY_MS_PACKED_SIZE - 1],
+        case NPF_FWSHM_MINDSPORE_PACKED:
+                memcpy(m, p->body, NPF_FWSHM_MS_PACKED_SIZE - 1);
+                __atomic_store_n(&m[NPF_FWSHM_MS_PACKED_SIZE - 1], p->body[NPF_FWSHM_MS_PACKED_SIZE - 1],
                                  __ATOMIC_RELEASE);
                 break;
         }
@@ -448,29 +448,29 @@ static bool make_body(publisher_t *p, const npf_shm_config_t *c)
         uint8_t *body = NULL;
         size_t len = 0;
 
-        if (p->kind == NPF_LEGACY_MINDSPORE_PACKED) {
+        if (p->kind == NPF_FWSHM_MINDSPORE_PACKED) {
                 /* A broken file changes nothing a job reads: the last good struct stays valid. */
-                if (!c || !(body = malloc(NPF_LEGACY_MS_PACKED_SIZE)))
+                if (!c || !(body = malloc(NPF_FWSHM_MS_PACKED_SIZE)))
                         return false;
-                npf_legacy_mindspore_packed(c, body, p->note);
-                len = NPF_LEGACY_MS_PACKED_SIZE;
+                npf_fwshm_mindspore_packed(c, body, p->note);
+                len = NPF_FWSHM_MS_PACKED_SIZE;
         } else {
                 /* A broken file changes nothing a job reads: the last good one stays. torch_npu's
                  * own monitor would publish {"is_valid": false}, and a job that had not yet read
                  * the good one before it would never see it. */
                 if (!c)
                         return false;
-                json_t *j = p->kind == NPF_LEGACY_TORCH_NPU ? npf_legacy_torch_npu_json(c, p->note)
-                                                            : npf_legacy_mindspore_json(c, p->note);
+                json_t *j = p->kind == NPF_FWSHM_TORCH_NPU ? npf_fwshm_torch_npu_json(c, p->note)
+                                                            : npf_fwshm_mindspore_json(c, p->note);
                 char *s = j ? json_dumps(j, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
                 json_decref(j);
                 if (!s)
                         return false;
                 len = strlen(s);
-                if (len + 5 > NPF_LEGACY_SIZE) {
+                if (len + 5 > NPF_FWSHM_SIZE) {
                         free(s);
                         snprintf(p->note, sizeof(p->note), "the configuration is over %u bytes in this format",
-                                 NPF_LEGACY_SIZE - 5);
+                                 NPF_FWSHM_SIZE - 5);
                         return false;
                 }
                 body = (uint8_t *) s;
@@ -493,7 +493,7 @@ static const struct { uint8_t off, size; } packed_args[] = {
         { 8, 4 }, { 12, 4 }, { 16, 4 }, { 20, 4 }, { 24, 1 }, { 25, 1 }, { 26, 1 },
 };
 
-enum { PACKED_START = 0, PACKED_STOP = 4, PACKED_VALID = NPF_LEGACY_MS_PACKED_SIZE - 1 };
+enum { PACKED_START = 0, PACKED_STOP = 4, PACKED_VALID = NPF_FWSHM_MS_PACKED_SIZE - 1 };
 
 static void packed_store(uint8_t *m, const uint8_t *want, size_t off, size_t size)
 {
@@ -511,7 +511,7 @@ static void packed_store(uint8_t *m, const uint8_t *want, size_t off, size_t siz
  * step_begin, step_end and step() and drops a step whose is_valid is false
  * (mindspore/profiler/dynamic_profiler.py, DynamicProfilerMonitorBase), so a valid
  * configuration is never withdrawn: an aligned store is atomic, and the object moves to the
- * new configuration one field at a time, NPF_LEGACY_PACKED_STEP_MS apart (far longer than
+ * new configuration one field at a time, NPF_FWSHM_PACKED_STEP_MS apart (far longer than
  * a reader's struct.unpack), in an order whose every stage is harmless. A start step that
  * changes is first set to -1 (nothing starts), then the profiler's arguments and the stop
  * step change, and the new start step comes last; a window already started closes at the
@@ -525,7 +525,7 @@ static bool packed_step(publisher_t *p, object_t *o)
         const uint8_t *want = p->body;
         int32_t start, want_start;
 
-        if (memcmp(m, want, NPF_LEGACY_MS_PACKED_SIZE) == 0)
+        if (memcmp(m, want, NPF_FWSHM_MS_PACKED_SIZE) == 0)
                 return false;
         if (__atomic_load_n(&m[PACKED_VALID], __ATOMIC_ACQUIRE) == 0) {
                 memcpy(m, want, PACKED_VALID);
@@ -554,12 +554,12 @@ static bool packed_step(publisher_t *p, object_t *o)
                 packed_store(m, want, PACKED_VALID, 1);
         }
         p->writes++;
-        return memcmp(m, want, NPF_LEGACY_MS_PACKED_SIZE) != 0;
+        return memcmp(m, want, NPF_FWSHM_MS_PACKED_SIZE) != 0;
 }
 
 /* --- the scans -------------------------------------------------------------------------- */
 
-static publisher_t *publisher_of_name(npf_legacy_t *l, const char *name)
+static publisher_t *publisher_of_name(npf_fwshm_t *l, const char *name)
 {
         for (size_t i = 0; i < l->n_pub; i++)
                 if (hour_of_name(&l->pub[i], name) != -1)
@@ -572,7 +572,7 @@ static publisher_t *publisher_of_name(npf_legacy_t *l, const char *name)
  * @name: one we hold, its name maybe removed since, or the one of that name in our shm
  * directory. An object of the same name in another /dev/shm (a container's own) is not.
  */
-static bool is_ours(const npf_legacy_t *l, const publisher_t *p, const char *name, dev_t dev, ino_t ino)
+static bool is_ours(const npf_fwshm_t *l, const publisher_t *p, const char *name, dev_t dev, ino_t ino)
 {
         char path[sizeof(l->shm_dir) + NAME_MAX_ + 2];
         struct stat st;
@@ -585,7 +585,7 @@ static bool is_ours(const npf_legacy_t *l, const publisher_t *p, const char *nam
 }
 
 /* Who maps the objects: /proc/PID/maps of every process that may be read. */
-static void scan_processes(npf_legacy_t *l)
+static void scan_processes(npf_fwshm_t *l)
 {
         DIR *proc = opendir("/proc");
         struct dirent *e;
@@ -618,7 +618,7 @@ static void scan_processes(npf_legacy_t *l)
                         unsigned maj, min;
                         unsigned long ino;
                         /* start-end perms offset major:minor inode path, the numbers in hex but the inode */
-                        if (!p || p->n_procs == NPF_LEGACY_PROCESSES_MAX ||
+                        if (!p || p->n_procs == NPF_FWSHM_PROCESSES_MAX ||
                             sscanf(line, "%*s %*s %*s %x:%x %lu", &maj, &min, &ino) != 3 ||
                             !is_ours(l, p, name, makedev(maj, min), (ino_t) ino))
                                 continue;
@@ -652,7 +652,7 @@ static bool mapped_by_someone(const publisher_t *p, dev_t dev, ino_t ino)
 }
 
 /* Objects of our names that we do not track yet: made by jobs, or by an earlier daemon. */
-static void scan_objects(npf_legacy_t *l, time_t hour)
+static void scan_objects(npf_fwshm_t *l, time_t hour)
 {
         DIR *d = opendir(l->shm_dir);
         struct dirent *e;
@@ -675,7 +675,7 @@ static void scan_objects(npf_legacy_t *l, time_t hour)
 /* --- the tick ----------------------------------------------------------------------------- */
 
 /* One object's turn: write, refresh, or remove it. Return: false when it was let go of. */
-static bool tend(npf_legacy_t *l, publisher_t *p, object_t *o, time_t now, time_t hour, uint64_t now_ns, bool scan)
+static bool tend(npf_fwshm_t *l, publisher_t *p, object_t *o, time_t now, time_t hour, uint64_t now_ns, bool scan)
 {
         if (o->fd < 0) {
                 if (scan && o->hour < hour) {
@@ -686,7 +686,7 @@ static bool tend(npf_legacy_t *l, publisher_t *p, object_t *o, time_t now, time_
                         track(l, p, o->name, o->hour, false);   /* try again */
                 return true;
         }
-        if (p->body_gen && p->kind == NPF_LEGACY_MINDSPORE_PACKED) {
+        if (p->body_gen && p->kind == NPF_FWSHM_MINDSPORE_PACKED) {
                 /* Every tick: a job's own monitor process may have written the struct too. */
                 if (packed_step(p, o))
                         l->packed_owed = true;
@@ -696,7 +696,7 @@ static bool tend(npf_legacy_t *l, publisher_t *p, object_t *o, time_t now, time_
         } else if (p->body_gen && o->body_gen != p->body_gen) {
                 /* A body it holds already (a restamp) is announced anew at once. */
                 if (o->blank || (!o->withdrawn_ns && o->body_gen >= p->bytes_gen) ||
-                    (o->withdrawn_ns && now_ns - o->withdrawn_ns >= (uint64_t) NPF_LEGACY_SETTLE_MS * 1000000u))
+                    (o->withdrawn_ns && now_ns - o->withdrawn_ns >= (uint64_t) NPF_FWSHM_SETTLE_MS * 1000000u))
                         write_body(p, o);
                 else if (!o->withdrawn_ns)
                         withdraw(p, o, now_ns);
@@ -721,21 +721,21 @@ static bool tend(npf_legacy_t *l, publisher_t *p, object_t *o, time_t now, time_
 
 static void on_packed_step(uv_timer_t *t);
 
-/* The stores the packed objects still owe, NPF_LEGACY_PACKED_STEP_MS apart. */
-static void packed_steps(npf_legacy_t *l)
+/* The stores the packed objects still owe, NPF_FWSHM_PACKED_STEP_MS apart. */
+static void packed_steps(npf_fwshm_t *l)
 {
         if (l->packed_owed && !uv_is_active((uv_handle_t *) &l->step_timer))
-                uv_timer_start(&l->step_timer, on_packed_step, NPF_LEGACY_PACKED_STEP_MS, 0);
+                uv_timer_start(&l->step_timer, on_packed_step, NPF_FWSHM_PACKED_STEP_MS, 0);
 }
 
 static void on_packed_step(uv_timer_t *t)
 {
-        npf_legacy_t *l = t->data;
+        npf_fwshm_t *l = t->data;
 
         l->packed_owed = false;
         for (size_t i = 0; i < l->n_pub; i++) {
                 publisher_t *p = &l->pub[i];
-                if (p->kind != NPF_LEGACY_MINDSPORE_PACKED || !p->body_gen)
+                if (p->kind != NPF_FWSHM_MINDSPORE_PACKED || !p->body_gen)
                         continue;
                 for (size_t k = 0; k < p->n_obj; k++) {
                         object_t *o = &p->obj[k];
@@ -751,7 +751,7 @@ static void on_packed_step(uv_timer_t *t)
 }
 
 /* torch_npu's objects of this UTC hour and the next. */
-static void track_utc_hours(npf_legacy_t *l, publisher_t *p, time_t now)
+static void track_utc_hours(npf_fwshm_t *l, publisher_t *p, time_t now)
 {
         char name[NAME_MAX_];
 
@@ -768,7 +768,7 @@ static void track_utc_hours(npf_legacy_t *l, publisher_t *p, time_t now)
  * either direction (dynamic_profiler.py, _check_shm_for_killed), which no object kept for
  * jobs yet to come can promise; the one a job makes is adopted at once and written to.
  */
-static void tick(npf_legacy_t *l, bool force_scan)
+static void tick(npf_fwshm_t *l, bool force_scan)
 {
         uint64_t now_ns = npf_clock_ns(CLOCK_MONOTONIC);
         time_t now = wall_now(l), hour = hour_of(now), next = hour_of(hour + 3600);
@@ -783,13 +783,13 @@ static void tick(npf_legacy_t *l, bool force_scan)
         for (size_t i = 0; i < l->n_pub; i++) {
                 publisher_t *p = &l->pub[i];
                 note_unlinked(p);
-                if (p->kind != NPF_LEGACY_MINDSPORE_PACKED) {
+                if (p->kind != NPF_FWSHM_MINDSPORE_PACKED) {
                         object_name(p, hour, false, name, sizeof(name));
                         track(l, p, name, hour, true);
                         object_name(p, next, false, name, sizeof(name));
                         track(l, p, name, next, true);
                 }
-                if (p->kind == NPF_LEGACY_TORCH_NPU)
+                if (p->kind == NPF_FWSHM_TORCH_NPU)
                         track_utc_hours(l, p, now);
                 for (size_t k = 0; k < p->n_obj;)
                         k += tend(l, p, &p->obj[k], now, hour, now_ns, scan) ? 1 : 0;
@@ -805,7 +805,7 @@ static void on_tick(uv_timer_t *t)
 /* An object of one of our names was made or removed in the shm directory: look now. */
 static void on_dir_event(uv_fs_event_t *h, const char *filename, int events, int status)
 {
-        npf_legacy_t *l = h->data;
+        npf_fwshm_t *l = h->data;
 
         (void) events;
         if (status < 0 || (filename && !publisher_of_name(l, filename)))
@@ -813,15 +813,15 @@ static void on_dir_event(uv_fs_event_t *h, const char *filename, int events, int
         tick(l, true);
 }
 
-int npf_legacy_new(uv_loop_t *loop, const npf_legacy_options_t *o, npf_legacy_t **ret)
+int npf_fwshm_new(uv_loop_t *loop, const npf_fwshm_options_t *o, npf_fwshm_t **ret)
 {
-        npf_legacy_t *l = calloc(1, sizeof(*l));
+        npf_fwshm_t *l = calloc(1, sizeof(*l));
 
         if (!l)
                 return -ENOMEM;
         l->opt = *o;
         if (!l->opt.refresh_s)
-                l->opt.refresh_s = NPF_LEGACY_REFRESH_S_DEFAULT;
+                l->opt.refresh_s = NPF_FWSHM_REFRESH_S_DEFAULT;
         snprintf(l->shm_dir, sizeof(l->shm_dir), "%s", o->shm_dir ? o->shm_dir : "/dev/shm");
         for (size_t k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++)
                 if (o->kinds & kinds[k].bit)
@@ -845,7 +845,7 @@ int npf_legacy_new(uv_loop_t *loop, const npf_legacy_options_t *o, npf_legacy_t 
         return 0;
 }
 
-void npf_legacy_publish(npf_legacy_t *l, const npf_shm_config_t *c, int64_t mtime_s)
+void npf_fwshm_publish(npf_fwshm_t *l, const npf_shm_config_t *c, int64_t mtime_s)
 {
         bool changed = false;
 
@@ -854,7 +854,7 @@ void npf_legacy_publish(npf_legacy_t *l, const npf_shm_config_t *c, int64_t mtim
                 bool fresh = make_body(p, c);
                 /* torch_npu's own monitor stamps every save anew, the same body or not: a job
                  * that started after the last one acts on the next, as it would there. */
-                if (!fresh && c && p->kind == NPF_LEGACY_TORCH_NPU && p->body_gen && mtime_s != p->mtime_s) {
+                if (!fresh && c && p->kind == NPF_FWSHM_TORCH_NPU && p->body_gen && mtime_s != p->mtime_s) {
                         p->body_gen++;
                         fresh = true;
                 }
@@ -872,7 +872,7 @@ void npf_legacy_publish(npf_legacy_t *l, const npf_shm_config_t *c, int64_t mtim
         }
 }
 
-json_t *npf_legacy_status_json(const npf_legacy_t *l)
+json_t *npf_fwshm_status_json(const npf_fwshm_t *l)
 {
         json_t *a = json_array();
 
@@ -885,7 +885,7 @@ json_t *npf_legacy_status_json(const npf_legacy_t *l)
                                               o->body_gen == p->body_gen && p->body_gen, "open_elsewhere", o->in_use);
                         if (o->fd < 0)
                                 json_object_set_new(j, "error", json_string(strerror(o->error)));
-                        if (p->kind == NPF_LEGACY_TORCH_NPU)
+                        if (p->kind == NPF_FWSHM_TORCH_NPU)
                                 json_object_set_new(j, "timestamp", json_integer(o->stamp));
                         json_array_append_new(objs, j);
                 }
@@ -902,7 +902,7 @@ json_t *npf_legacy_status_json(const npf_legacy_t *l)
 
 static void on_handle_closed(uv_handle_t *h)
 {
-        npf_legacy_t *l = h->data;
+        npf_fwshm_t *l = h->data;
 
         if (--l->open_handles > 0)
                 return;
@@ -920,7 +920,7 @@ static void on_handle_closed(uv_handle_t *h)
  * is: left behind, a later torch_npu job would poll it with no one writing, and a MindSpore
  * job would find a stale object. Those that jobs map stay, for them and the next daemon.
  */
-void npf_legacy_close(npf_legacy_t *l)
+void npf_fwshm_close(npf_fwshm_t *l)
 {
         if (!l)
                 return;

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* The configuration in torch_npu's and MindSpore's own formats. */
-#include "conf/legacy.h"
+#include "conf/fwshm.h"
 #include "conf/conf.h"
 
 #include <stdio.h>
@@ -17,7 +17,7 @@ typedef struct window {
 static void note(char *ret_note, const char *what, const char *format)
 {
         if (ret_note && !ret_note[0])
-                snprintf(ret_note, NPF_LEGACY_NOTE_MAX, "%s cannot be said in %s's format: published as off", what,
+                snprintf(ret_note, NPF_FWSHM_NOTE_MAX, "%s cannot be said in %s's format: published as off", what,
                          format);
 }
 
@@ -75,7 +75,7 @@ static json_t *gc_threshold(const npf_shm_args_t *a)
         return a->gc_detect_threshold_us < 0 ? json_null() : json_real((double) a->gc_detect_threshold_us / 1000.0);
 }
 
-json_t *npf_legacy_torch_npu_json(const npf_shm_config_t *c, char *ret_note)
+json_t *npf_fwshm_torch_npu_json(const npf_shm_config_t *c, char *ret_note)
 {
         if (ret_note)
                 ret_note[0] = '\0';
@@ -131,7 +131,7 @@ json_t *npf_legacy_torch_npu_json(const npf_shm_config_t *c, char *ret_note)
         return o;
 }
 
-json_t *npf_legacy_mindspore_json(const npf_shm_config_t *c, char *ret_note)
+json_t *npf_fwshm_mindspore_json(const npf_shm_config_t *c, char *ret_note)
 {
         const npf_shm_args_t *a = &c->args;
 
@@ -139,7 +139,7 @@ json_t *npf_legacy_mindspore_json(const npf_shm_config_t *c, char *ret_note)
                 ret_note[0] = '\0';
         window_t w = window_of(a, false, NPF_STEP_MAX, "MindSpore", ret_note);
         if (w.on && a->rank_filter == NPF_RANKS_LIST && ret_note && !ret_note[0])
-                snprintf(ret_note, NPF_LEGACY_NOTE_MAX, "MindSpore's format has no rank list: every rank collects");
+                snprintf(ret_note, NPF_FWSHM_NOTE_MAX, "MindSpore's format has no rank list: every rank collects");
         json_t *x = extra_of(c);
         json_t *o = json_pack(
                 "{s:I, s:I, s:s, s:s, s:i, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:b, s:o, s:s%, s:o, s:o, s:o, "
@@ -169,7 +169,7 @@ json_t *npf_legacy_mindspore_json(const npf_shm_config_t *c, char *ret_note)
         return o;
 }
 
-void npf_legacy_mindspore_packed(const npf_shm_config_t *c, uint8_t out[NPF_LEGACY_MS_PACKED_SIZE], char *ret_note)
+void npf_fwshm_mindspore_packed(const npf_shm_config_t *c, uint8_t out[NPF_FWSHM_MS_PACKED_SIZE], char *ret_note)
 {
         /* struct.pack("iiiiii????"): six ints, then four bools, no padding. */
         int32_t ints[6] = { 0 };

@@ -12,8 +12,8 @@
  * window that starts at the next step for MindSpore, a window bounded by time, a rank list
  * for MindSpore) is published as the nearest thing it can say, and named in @ret_note.
  */
-#ifndef NPUPROF_CONF_LEGACY_H
-#define NPUPROF_CONF_LEGACY_H
+#ifndef NPUPROF_CONF_FWSHM_H
+#define NPUPROF_CONF_FWSHM_H
 
 #include <jansson.h>
 #include <stdbool.h>
@@ -22,24 +22,24 @@
 
 #include "npuprof/shm.h"
 
-#define NPF_LEGACY_MS_PACKED_SIZE 28u
-#define NPF_LEGACY_NOTE_MAX 160u
+#define NPF_FWSHM_MS_PACKED_SIZE 28u
+#define NPF_FWSHM_NOTE_MAX 160u
 
 /*
  * The JSON for torch_npu (@c NULL: the file is broken, {"is_valid": false}). Return: a new
- * object, or NULL when out of memory. @ret_note (NPF_LEGACY_NOTE_MAX bytes) says what could
+ * object, or NULL when out of memory. @ret_note (NPF_FWSHM_NOTE_MAX bytes) says what could
  * not be said, "" when nothing.
  */
-json_t *npf_legacy_torch_npu_json(const npf_shm_config_t *c, char *ret_note);
+json_t *npf_fwshm_torch_npu_json(const npf_shm_config_t *c, char *ret_note);
 
 /* The JSON for MindSpore's JSON layout; @c must not be NULL. As above. */
-json_t *npf_legacy_mindspore_json(const npf_shm_config_t *c, char *ret_note);
+json_t *npf_fwshm_mindspore_json(const npf_shm_config_t *c, char *ret_note);
 
 /*
  * The packed struct of MindSpore 2.5 into @out, in this machine's byte order, with
  * is_valid false when @c is NULL (and every other field zero).
  */
-void npf_legacy_mindspore_packed(const npf_shm_config_t *c, uint8_t out[NPF_LEGACY_MS_PACKED_SIZE],
+void npf_fwshm_mindspore_packed(const npf_shm_config_t *c, uint8_t out[NPF_FWSHM_MS_PACKED_SIZE],
                                  char *ret_note);
 
-#endif /* NPUPROF_CONF_LEGACY_H */
+#endif /* NPUPROF_CONF_FWSHM_H */
