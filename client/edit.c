@@ -205,7 +205,7 @@ static void print_summary(const edit_cmd_t *c, const char *path, const npf_shm_c
 {
         const npf_shm_args_t *a = &cfg->args;
 
-        printf("%s: wrote %s (%s dialect): ", c->name, path, npf_conf_dialect_name(a->dialect));
+        printf("%s: wrote %s (%s dialect): ", c->name, path, npf_shm_dialect_name(a->dialect));
         if (!a->enabled) {
                 printf("profiling off\n");
                 return;
@@ -216,7 +216,7 @@ static void print_summary(const edit_cmd_t *c, const char *path, const npf_shm_c
                 printf("window steps %" PRId64 "..%" PRId64, a->start_step, a->stop_step);
         if (a->warmup)
                 printf(" (the first %" PRIu64 " warmup)", a->warmup);
-        printf(", level %s, backend %s, ", npf_conf_level_name(a->level), npf_conf_backend_name(a->backend));
+        printf(", level %s, backend %s, ", npf_shm_level_name(a->level), npf_shm_backend_name(a->backend));
         if (a->rank_filter == NPF_RANKS_ALL)
                 printf("every rank\n");
         else
@@ -292,7 +292,7 @@ int npf_cli_edit(const char *socket_path, const char *config_path, const npf_con
                 st.st_uid = getuid();
                 st.st_gid = getgid();
         }
-        json_object_set_new(c.out, "dialect", json_string(npf_conf_dialect_name(dialect)));
+        json_object_set_new(c.out, "dialect", json_string(npf_shm_dialect_name(dialect)));
 
         if (a) {
                 if (npf_conf_write_window(root, dialect, a, err) < 0) {
@@ -320,7 +320,7 @@ int npf_cli_edit(const char *socket_path, const char *config_path, const npf_con
         }
         if (rep->dialect != dialect) {
                 status = refuse(&c, 1, "the edit would turn the %s file into a %s one; %s is unchanged",
-                                npf_conf_dialect_name(dialect), npf_conf_dialect_name(rep->dialect), path);
+                                npf_shm_dialect_name(dialect), npf_shm_dialect_name(rep->dialect), path);
                 goto out;
         }
         /* What the daemon would refuse is not written either: its output directory must be under its root. */

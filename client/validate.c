@@ -83,7 +83,7 @@ static void print_config(const npf_shm_config_t *c)
 
         print_window(&c->args);
         printf("  ranks       %s\n", json_string_value(json_object_get(o, "ranks")));
-        printf("  level       %s, AI Core metrics %s\n", npf_conf_level_name(c->args.level),
+        printf("  level       %s, AI Core metrics %s\n", npf_shm_level_name(c->args.level),
                npf_conf_aic_name(c->args.aic_metrics));
         printf("  activities  ");
         print_list(json_object_get(o, "activities"), "none");
@@ -100,7 +100,7 @@ static void print_config(const npf_shm_config_t *c)
         }
         printf("%s\n", any ? "" : "none");
         printf("  prof_dir    %s\n", c->args.prof_dir_len ? c->prof_dir : "(the daemon's default)");
-        printf("  backend     %s\n", npf_conf_backend_name(c->args.backend));
+        printf("  backend     %s\n", npf_shm_backend_name(c->args.backend));
         if (c->args.extra_len)
                 printf("  extra       %s\n", c->extra);
         json_decref(o);
@@ -133,7 +133,7 @@ static int validate_one(const char *path, bool json, const char *root, npf_shm_c
         }
 
         if (ret == 0) {
-                printf("%s: valid (%s dialect)\n", path, npf_conf_dialect_name(r->dialect));
+                printf("%s: valid (%s dialect)\n", path, npf_shm_dialect_name(r->dialect));
                 print_config(c);
                 print_diags(path, r);
                 return 0;

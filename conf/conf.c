@@ -133,21 +133,6 @@ static const char *name_of(const name_value_t *t, int32_t value)
         return "invalid";
 }
 
-const char *npf_conf_dialect_name(uint32_t dialect)
-{
-        switch (dialect) {
-        case NPF_DIALECT_NATIVE: return "native";
-        case NPF_DIALECT_TORCH_NPU: return "torch_npu";
-        case NPF_DIALECT_MINDSPORE: return "mindspore";
-        default: return "unknown";
-        }
-}
-
-const char *npf_conf_level_name(int32_t level)
-{
-        return level == NPF_LEVEL_NONE ? "LevelNone" : name_of(level_names, level);
-}
-
 const char *npf_conf_level_spelling(int32_t level)
 {
         return name_of(level_names, level);
@@ -172,11 +157,6 @@ int npf_conf_level_parse(const char *s, int32_t *ret_level)
 const char *npf_conf_aic_name(int32_t aic_metrics)
 {
         return name_of(aic_names, aic_metrics);
-}
-
-const char *npf_conf_backend_name(uint32_t backend)
-{
-        return name_of(backend_names, (int32_t) backend);
 }
 
 const char *npf_conf_analyse_name(int32_t analyse_mode)
@@ -1003,7 +983,7 @@ static void parse_object(parse_t *p, const path_t *at, json_t *obj, const key_de
                         warn_at(p, &kp, "unknown key '%s' ignored", name);
                 else if (!read_here)
                         warn_at(p, &kp, "'%s' is %s key, not read in a %s file; ignored", name,
-                                dialects_text(k->dialects), npf_conf_dialect_name(p->dialect));
+                                dialects_text(k->dialects), npf_shm_dialect_name(p->dialect));
                 else
                         k->parse(p, &kp, v, k);
         }
@@ -1624,15 +1604,15 @@ json_t *npf_conf_to_json(const npf_shm_config_t *c)
         if (a->extra_len > 0)
                 extra = json_loads(c->extra, 0, NULL);
         o = json_pack("{s:s, s:o, s:s, s:s, s:o, s:s, s:o, s:o, s:s, s:o, s:s%, s:o, s:o}",
-                      "dialect", npf_conf_dialect_name(a->dialect),
+                      "dialect", npf_shm_dialect_name(a->dialect),
                       "window", window,
-                      "level", npf_conf_level_name(a->level),
+                      "level", npf_shm_level_name(a->level),
                       "aic_metrics", npf_conf_aic_name(a->aic_metrics),
                       "activities", mask_names(a->activities, activity_names),
                       "analyse", npf_conf_analyse_name(a->analyse_mode),
                       "export_type", mask_names(a->export_type, export_names),
                       "host_sys", mask_names(a->host_sys, host_sys_names),
-                      "backend", npf_conf_backend_name(a->backend),
+                      "backend", npf_shm_backend_name(a->backend),
                       "ranks", ranks_string(c),
                       "prof_dir", c->prof_dir, (size_t) a->prof_dir_len,
                       "switches", switches,
@@ -1661,7 +1641,7 @@ json_t *npf_conf_report_to_json(const npf_conf_report_t *report)
 {
         return json_pack("{s:b, s:o, s:o, s:o, s:I, s:I}",
                          "valid", report->n_errors == 0,
-                         "dialect", report->dialect ? json_string(npf_conf_dialect_name(report->dialect)) : json_null(),
+                         "dialect", report->dialect ? json_string(npf_shm_dialect_name(report->dialect)) : json_null(),
                          "errors", diags_to_json(report->errors, report->n_errors),
                          "warnings", diags_to_json(report->warnings, report->n_warnings),
                          "error_count", (json_int_t) report->n_errors,

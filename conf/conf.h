@@ -115,10 +115,7 @@ const char *npf_conf_level_spelling(int32_t level);
  */
 int npf_conf_ranks_parse(const char *s, npf_shm_config_t *ret_config, char *err);
 
-const char *npf_conf_dialect_name(uint32_t dialect);
-const char *npf_conf_level_name(int32_t level);
 const char *npf_conf_aic_name(int32_t aic_metrics);
-const char *npf_conf_backend_name(uint32_t backend);
 const char *npf_conf_analyse_name(int32_t analyse_mode);
 
 #endif /* NPUPROF_CONF_H */

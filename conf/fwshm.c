@@ -94,7 +94,7 @@ json_t *npf_fwshm_torch_npu_json(const npf_shm_config_t *c, char *ret_note)
                         json_array_append_new(ranks, json_integer(r));
         json_t *experimental = json_pack(
                 "{s:s, s:s, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o}",
-                "profiler_level", a->level == NPF_LEVEL_NONE ? "Level_none" : npf_conf_level_name(a->level),
+                "profiler_level", a->level == NPF_LEVEL_NONE ? "Level_none" : npf_shm_level_name(a->level),
                 "aic_metrics", npf_conf_aic_name(a->aic_metrics),
                 "l2_cache", flag(a, NPF_FLAG_L2_CACHE),
                 "op_attr", flag(a, NPF_FLAG_OP_ATTR),
@@ -147,7 +147,7 @@ json_t *npf_fwshm_mindspore_json(const npf_shm_config_t *c, char *ret_note)
                 "start_step", (json_int_t) (w.on ? w.start : -1),
                 "stop_step", (json_int_t) (w.on ? w.stop : -1),
                 "aic_metrics", npf_conf_aic_name(a->aic_metrics),
-                "profiler_level", npf_conf_level_name(a->level),
+                "profiler_level", npf_shm_level_name(a->level),
                 "analyse_mode", (int) a->analyse_mode,
                 "activities", npf_conf_mask_json("activities", a->activities),
                 "export_type", npf_conf_mask_json("export_type", a->export_type),

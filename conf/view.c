@@ -59,7 +59,7 @@ json_t *npf_view_config(const npf_shm_ctl_t *ctl)
                       "state", file_state_name(st.file_state),
                       "error", error,
                       "error_count", (json_int_t) st.error_count,
-                      "dialect", c->args.generation ? json_string(npf_conf_dialect_name(c->args.dialect)) : json_null(),
+                      "dialect", c->args.generation ? json_string(npf_shm_dialect_name(c->args.dialect)) : json_null(),
                       "window", window,
                       "ranks", ranks ? ranks : json_string("all"));
         free(c);

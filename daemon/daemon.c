@@ -164,7 +164,7 @@ static void on_config(npf_watch_t *w, const npf_watch_result_t *res, void *data)
                                 npf_windows_note_prof_dir(&d->windows, gen, res->config->prof_dir);
                                 describe_window(res->config, what, sizeof(what));
                                 npf_log(LOG_NOTICE, (int64_t) gen, NPF_LOG_NONE, "published generation %" PRIu64
-                                        " (%s dialect): %s", gen, npf_conf_dialect_name(res->config->args.dialect), what);
+                                        " (%s dialect): %s", gen, npf_shm_dialect_name(res->config->args.dialect), what);
                         }
                 }
                 if (d->fwshm)

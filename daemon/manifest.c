@@ -17,7 +17,7 @@ int npf_manifest_write_lost(int dfd, const npf_window_record_t *rec, const char 
                 .stop_step = rec->stop_step,
                 .warmup = -1,
                 .last_step = rec->last_step,
-                .backend = rec->backend == NPF_BACKEND_AUTO ? "none" : npf_conf_backend_name(rec->backend),
+                .backend = rec->backend == NPF_BACKEND_AUTO ? "none" : npf_shm_backend_name(rec->backend),
                 .complete = false,
                 .started_unix_ms = rec->state_ns ? (int64_t) (rec->state_ns / 1000000u) : -1,
                 .ended_unix_ms = (int64_t) (rec->ended_ns / 1000000u),

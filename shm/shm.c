@@ -580,20 +580,3 @@ int npf_shm_read_status(const npf_shm_ctl_t *ctl, npf_shm_status_t *ret_status)
         }
         return -EAGAIN;
 }
-
-const char *npf_shm_window_state_name(uint32_t state)
-{
-        static const char *const names[NPF_WINDOW__COUNT] = {
-                [NPF_WINDOW_IDLE] = "idle",
-                [NPF_WINDOW_ARMED] = "armed",
-                [NPF_WINDOW_COLLECTING] = "collecting",
-                [NPF_WINDOW_FLUSHING] = "flushing",
-                [NPF_WINDOW_DONE] = "done",
-                [NPF_WINDOW_MISSED] = "missed",
-                [NPF_WINDOW_FAILED] = "failed",
-                [NPF_WINDOW_FILTERED] = "filtered",
-                [NPF_WINDOW_LOST] = "lost",
-        };
-
-        return state < NPF_WINDOW__COUNT ? names[state] : "invalid";
-}

@@ -2167,15 +2167,15 @@ static void test_names(void **state)
 {
         (void) state;
 
-        assert_string_equal(npf_conf_dialect_name(NPF_DIALECT_NATIVE), "native");
-        assert_string_equal(npf_conf_dialect_name(NPF_DIALECT_TORCH_NPU), "torch_npu");
-        assert_string_equal(npf_conf_dialect_name(NPF_DIALECT_MINDSPORE), "mindspore");
-        assert_string_equal(npf_conf_dialect_name(0), "unknown");
-        assert_string_equal(npf_conf_level_name(NPF_LEVEL_NONE), "LevelNone");
-        assert_string_equal(npf_conf_level_name(NPF_LEVEL_2), "Level2");
+        assert_string_equal(npf_shm_dialect_name(NPF_DIALECT_NATIVE), "native");
+        assert_string_equal(npf_shm_dialect_name(NPF_DIALECT_TORCH_NPU), "torch_npu");
+        assert_string_equal(npf_shm_dialect_name(NPF_DIALECT_MINDSPORE), "mindspore");
+        assert_string_equal(npf_shm_dialect_name(0), "unknown");
+        assert_string_equal(npf_shm_level_name(NPF_LEVEL_NONE), "LevelNone");
+        assert_string_equal(npf_shm_level_name(NPF_LEVEL_2), "Level2");
         assert_string_equal(npf_conf_aic_name(NPF_AIC_MEMORY_UB), "MemoryUB");
         assert_string_equal(npf_conf_aic_name(99), "invalid");
-        assert_string_equal(npf_conf_backend_name(NPF_BACKEND_ACL), "acl");
+        assert_string_equal(npf_shm_backend_name(NPF_BACKEND_ACL), "acl");
         assert_string_equal(npf_conf_analyse_name(NPF_ANALYSE_OFF), "off");
 }
 

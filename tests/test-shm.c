@@ -585,6 +585,23 @@ static void test_window_state_names(void **state)
                 assert_string_not_equal(npf_shm_window_state_name(s), "invalid");
 }
 
+/* Every enumerator of the ABI has its name; a value outside has none. */
+static void test_enum_names(void **state)
+{
+        (void) state;
+        assert_string_equal(npf_shm_dialect_name(NPF_DIALECT_TORCH_NPU), "torch_npu");
+        assert_string_equal(npf_shm_dialect_name(4), "unknown");
+        assert_string_equal(npf_shm_dialect_name(UINT32_MAX), "unknown");
+        for (int32_t l = NPF_LEVEL_NONE; l <= NPF_LEVEL_2; l++)
+                assert_string_not_equal(npf_shm_level_name(l), "invalid");
+        assert_string_equal(npf_shm_level_name(NPF_LEVEL_0), "Level0");
+        assert_string_equal(npf_shm_level_name(-2), "invalid");
+        assert_string_equal(npf_shm_level_name(3), "invalid");
+        assert_string_equal(npf_shm_backend_name(NPF_BACKEND_AUTO), "auto");
+        assert_string_equal(npf_shm_backend_name(NPF_BACKEND_HOST), "host");
+        assert_string_equal(npf_shm_backend_name(3), "invalid");
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -608,6 +625,7 @@ int main(void)
                 cmocka_unit_test(test_name_check),
                 cmocka_unit_test_setup_teardown(test_unlink, setup, teardown),
                 cmocka_unit_test(test_window_state_names),
+                cmocka_unit_test(test_enum_names),
         };
         return cmocka_run_group_tests_name("shm", tests, NULL, NULL);
 }

@@ -443,6 +443,15 @@ static inline uint64_t npf_shm_generation(const npf_shm_ctl_t *ctl)
         return atomic_load_explicit((_Atomic uint64_t *) &ctl->config_seq, memory_order_acquire) >> 1;
 }
 
+/*
+ * The canonical names of the segment's enumerations, as the protocol, the logs and the
+ * manifests say them: "native", "torch_npu", "mindspore"; "LevelNone" to "Level2"; "auto",
+ * "acl", "host"; "idle" to "lost". A value outside its enumeration is "unknown" (a dialect)
+ * or "invalid".
+ */
+const char *npf_shm_dialect_name(uint32_t dialect);
+const char *npf_shm_level_name(int32_t level);
+const char *npf_shm_backend_name(uint32_t backend);
 const char *npf_shm_window_state_name(uint32_t state);
 
 /* ABI layout. Offsets are part of the contract; a change bumps NPF_SHM_ABI_VERSION. */
