@@ -80,7 +80,7 @@ def this_hour(prefix):
     return hour_name(prefix, time.time())
 
 
-# --- the frameworks' readers, from the formats of issue 7 ---------------------------------
+# --- the frameworks' readers, from the formats they document --------------------------------
 
 def attach(name):
     """SharedMemory(name) as the frameworks open it: read-write, never created here."""
