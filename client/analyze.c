@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 #include "client/analyze.h"
+#include "lib/proc.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -27,25 +28,6 @@ static void help(void)
                "Exit: the analyzer's: 0 report written, 1 PATH could not be analysed (the reason is\n"
                "on stderr), 2 usage, 3 out of memory; %d when npuprof-replay cannot be run.\n",
                NPF_ANALYZER_PATH, NPF_EXIT_NO_ANALYZER);
-}
-
-/* The npuprof-replay next to this program into @buf. Return: true if there is one to run. */
-static bool sibling(char *buf, size_t len)
-{
-        char self[PATH_MAX];
-        ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-        char *slash;
-
-        if (n <= 0)
-                return false;
-        self[n] = '\0';
-        slash = strrchr(self, '/');
-        if (!slash)
-                return false;
-        *slash = '\0';
-        if ((size_t) snprintf(buf, len, "%s/npuprof-replay", self) >= len)
-                return false;
-        return access(buf, X_OK) == 0;
 }
 
 int npf_cli_analyze(int argc, char **argv)
@@ -86,7 +68,7 @@ int npf_cli_analyze(int argc, char **argv)
                 fprintf(stderr, "npuprofctl analyze: -o takes a directory\n");
                 return 2;
         }
-        if (!sibling(path, sizeof(path)))
+        if (npf_proc_sibling("npuprof-replay", path, sizeof(path)) < 0)
                 snprintf(path, sizeof(path), "%s", NPF_ANALYZER_PATH);
         args[n++] = path;
         if (outdir) {

@@ -89,12 +89,14 @@ static void write_entry(const entry_t *e)
                 sd_journal_sendv(iov, n);
                 return;
         }
+        /* RFC 3339 local time with its offset, so that nodes' logs in other zones read side by side. */
         struct tm tm;
-        char when[32];
+        char when[32], zone[8];
         localtime_r(&e->when.tv_sec, &tm);
         strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%S", &tm);
-        fprintf(stderr, "%s.%03ld npuprofd %s: %s%s%s%s%s\n", when, e->when.tv_nsec / 1000000,
-                level[e->priority & 7], e->msg, gen[0] ? " generation=" : "", gen, rk[0] ? " rank=" : "", rk);
+        strftime(zone, sizeof(zone), "%z", &tm);
+        fprintf(stderr, "%s.%03ld%.3s:%.2s npuprofd %s: %s%s%s%s%s\n", when, e->when.tv_nsec / 1000000, zone,
+                zone + 3, level[e->priority & 7], e->msg, gen[0] ? " generation=" : "", gen, rk[0] ? " rank=" : "", rk);
 }
 
 static void write_dropped(uint64_t dropped)

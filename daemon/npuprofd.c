@@ -6,12 +6,14 @@
 #include "daemon/log.h"
 #include "daemon/metricsfile.h"
 #include "lib/outroot.h"
+#include "lib/proc.h"
 #include "npuprof/protocol.h"
 #include "npuprof/shm.h"
 #include "conf/view.h"
 
 #include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <grp.h>
 #include <signal.h>
 #include <stdio.h>
@@ -59,7 +61,7 @@ static void usage(FILE *f)
                 "Every window that ends done is analysed by npuprof-replay in a child process, into\n"
                 "WINDOW/analysis (report.json, report.txt, memory.svg), or $STATE_DIRECTORY/analysis/\n"
                 "when the daemon may not write into the window directory:\n"
-                "  --analyzer PATH        the analyzer (default %s)\n"
+                "  --analyzer PATH        the analyzer (default: npuprof-replay beside npuprofd, else %s)\n"
                 "  --analyze-jobs N       analyses at once, the others wait (default %u, at most %u);\n"
                 "                         0: no analysis\n"
                 "  --analyze-timeout S    kill an analysis after S seconds, wall clock; also its CPU\n"
@@ -227,7 +229,11 @@ int main(int argc, char **argv)
                         .shm_dir = "/dev/shm",
                 },
         };
-        char err[NPF_SHM_ERR_MAX];
+        char err[NPF_SHM_ERR_MAX], sibling[PATH_MAX];
+
+        /* The analyzer beside this daemon (a build tree, the same bin directory) before the installed one. */
+        if (npf_proc_sibling("npuprof-replay", sibling, sizeof(sibling)) == 0)
+                o.analyze.analyzer = sibling;
         static char root[NPF_SHM_PATH_MAX];
         uint64_t ms;
         long long n;

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -191,4 +192,22 @@ int npf_proc_find_lock_holders(int fd, npf_proc_lock_query_t *q, size_t n)
         }
         closedir(d);
         return found;
+}
+
+int npf_proc_sibling(const char *name, char *buf, size_t len)
+{
+        char self[PATH_MAX];
+        ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+        char *slash;
+
+        if (n <= 0)
+                return n < 0 ? -errno : -ENOENT;
+        self[n] = '\0';
+        slash = strrchr(self, '/');
+        if (!slash)
+                return -ENOENT;
+        *slash = '\0';
+        if ((size_t) snprintf(buf, len, "%s/%s", self, name) >= len)
+                return -ENAMETOOLONG;
+        return access(buf, X_OK) < 0 ? -errno : 0;
 }

@@ -3,6 +3,7 @@
 #ifndef NPUPROF_LIB_PROC_H
 #define NPUPROF_LIB_PROC_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -52,5 +53,13 @@ typedef struct npf_proc_lock_query {
  * started at a wanted time: for the daemon's sweep, not for a per-step path.
  */
 int npf_proc_find_lock_holders(int fd, npf_proc_lock_query_t *q, size_t n);
+
+/*
+ * npf_proc_sibling() - the program @name in the directory of the caller's own executable
+ * (/proc/self/exe), as a build tree or an installed bin directory holds npuprof's programs
+ * side by side. Return: 0 and its path in @buf (@len bytes) when it is there and may be
+ * run; -ENOENT (or the error of access(2)) when it is not; -ENAMETOOLONG.
+ */
+int npf_proc_sibling(const char *name, char *buf, size_t len);
 
 #endif /* NPUPROF_LIB_PROC_H */

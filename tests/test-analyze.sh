@@ -9,8 +9,9 @@
 # An analysis is held where a test needs it running: a FIFO stands in for the window's
 # manifest.json (which the analyzer reads into its report, after it listed the inputs and
 # before it reads them), so that the real analyzer blocks in open(2) until the test writes
-# the manifest into the FIFO, signals the analyzer, or lets the time limit kill it. The FIFO is put in place after
-# the rank wrote its window and before the daemon sees the window end: such a test runs the
+# the manifest into the FIFO, signals the analyzer, or lets the time limit kill it. The FIFO
+# is put in place after the rank wrote its window and before the daemon sees the window
+# end: such a test runs the
 # daemon with a sweep period of a day, so that only a request (`windows`) sweeps, and its
 # first request comes after the ranks have ended and the FIFOs are in place. (A daemon with
 # no rank attached also sweeps every 10 s of its own: the ranks of such a test run and end
@@ -297,6 +298,21 @@ t_off() {
         check "off: no analyzer ran" test "$(grep -c 'analysing' "$log")" = 0
 }
 
+# --- a daemon run from the build tree analyses with the analyzer beside it -----------------
+
+t_beside() {
+        ( ulimit -c 0; exec "$npuprofd" --config "$conf" --shm-name "$shm" --socket "$sock" --log stderr \
+                --output-root "$root" --poll-interval 100 "${mem_opts[@]}" ) 2>>"$log" &
+        dpid=$!
+        all_pids+=("$dpid") test_pids+=("$dpid")
+        wait_for ctl status >/dev/null 2>&1 || { fail "beside: the daemon did not start" "$(diag)"; return; }
+        check "beside: without --analyzer, the analyzer is the npuprof-replay beside npuprofd" \
+                jw "o['analysis']['analyzer'] == '$analyzer'"
+        train 1
+        eventually "beside: the window's analysis is done" jw "A(1).get('state') == 'done'"
+        check "beside: its report is written" test -s "$(window 1)/analysis/report.json"
+}
+
 # A window whose rank named no directory cannot be analysed, and says so.
 t_no_directory() {
         start_daemon "${mem_opts[@]}" || { fail "no directory: the daemon did not start" "$(diag)"; return; }
@@ -378,6 +394,7 @@ run t_time_limit
 run t_memory_limit
 run t_stop_while_running
 run t_off
+run t_beside
 run t_no_directory
 run t_state_directory
 run t_ctl_analyze
