@@ -87,14 +87,14 @@ NPUPROFCTL_OBJS := $(BUILD)/client/npuprofctl.o $(BUILD)/client/validate.o $(BUI
                    $(BUILD)/conf/write.o $(SHM_OBJS) $(BUILD)/lib/atomicfile.o
 
 # npuprof-replay: the analyzer, a program of its own that the daemon runs on each window.
-REPLAY_CORE_OBJS := $(BUILD)/replay/input.o $(BUILD)/replay/value.o $(BUILD)/replay/pickle.o $(BUILD)/replay/jsontree.o \
-                    $(BUILD)/replay/intern.o \
+REPLAY_CORE_OBJS := $(BUILD)/replay/input.o $(BUILD)/replay/value.o $(BUILD)/replay/pickle.o \
+                    $(BUILD)/replay/pickle-batch.o $(BUILD)/replay/jsontree.o $(BUILD)/replay/intern.o \
                     $(BUILD)/replay/snapshot.o $(BUILD)/replay/replay.o $(BUILD)/replay/analysis.o \
                     $(BUILD)/replay/beside.o
 # The analyses run the static plan on a thread of their own.
 REPLAY_LIBS := $(JANSSON_LIBS) -lm -pthread
 # The charts (memory.svg, the cluster chart): no dependency beyond libc.
-SVG_OBJS := $(BUILD)/replay/svg.o
+SVG_OBJS := $(BUILD)/replay/svg.o $(BUILD)/replay/svg-memory.o $(BUILD)/replay/svg-ranks.o
 # Chrome trace analysis (the host backend's trace.json, torch.profiler's); jsonpos places its errors.
 TRACE_OBJS := $(BUILD)/replay/trace.o $(BUILD)/replay/input.o $(BUILD)/replay/intern.o $(BUILD)/lib/jsonpos.o
 TRACE_LIBS := $(JANSSON_LIBS) -lm
@@ -255,8 +255,8 @@ $(BUILD)/tests/test-svg: $(BUILD)/tests/test-svg.o $(SVG_OBJS)
 	$(CC) $(LDFLAGS) -o $@ $^ $(CMOCKA_LIBS)
 
 # A document of 9,500 trace entries, too large to keep in the header: CPython writes it.
-$(BUILD)/tests/test-pickle: $(BUILD)/tests/test-pickle.o $(BUILD)/replay/pickle.o $(BUILD)/replay/value.o \
-                            $(BUILD)/replay/beside.o | $(BUILD)/tests/handoff.pkl
+$(BUILD)/tests/test-pickle: $(BUILD)/tests/test-pickle.o $(BUILD)/replay/pickle.o $(BUILD)/replay/pickle-batch.o \
+                            $(BUILD)/replay/value.o $(BUILD)/replay/beside.o | $(BUILD)/tests/handoff.pkl
 	$(CC) $(LDFLAGS) -o $@ $^ $(CMOCKA_LIBS) $(JANSSON_LIBS) -pthread
 $(BUILD)/tests/test-pickle.o: CPPFLAGS += -DNPF_PICKLE_HANDOFF='"$(CURDIR)/$(BUILD)/tests/handoff.pkl"'
 $(BUILD)/tests/handoff.pkl: tests/gen-pickle-fixtures.py
@@ -341,15 +341,17 @@ FUZZ_TRACE_SRCS := tests/fuzz/fuzz-trace.c replay/trace.c replay/input.c replay/
 $(FUZZ_TRACE): $(FUZZ_TRACE_SRCS) replay/trace.h replay/input.h replay/intern.h lib/jsonpos.h
 	@mkdir -p $(dir $@)
 	$(CLANG) $(FUZZ_FLAGS) -o $@ $(FUZZ_TRACE_SRCS) $(JANSSON_LIBS) -lm
-FUZZ_PICKLE_SRCS := tests/fuzz/fuzz-pickle.c replay/pickle.c replay/value.c replay/beside.c
-$(FUZZ_PICKLE): $(FUZZ_PICKLE_SRCS) replay/pickle.h replay/input.h replay/value.h replay/beside.h
+FUZZ_PICKLE_SRCS := tests/fuzz/fuzz-pickle.c replay/pickle.c replay/pickle-batch.c replay/value.c replay/beside.c
+$(FUZZ_PICKLE): $(FUZZ_PICKLE_SRCS) replay/pickle.h replay/pickle-batch.h replay/pickle-internal.h replay/input.h \
+                replay/value.h replay/beside.h
 	@mkdir -p $(dir $@)
 	$(CLANG) $(FUZZ_FLAGS) -o $@ $(FUZZ_PICKLE_SRCS) $(JANSSON_LIBS) -pthread
 
-FUZZ_SNAPSHOT_SRCS := tests/fuzz/fuzz-snapshot.c replay/snapshot.c replay/input.c replay/pickle.c replay/jsontree.c \
-                      replay/value.c replay/intern.c replay/replay.c replay/analysis.c replay/beside.c
-$(FUZZ_SNAPSHOT): $(FUZZ_SNAPSHOT_SRCS) replay/snapshot.h replay/input.h replay/pickle.h replay/jsontree.h replay/value.h replay/intern.h \
-                  replay/replay.h replay/analysis.h replay/beside.h
+FUZZ_SNAPSHOT_SRCS := tests/fuzz/fuzz-snapshot.c replay/snapshot.c replay/input.c replay/pickle.c replay/pickle-batch.c \
+                      replay/jsontree.c replay/value.c replay/intern.c replay/replay.c replay/analysis.c replay/beside.c
+$(FUZZ_SNAPSHOT): $(FUZZ_SNAPSHOT_SRCS) replay/snapshot.h replay/input.h replay/pickle.h replay/pickle-batch.h \
+                  replay/pickle-internal.h replay/jsontree.h replay/value.h replay/intern.h replay/replay.h \
+                  replay/analysis.h replay/beside.h
 	@mkdir -p $(dir $@)
 	$(CLANG) $(FUZZ_FLAGS) -o $@ $(FUZZ_SNAPSHOT_SRCS) $(REPLAY_LIBS)
 

@@ -5,7 +5,7 @@
 #include "replay/replay.h"
 #include "replay/report.h"
 #include "replay/snapshot.h"
-#include "replay/svg.h"
+#include "replay/svg-ranks.h"
 #include "replay/trace.h"
 
 #include <dirent.h>

@@ -12,7 +12,6 @@
 #include "replay/input.h"
 #include "replay/report.h"
 #include "replay/snapshot.h"
-#include "replay/svg.h"
 #include "replay/trace.h"
 
 #include <dirent.h>

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* report.txt for snapshots, timeline.csv and memory.svg. */
 #include "replay/report.h"
+#include "replay/svg-memory.h"
 #include "replay/svg.h"
 
 #include <errno.h>

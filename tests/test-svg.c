@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* The charts: well-formed SVG, peaks kept through downsampling, axes, escaping, the rank chart. */
+#include "replay/svg-memory.h"
+#include "replay/svg-ranks.h"
 #include "replay/svg.h"
 
 #include <errno.h>
