@@ -38,7 +38,8 @@ endif
 ifeq ($(SANITIZER),thread)
 SAN_FLAGS += -Wno-tsan
 # A race ends the process that has it, as ASan and UBSan end theirs: the suite then fails.
-CHECK_ENV := TSAN_OPTIONS=halt_on_error=1
+# tests/tsan.supp says what is suppressed, and why.
+CHECK_ENV := TSAN_OPTIONS=halt_on_error=1:suppressions=$(CURDIR)/tests/tsan.supp
 endif
 
 WARN := -Wall -Wextra -Wformat=2 -Wmissing-prototypes -Wstrict-prototypes -Wshadow \

@@ -151,11 +151,11 @@ max_step() {
 # twice what reading the steps took: everything the test does from that reading until the
 # ranks read the edit (saving, waiting, restarting a daemon) slows down as the reading does,
 # so a loaded machine gets a longer lead, and the window checks wait as much longer.
-lead_ms=0
+lead_ms=0 ahead_step=0
 ahead() {
         local t s took
         t=$(now_ms)
-        s=$(max_step "$1") || return 1
+        s=$(max_step "$1") || { echo "     the steps of nodes $1 could not be read"; return 1; }
         took=$(($(now_ms) - t))
         lead_ms=$(($2 + 2 * took))
         ahead_step=$((s + lead_ms / STEP_MS))
