@@ -114,9 +114,12 @@ static void bucket_points(const npf_svg_panel_t *p, const xmap_t *m, bucket_t *b
 }
 
 /*
- * The outline of one series through its columns, at most three points a column: a step at
- * the height the previous column ended with when columns were skipped, then the column's
- * extremes in the order they happened. Return: the number of points in @pts.
+ * The outline of one series through its columns, at most four points a column: a step at
+ * the height the previous column ended with when columns were skipped, the column's
+ * extremes in the order they happened, then the value it ended with, so that whatever rose
+ * and fell within one column is drawn inside it and never leans into the next (a spike of
+ * microseconds in the first column of a 100 s chart is a line, not a triangle).
+ * Return: the number of points in @pts.
  */
 static size_t outline(const bucket_t *b, const bool *used, size_t cols, const npf_svg_axis_t *a, double plot_y,
                       point_t *pts)
@@ -129,15 +132,21 @@ static size_t outline(const bucket_t *b, const bool *used, size_t cols, const np
                 double x = col_px(c), ylo = y_px((double) b[c].lo, a, plot_y), yhi = y_px((double) b[c].hi, a, plot_y);
                 if (prev != SIZE_MAX && c > prev + 1)
                         pts[n++] = (point_t) { x, y_px((double) b[prev].last, a, plot_y) };
-                if (b[c].lo == b[c].hi)
+                uint64_t ended_at;
+                if (b[c].lo == b[c].hi) {
                         pts[n++] = (point_t) { x, ylo };
-                else if (b[c].ilo < b[c].ihi) {
+                        ended_at = b[c].lo;
+                } else if (b[c].ilo < b[c].ihi) {
                         pts[n++] = (point_t) { x, ylo };
                         pts[n++] = (point_t) { x, yhi };
+                        ended_at = b[c].hi;
                 } else {
                         pts[n++] = (point_t) { x, yhi };
                         pts[n++] = (point_t) { x, ylo };
+                        ended_at = b[c].lo;
                 }
+                if (b[c].last != ended_at)
+                        pts[n++] = (point_t) { x, y_px((double) b[c].last, a, plot_y) };
                 prev = c;
         }
         return n;
@@ -285,7 +294,7 @@ static int draw_panel(npf_svg_t *w, const npf_svg_panel_t *p, double y, size_t p
         }
         b = calloc(m.cols * p->n_series, sizeof(*b));
         used = calloc(m.cols, sizeof(*used));
-        pts = calloc(3 * m.cols, sizeof(*pts));
+        pts = calloc(4 * m.cols, sizeof(*pts));
         if (!b || !used || !pts)
                 goto fail;
         bucket_points(p, &m, b, used);

@@ -363,6 +363,65 @@ static void test_downsample_keeps_spike(void **state)
         free(y);
 }
 
+/*
+ * A spike of microseconds in the first pixel column of a chart of 100 s rises and falls in
+ * that column: the line goes up and straight back down at the same x, and nowhere is it a
+ * ramp into the next column. The same for a spike in a column of the middle.
+ */
+static void test_spike_in_one_column_is_no_ramp(void **state)
+{
+        enum { N = 2000 };
+        static const size_t at[] = { 1, 1001 };
+        uint64_t *y = calloc(N, sizeof(*y));
+        double *t = calloc(N, sizeof(*t));
+
+        (void) state;
+        assert_non_null(y);
+        assert_non_null(t);
+        for (size_t k = 0; k < N_OF(at); k++) {
+                for (size_t i = 0; i < N; i++) {
+                        y[i] = 64 * MiB;
+                        t[i] = (double) i * 50000.0;    /* every 50 ms: 100 s in all */
+                }
+                y[at[k]] = 464 * MiB;                   /* 400 MiB more for 4 us */
+                t[at[k]] = t[at[k] - 1] + 2;
+                t[at[k] + 1] = t[at[k]] + 4;
+                npf_svg_series_t s[] = { { "allocated", y } };
+                npf_svg_panel_t p = { .n = N, .time_us = t, .series = s, .n_series = 1, .has_peak = true,
+                                      .peak_index = at[k] };
+                doc_t d = memory_chart("spike", &p, 1);
+                assert_int_equal(d.rc, 0);
+                char *path = attr_of(d.text, "p0-s0-line", "d");
+                assert_non_null(path);
+                double xs[4 * 1000], ys[4 * 1000], top = 1e9;
+                size_t n = 0, peak = 0;
+                for (char *q = path; *q && n < N_OF(xs);) {
+                        if (*q != 'M' && *q != 'L') {
+                                q++;
+                                continue;
+                        }
+                        xs[n] = strtod(q + 1, &q);
+                        ys[n] = strtod(q + 1, &q);
+                        if (ys[n] < top)
+                                top = ys[n], peak = n;
+                        n++;
+                }
+                free(path);
+                /* Up and down at the one x of the column, then level at the height before it. */
+                assert_true(peak > 0 && peak + 1 < n);
+                if (xs[peak - 1] != xs[peak] || xs[peak + 1] != xs[peak] || ys[peak + 1] != ys[peak - 1])
+                        fail_msg("spike at %zu: (%g,%g) (%g,%g) (%g,%g): not straight up and down", at[k], xs[peak - 1],
+                                 ys[peak - 1], xs[peak], ys[peak], xs[peak + 1], ys[peak + 1]);
+                for (size_t i = 0; i + 1 < n; i++)
+                        if (xs[i + 1] != xs[i] && ys[i + 1] != ys[i] && (i == peak || i + 1 == peak))
+                                fail_msg("spike at %zu: a ramp from (%g,%g) to (%g,%g)", at[k], xs[i], ys[i], xs[i + 1],
+                                         ys[i + 1]);
+                free(d.text);
+        }
+        free(y);
+        free(t);
+}
+
 /* A few points are drawn as steps: each value holds until the next event. */
 static void test_few_points_are_steps(void **state)
 {
@@ -640,6 +699,7 @@ int main(void)
                 cmocka_unit_test(test_well_formed_with_panels),
                 cmocka_unit_test(test_peak_label),
                 cmocka_unit_test(test_downsample_keeps_spike),
+                cmocka_unit_test(test_spike_in_one_column_is_no_ramp),
                 cmocka_unit_test(test_few_points_are_steps),
                 cmocka_unit_test(test_event_ticks),
                 cmocka_unit_test(test_time_ticks),
