@@ -252,6 +252,21 @@ static int draw_marks(npf_svg_t *w, const npf_svg_panel_t *p, const xmap_t *m, d
 }
 
 /* A panel's legend: each series with its largest value, then the marks with their count. */
+/*
+ * The earlier series that series @s lies on in some pixel column (the same lowest,
+ * highest and last value there), which its line would hide: SIZE_MAX when none.
+ */
+static size_t covers(const bucket_t *b, const bool *used, size_t cols, size_t s)
+{
+        for (size_t t = 0; t < s; t++)
+                for (size_t c = 0; c < cols; c++) {
+                        const bucket_t *x = &b[s * cols + c], *y = &b[t * cols + c];
+                        if (used[c] && x->lo == y->lo && x->hi == y->hi && x->last == y->last)
+                                return t;
+                }
+        return SIZE_MAX;
+}
+
 static void panel_legend(npf_svg_t *w, const npf_svg_panel_t *p, const bucket_t *b, const bool *used, size_t cols,
                          double y)
 {
@@ -259,12 +274,19 @@ static void panel_legend(npf_svg_t *w, const npf_svg_panel_t *p, const bucket_t 
 
         for (size_t s = 0; s < p->n_series; s++) {
                 uint64_t max = 0;
-                char name[4 * 40 + 4], label[sizeof(name) + 40];
+                size_t under = covers(b, used, cols, s);
+                char name[4 * 40 + 4], under_name[sizeof(name)], label[2 * sizeof(name) + 60];
                 for (size_t c = 0; c < cols; c++)
                         if (used[c] && b[s * cols + c].hi > max)
                                 max = b[s * cols + c].hi;
                 npf_svg_cut(p->series[s].name ? p->series[s].name : "series", 40, name);
-                snprintf(label, sizeof(label), "%s (max %s)", name, npf_svg_bytes(max).s);
+                if (under == SIZE_MAX)
+                        snprintf(label, sizeof(label), "%s (max %s)", name, npf_svg_bytes(max).s);
+                else
+                        snprintf(label, sizeof(label), "%s (max %s; dashed over %s where equal)", name,
+                                 npf_svg_bytes(max).s,
+                                 npf_svg_cut(p->series[under].name ? p->series[under].name : "series", 40,
+                                             under_name));
                 x = npf_svg_legend_item(w, x, y, palette[s].fill, palette[s].line, NULL, label);
         }
         if (p->n_marks > 0) {
@@ -325,13 +347,15 @@ static int draw_panel(npf_svg_t *w, const npf_svg_panel_t *p, double y, size_t p
         panel_x_axis(w, &m, plot_y);
         npf_svg_printf(w, "<text transform=\"translate(18,%s) rotate(-90)\" text-anchor=\"middle\">memory</text>\n",
                        npf_svg_px(plot_y + NPF_SVG_PLOT_H / 2.0).s);
+        /* A line that lies on an earlier one is dashed, so that where they are equal both show. */
         for (size_t s = 0; s < p->n_series; s++) {
                 size_t n = outline(b + s * m.cols, used, m.cols, &a, plot_y, pts);
+                bool dashed = covers(b, used, m.cols, s) != SIZE_MAX;
                 npf_svg_printf(w, "<path id=\"p%zu-s%zu-line\" d=\"", panel, s);
                 out_points(w, pts, n);
                 npf_svg_printf(w, "\" fill=\"none\" stroke=\"%s\" stroke-width=\"1.5\" stroke-linejoin=\"round\" "
-                                  "stroke-linecap=\"round\"/>\n",
-                               palette[s].line);
+                                  "stroke-linecap=\"round\"%s/>\n",
+                               palette[s].line, dashed ? " stroke-dasharray=\"6 4\"" : "");
         }
         if (p->n_marks > 0) {
                 r = draw_marks(w, p, &m, plot_y, panel);

@@ -422,6 +422,34 @@ static void test_spike_in_one_column_is_no_ramp(void **state)
         free(t);
 }
 
+/* active equal to allocated would hide it: its line is dashed where it lies on it, and the legend says so. */
+static void test_equal_series_both_show(void **state)
+{
+        uint64_t allocated[] = { 100 * MiB, 300 * MiB, 200 * MiB }, active[] = { 100 * MiB, 300 * MiB, 250 * MiB },
+                 reserved[] = { 512 * MiB, 512 * MiB, 512 * MiB };
+        npf_svg_series_t s[] = { { "allocated", allocated }, { "active", active }, { "reserved", reserved } };
+        npf_svg_panel_t p = { .n = 3, .series = s, .n_series = 3 };
+
+        (void) state;
+        doc_t d = memory_chart("equal", &p, 1);
+        assert_int_equal(d.rc, 0);
+        char *dash = attr_of(d.text, "p0-s1-line", "stroke-dasharray");
+        assert_non_null(dash);
+        free(dash);
+        assert_null(attr_of(d.text, "p0-s0-line", "stroke-dasharray"));
+        assert_null(attr_of(d.text, "p0-s2-line", "stroke-dasharray"));
+        /* Whole lines: reserved, on nothing, says nothing of it. */
+        expect_texts(&d, TEXTS("active (max 300.0 MiB; dashed over allocated where equal)", "reserved (max 512.0 MiB)"),
+                     NULL);
+
+        /* Never equal: solid. */
+        active[0] = 150 * MiB;
+        active[1] = 350 * MiB;
+        d = memory_chart("unequal", &p, 1);
+        assert_null(attr_of(d.text, "p0-s1-line", "stroke-dasharray"));
+        expect_texts(&d, TEXTS("active (max 350.0 MiB)"), NULL);
+}
+
 /* A few points are drawn as steps: each value holds until the next event. */
 static void test_few_points_are_steps(void **state)
 {
@@ -529,7 +557,9 @@ static void test_escaping(void **state)
         expect_line(lines, "</text><script>alert(1)</script>");
         expect_line(lines, "<b>&\"all'ocated\" (max 2 B)");
         expect_line(lines, "peak 2 B <b>&\"all'ocated\" at event 1");
-        expect_line(lines, "bad \xef\xbf\xbd\xef\xbf\xbd utf-8 \xef\xbf\xbd here (max 2 B)");
+        /* Its values are the first series': the name of the series it lies on is escaped too. */
+        expect_line(lines, "bad \xef\xbf\xbd\xef\xbf\xbd utf-8 \xef\xbf\xbd here (max 2 B; dashed over "
+                           "<b>&\"all'ocated\" where equal)");
         /* A very long name is cut, with an ellipsis. */
         assert_null(strstr(lines, long_name));
         assert_non_null(strstr(lines, "xxxxxxxxxx\xe2\x80\xa6"));
@@ -700,6 +730,7 @@ int main(void)
                 cmocka_unit_test(test_peak_label),
                 cmocka_unit_test(test_downsample_keeps_spike),
                 cmocka_unit_test(test_spike_in_one_column_is_no_ramp),
+                cmocka_unit_test(test_equal_series_both_show),
                 cmocka_unit_test(test_few_points_are_steps),
                 cmocka_unit_test(test_event_ticks),
                 cmocka_unit_test(test_time_ticks),
