@@ -654,6 +654,7 @@ json_t *npf_analysis_device(const npf_snapshot_t *s, const npf_replay_t *r, cons
         uint64_t action_bytes[NPF_MEM__COUNT] = { 0 };
         json_t *d = json_object(), *acts = json_object(), *oom = json_array(), *issues = json_array();
         bool timed = false;
+        int64_t first_time = INT64_MAX;
         int64_t peak_alloc, peak_active, peak_reserved;
         size_t *leak_idx = NULL, n_leaks = 0;
         plan_job_t job = { .r = r };
@@ -666,7 +667,11 @@ json_t *npf_analysis_device(const npf_snapshot_t *s, const npf_replay_t *r, cons
                 const npf_mem_event_t *e = &r->events[i];
                 actions[e->action]++;
                 action_bytes[e->action] += e->size;
-                timed |= e->time_us != NPF_TIME_UNKNOWN;
+                if (e->time_us != NPF_TIME_UNKNOWN) {
+                        timed = true;
+                        if (e->time_us < first_time)
+                                first_time = e->time_us;
+                }
                 if (e->action == NPF_MEM_OOM && json_array_size(oom) < o->top)
                         json_array_append_new(oom, json_pack("{s:I,s:o,s:o,s:o,s:o}", "index", (json_int_t) i, "size",
                                                              u64(e->size), "device_free", u64(e->addr), "time_us",
@@ -684,6 +689,7 @@ json_t *npf_analysis_device(const npf_snapshot_t *s, const npf_replay_t *r, cons
         json_object_set_new(d, "device", json_integer(r->device));
         json_object_set_new(d, "events", json_integer((json_int_t) r->n));
         json_object_set_new(d, "timed", json_boolean(timed));
+        json_object_set_new(d, "first_time_us", timed ? json_integer(first_time) : json_null());
         json_object_set_new(d, "actions", acts);
         json_object_set_new(d, "start", json_pack("{s:o,s:o,s:o}", "allocated", u64(r->start_allocated), "active",
                                                   u64(r->start_active), "reserved", u64(r->start_reserved)));

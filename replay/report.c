@@ -9,6 +9,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 const char *npf_report_bytes(uint64_t v, char *buf)
 {
@@ -42,7 +43,25 @@ static void frames_text(FILE *f, const json_t *frames, size_t max, const char *i
         }
 }
 
-static void peak_line(FILE *f, const char *what, const json_t *p)
+/*
+ * " at +12.3 s (2026-01-14 09:46:27.920 UTC)": the time @t_us of an event as an offset
+ * from @first_us, the device's first recorded time, and as a date where it is one (a trace
+ * times its events in microseconds since the epoch; a count from elsewhere gets no date).
+ */
+static void time_words(FILE *f, int64_t t_us, int64_t first_us)
+{
+        char day[24], date[48] = "";
+        time_t secs = (time_t) (t_us / 1000000);
+        struct tm tm;
+
+        if (t_us >= INT64_C(946684800000000) && gmtime_r(&secs, &tm)) {     /* from 2000 on */
+                strftime(day, sizeof(day), "%Y-%m-%d %H:%M:%S", &tm);
+                snprintf(date, sizeof(date), " (%s.%03d UTC)", day, (int) (t_us / 1000 % 1000));
+        }
+        fprintf(f, " at +%s%s", npf_svg_duration((double) (t_us - first_us)).s, date);
+}
+
+static void peak_line(FILE *f, const char *what, const json_t *p, const json_t *first)
 {
         char b[24], idx[32];
         const json_t *i = json_object_get(p, "index"), *t = json_object_get(p, "time_us");
@@ -53,8 +72,8 @@ static void peak_line(FILE *f, const char *what, const json_t *p)
                         json_string_value(json_object_get(p, "action")));
         else
                 fprintf(f, " before the first event");
-        if (json_is_integer(t))
-                fprintf(f, " at %" JSON_INTEGER_FORMAT " us", json_integer_value(t));
+        if (json_is_integer(t) && json_is_integer(first))
+                time_words(f, json_integer_value(t), json_integer_value(first));
         fputc('\n', f);
 }
 
@@ -110,9 +129,9 @@ static void device_text(FILE *f, const json_t *d)
         fprintf(f, "%s%s\n", *sep == ',' ? ")" : "", json_is_true(json_object_get(d, "timed")) ? "" : "; no times recorded");
 
         x = json_object_get(d, "peak");
-        peak_line(f, "allocated", json_object_get(x, "allocated"));
-        peak_line(f, "active", json_object_get(x, "active"));
-        peak_line(f, "reserved", json_object_get(x, "reserved"));
+        peak_line(f, "allocated", json_object_get(x, "allocated"), json_object_get(d, "first_time_us"));
+        peak_line(f, "active", json_object_get(x, "active"), json_object_get(d, "first_time_us"));
+        peak_line(f, "reserved", json_object_get(x, "reserved"), json_object_get(d, "first_time_us"));
         x = json_object_get(d, "start");
         fprintf(f, "  Before the trace allocated %s, active %s, reserved %s\n", npf_report_bytes(num(x, "allocated"), a),
                 npf_report_bytes(num(x, "active"), b), npf_report_bytes(num(x, "reserved"), c));
@@ -153,9 +172,12 @@ static void device_text(FILE *f, const json_t *d)
                 fprintf(f, "\n  Fragmentation at the allocated peak: reserved %s, allocated %s, unallocated %s (%.1f%%)\n",
                         npf_report_bytes(res, a), npf_report_bytes(num(x, "allocated"), b), npf_report_bytes(un, c),
                         res ? 100.0 * (double) un / (double) res : 0.0);
-                fprintf(f, "    free ranges in the segments %s, the largest %s (%.1f%% of free memory)\n",
-                        npf_report_bytes(num(x, "free_bytes"), a), npf_report_bytes(num(x, "largest_free"), b),
-                        100.0 * json_real_value(json_object_get(x, "largest_free_ratio")));
+                if (num(x, "free_bytes") == 0)
+                        fprintf(f, "    no free range in the segments\n");
+                else
+                        fprintf(f, "    free ranges in the segments %s, the largest %s (%.1f%% of free memory)\n",
+                                npf_report_bytes(num(x, "free_bytes"), a), npf_report_bytes(num(x, "largest_free"), b),
+                                100.0 * json_real_value(json_object_get(x, "largest_free_ratio")));
         }
 
         x = json_object_get(d, "segment_churn");

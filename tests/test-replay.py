@@ -1026,7 +1026,34 @@ def test_times_and_free_delay():
     ref = Ref(s, 0)
     eq("times: the reference replay agrees on the delays", sorted(ref.delays), [1, 2, 3, 4, 10])
     compare_with_ref("times", d, ref, r.timeline(0))
-    check("at 1040 us" in r.txt, "times: report.txt gives the peak's time")
+    line = txt_line(r.txt, "Peak allocated")
+    check(line is not None and line.endswith(" at +40 us") and "1040" not in line,
+          "times: report.txt gives the peak's time from the first event's, not the raw microseconds", line)
+
+    # Times since the epoch, as traces record them: an offset and a date.
+    t0 = 1768383987920985
+    for i, e in enumerate(events):
+        e["time_us"] = t0 + 250000 * i
+    r = analyse("epoch times", snapshot([seg(S, 0x10000, [blk(S, 0x5000), blk(S + 0x5000, 512, "active_pending_free"),
+                                                         blk(S + 0x5200, 0xae00)])], events), 5)
+    if r is not None:
+        line = txt_line(r.txt, "Peak allocated")
+        check(line is not None and line.endswith(" at +1 s (2026-01-14 09:46:28.920 UTC)"),
+              "epoch times: report.txt gives the peak's offset and its date", line)
+
+
+def test_full_segments():
+    """At the allocated peak every byte reserved is allocated: report.txt says there is no
+    free range, not "0 B ... (100.0% of free memory)"."""
+    S = 0x20000
+    s = snapshot([seg(S, 4096, [blk(S, 4096, "active_allocated")])], [ev("alloc", S, 4096)])
+    r = analyse("full", s, 5)
+    if r is None:
+        return
+    fr = r.devices()[0]["fragmentation"]
+    eq("full: no free bytes at the peak", (fr["free_bytes"], fr["largest_free"]), (0, 0))
+    check("no free range in the segments" in r.txt and "of free memory" not in r.txt,
+          "full: report.txt says there is no free range", txt_line(r.txt, "free ranges") or txt_line(r.txt, "no free"))
 
 
 def test_plan():
@@ -1308,7 +1335,7 @@ def main():
         return 1
     try:
         for t in (test_real, test_actions, test_expandable, test_workspace, test_inconsistencies, test_ghosts,
-                  test_leaks, test_top_sites, test_peak_state, test_legacy, test_times_and_free_delay, test_plan, test_plan_order, test_plan_many_live, test_streams, test_two_devices,
+                  test_leaks, test_top_sites, test_peak_state, test_legacy, test_times_and_free_delay, test_full_segments, test_plan, test_plan_order, test_plan_many_live, test_streams, test_two_devices,
                   test_hostile, test_progress, test_forms):
             try:
                 t()
