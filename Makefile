@@ -6,7 +6,7 @@
 #   make bench                fast-path figures, against a baseline measured in the same run
 #   make fuzz                 fuzz the configuration, request, pickle, snapshot and trace readers (FUZZ_SECONDS=60 each)
 #   make SANITIZER=address|undefined|thread check
-#   make install PREFIX=/usr/local DESTDIR=
+#   make install PREFIX=/usr/local DESTDIR= [LIBDIR=]   (make uninstall, the same)
 
 PREFIX     ?= /usr/local
 BINDIR     ?= $(PREFIX)/bin
@@ -14,11 +14,15 @@ SBINDIR    ?= $(PREFIX)/sbin
 PYTHON     ?= /usr/bin/python3
 # Where Debian's python3 looks: /usr/lib/python3/dist-packages, /usr/local/lib/python3.X/dist-packages
 PYTHONDIR  ?= $(if $(filter /usr,$(PREFIX)),$(PREFIX)/lib/python3/dist-packages,$(PREFIX)/lib/python$(shell $(PYTHON) -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null || echo 3)/dist-packages)
-LIBDIR     ?= $(PREFIX)/lib
+# Debian's multiarch directory where the prefix is /usr, as its packages install libraries.
+MULTIARCH  := $(shell dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null)
+LIBDIR     ?= $(PREFIX)/lib$(if $(and $(filter /usr,$(PREFIX)),$(MULTIARCH)),/$(MULTIARCH))
+PKGCONFIGDIR ?= $(LIBDIR)/pkgconfig
 INCLUDEDIR ?= $(PREFIX)/include
 MANDIR     ?= $(PREFIX)/share/man
 SYSCONFDIR ?= /etc
-UNITDIR    ?= /lib/systemd/system
+# Where systemd looks for units, as its pkg-config file says.
+UNITDIR    ?= $(or $(shell pkg-config --variable=systemdsystemunitdir systemd 2>/dev/null),/lib/systemd/system)
 SYSUSERSDIR ?= /usr/lib/sysusers.d
 TMPFILESDIR ?= /usr/lib/tmpfiles.d
 DESTDIR    ?=
@@ -27,6 +31,8 @@ CLANG      ?= clang
 SANITIZER  ?=
 FUZZ_SECONDS ?= 60
 FUZZ_CHECK_SECONDS ?= 15
+
+VERSION := $(shell sed -n 's/^\#define NPUPROF_VERSION *"\(.*\)"/\1/p' include/npuprof/protocol.h)
 
 BUILD := build
 ifneq ($(SANITIZER),)
@@ -142,7 +148,7 @@ FUZZ_PICKLE := build/fuzz/fuzz-pickle
 FUZZ_SNAPSHOT := build/fuzz/fuzz-snapshot
 FUZZ_PROTO := build/fuzz/fuzz-proto
 
-.PHONY: all check demo bench fuzz fuzz-check install clean help
+.PHONY: all check demo bench fuzz fuzz-check install uninstall clean help
 all: $(PROGRAMS)
 
 $(BUILD)/%.o: %.c
@@ -391,11 +397,15 @@ install: all install-systemd
 	install -m 0644 docs/libnpuprof.3 $(DESTDIR)$(MANDIR)/man3/
 	install -m 0644 docs/profiler_config.json.5 $(DESTDIR)$(MANDIR)/man5/
 	install -m 0644 docs/npuprofd.8 $(DESTDIR)$(MANDIR)/man8/
-	install -d $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCLUDEDIR)/npuprof
-	install -m 0755 $(BUILD)/libnpuprof.so $(DESTDIR)$(LIBDIR)/libnpuprof.so.0
+	install -d $(DESTDIR)$(LIBDIR) $(DESTDIR)$(PKGCONFIGDIR) $(DESTDIR)$(INCLUDEDIR)/npuprof
+	install -m 0755 $(BUILD)/libnpuprof.so $(DESTDIR)$(LIBDIR)/libnpuprof.so.$(VERSION)
+	ln -sf libnpuprof.so.$(VERSION) $(DESTDIR)$(LIBDIR)/libnpuprof.so.0
 	ln -sf libnpuprof.so.0 $(DESTDIR)$(LIBDIR)/libnpuprof.so
 	install -m 0644 $(BUILD)/libnpuprof.a $(DESTDIR)$(LIBDIR)/
 	install -m 0755 $(BUILD)/libnpuprof-heap.so $(DESTDIR)$(LIBDIR)/
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|' \
+		-e 's|@VERSION@|$(VERSION)|' rank/libnpuprof.pc.in > $(DESTDIR)$(PKGCONFIGDIR)/libnpuprof.pc
+	chmod 0644 $(DESTDIR)$(PKGCONFIGDIR)/libnpuprof.pc
 	install -d $(DESTDIR)$(PYTHONDIR)/npuprof
 	install -m 0644 python/npuprof/__init__.py python/npuprof/_lib.py python/npuprof/torch.py \
 		$(DESTDIR)$(PYTHONDIR)/npuprof/
@@ -413,6 +423,25 @@ install-systemd:
 		install -m 0644 systemd/etc/npuprofd.conf $(DESTDIR)$(SYSCONFDIR)/npuprof/npuprofd.conf
 	test -e $(DESTDIR)$(SYSCONFDIR)/npuprof/profiler_config.json || \
 		install -m 0644 systemd/etc/profiler_config.json $(DESTDIR)$(SYSCONFDIR)/npuprof/profiler_config.json
+
+# What install put, and nothing else: not an operator's /etc/npuprof, not a directory.
+uninstall:
+	rm -f $(DESTDIR)$(BINDIR)/npuprofctl $(DESTDIR)$(BINDIR)/npuprof-replay $(DESTDIR)$(SBINDIR)/npuprofd
+	rm -f $(DESTDIR)$(MANDIR)/man1/npuprofctl.1 $(DESTDIR)$(MANDIR)/man1/npuprof-replay.1 \
+		$(DESTDIR)$(MANDIR)/man3/libnpuprof.3 $(DESTDIR)$(MANDIR)/man5/profiler_config.json.5 \
+		$(DESTDIR)$(MANDIR)/man8/npuprofd.8
+	rm -f $(DESTDIR)$(LIBDIR)/libnpuprof.so.$(VERSION) $(DESTDIR)$(LIBDIR)/libnpuprof.so.0 \
+		$(DESTDIR)$(LIBDIR)/libnpuprof.so $(DESTDIR)$(LIBDIR)/libnpuprof.a $(DESTDIR)$(LIBDIR)/libnpuprof-heap.so \
+		$(DESTDIR)$(PKGCONFIGDIR)/libnpuprof.pc
+	rm -f $(DESTDIR)$(INCLUDEDIR)/npuprof/shm.h $(DESTDIR)$(INCLUDEDIR)/npuprof/rank.h \
+		$(DESTDIR)$(INCLUDEDIR)/npuprof/protocol.h
+	-rmdir $(DESTDIR)$(INCLUDEDIR)/npuprof 2>/dev/null
+	rm -f $(DESTDIR)$(PYTHONDIR)/npuprof/__init__.py $(DESTDIR)$(PYTHONDIR)/npuprof/_lib.py \
+		$(DESTDIR)$(PYTHONDIR)/npuprof/torch.py
+	rm -rf $(DESTDIR)$(PYTHONDIR)/npuprof/__pycache__
+	-rmdir $(DESTDIR)$(PYTHONDIR)/npuprof 2>/dev/null
+	rm -f $(DESTDIR)$(UNITDIR)/npuprofd.service $(DESTDIR)$(UNITDIR)/npuprofd.socket \
+		$(DESTDIR)$(SYSUSERSDIR)/npuprof.conf $(DESTDIR)$(TMPFILESDIR)/npuprof.conf
 
 clean:
 	rm -rf build
