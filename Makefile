@@ -395,6 +395,7 @@ install: all install-systemd
 	install -m 0755 $(BUILD)/npuprofd $(DESTDIR)$(SBINDIR)/
 	install -m 0644 docs/npuprofctl.1 docs/npuprof-replay.1 $(DESTDIR)$(MANDIR)/man1/
 	install -m 0644 docs/libnpuprof.3 $(DESTDIR)$(MANDIR)/man3/
+	for f in $(RANK_API); do echo '.so man3/libnpuprof.3' > $(DESTDIR)$(MANDIR)/man3/$$f.3; done
 	install -m 0644 docs/profiler_config.json.5 $(DESTDIR)$(MANDIR)/man5/
 	install -m 0644 docs/npuprofd.8 $(DESTDIR)$(MANDIR)/man8/
 	install -d $(DESTDIR)$(LIBDIR) $(DESTDIR)$(PKGCONFIGDIR) $(DESTDIR)$(INCLUDEDIR)/npuprof
@@ -424,12 +425,16 @@ install-systemd:
 	test -e $(DESTDIR)$(SYSCONFDIR)/npuprof/profiler_config.json || \
 		install -m 0644 systemd/etc/profiler_config.json $(DESTDIR)$(SYSCONFDIR)/npuprof/profiler_config.json
 
+# The rank API's functions, each a name of libnpuprof(3) for man.
+RANK_API := npf_rank_open npf_rank_step npf_rank_step_call npf_rank_fail npf_rank_info npf_rank_close \
+            npf_rank_close_after_fork
+
 # What install put, and nothing else: not an operator's /etc/npuprof, not a directory.
 uninstall:
 	rm -f $(DESTDIR)$(BINDIR)/npuprofctl $(DESTDIR)$(BINDIR)/npuprof-replay $(DESTDIR)$(SBINDIR)/npuprofd
 	rm -f $(DESTDIR)$(MANDIR)/man1/npuprofctl.1 $(DESTDIR)$(MANDIR)/man1/npuprof-replay.1 \
 		$(DESTDIR)$(MANDIR)/man3/libnpuprof.3 $(DESTDIR)$(MANDIR)/man5/profiler_config.json.5 \
-		$(DESTDIR)$(MANDIR)/man8/npuprofd.8
+		$(DESTDIR)$(MANDIR)/man8/npuprofd.8 $(RANK_API:%=$(DESTDIR)$(MANDIR)/man3/%.3)
 	rm -f $(DESTDIR)$(LIBDIR)/libnpuprof.so.$(VERSION) $(DESTDIR)$(LIBDIR)/libnpuprof.so.0 \
 		$(DESTDIR)$(LIBDIR)/libnpuprof.so $(DESTDIR)$(LIBDIR)/libnpuprof.a $(DESTDIR)$(LIBDIR)/libnpuprof-heap.so \
 		$(DESTDIR)$(PKGCONFIGDIR)/libnpuprof.pc

@@ -33,6 +33,9 @@ check "the static library, the heap tracker, the headers and the man pages are t
         -a -f "$dest/usr/include/npuprof/rank.h" -a -f "$dest/usr/share/man/man3/libnpuprof.3" \
         -a -f "$dest/usr/sbin/npuprofd" -a -f "$dest/usr/bin/npuprofctl"
 
+check "man npf_rank_open finds libnpuprof(3)" \
+        sh -c "man -M '$dest/usr/share/man' 3 npf_rank_open 2>/dev/null | grep -q 'LIBNPUPROF(3)'"
+
 pc() { PKG_CONFIG_SYSROOT_DIR=$dest PKG_CONFIG_LIBDIR=$dest$libdir/pkgconfig:/usr/lib/$(dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null)/pkgconfig:/usr/share/pkgconfig pkg-config "$@"; }
 check "pkg-config knows libnpuprof $version" test "$(pc --modversion libnpuprof)" = "$version"
 check "its static flags name the private dependencies" sh -c "echo '$(pc --static --libs libnpuprof)' | grep -q -- -ljansson"
