@@ -71,7 +71,8 @@ static int by_size_desc(const void *a, const void *b, void *lives)
 static json_t *life_json(const npf_snapshot_t *s, const npf_replay_t *r, const npf_replay_life_t *l,
                          const npf_analysis_opts_t *o)
 {
-        json_t *j = json_pack("{s:o,s:o,s:o,s:o,s:o,s:o,s:o}", "addr", hex(l->addr), "size", u64(l->size), "stream",
+        json_t *j = json_pack("{s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o}", "addr", hex(l->addr), "size", u64(l->size),
+                              "block_size", u64(l->footprint), "stream",
                               u64(l->stream), "allocated_at", index_json(l->alloc), "free_requested_at",
                               index_json(l->free_requested), "allocated_time_us", time_of(r, l->alloc), "frames",
                               npf_analysis_stack(s, l->stack, o->max_frames));
@@ -85,7 +86,7 @@ static json_t *ranked(const npf_snapshot_t *s, const npf_replay_t *r, const npf_
                       bool (*keep)(const npf_replay_life_t *l, int64_t at), int64_t at, size_t **ret_idx, size_t *ret_n)
 {
         size_t *idx = malloc((r->n_lives + 1) * sizeof(*idx)), n = 0;
-        uint64_t bytes = 0;
+        uint64_t bytes = 0, requested = 0;
         json_t *blocks, *j;
 
         if (!idx)
@@ -93,13 +94,15 @@ static json_t *ranked(const npf_snapshot_t *s, const npf_replay_t *r, const npf_
         for (size_t i = 0; i < r->n_lives; i++)
                 if (keep(&r->lives[i], at)) {
                         idx[n++] = i;
-                        bytes += r->lives[i].size;
+                        bytes += r->lives[i].footprint;
+                        requested += r->lives[i].size;
                 }
         qsort_r(idx, n, sizeof(*idx), by_size_desc, r->lives);
         blocks = json_array();
         for (size_t i = 0; i < n && i < o->top; i++)
                 json_array_append_new(blocks, life_json(s, r, &r->lives[idx[i]], o));
-        j = json_pack("{s:I,s:o,s:o}", "count", (json_int_t) n, "bytes", u64(bytes), "blocks", blocks);
+        j = json_pack("{s:I,s:o,s:o,s:o}", "count", (json_int_t) n, "bytes", u64(bytes), "requested", u64(requested),
+                      "blocks", blocks);
         if (ret_idx) {
                 *ret_idx = idx;
                 *ret_n = n;
@@ -691,15 +694,37 @@ json_t *npf_analysis_device(const npf_snapshot_t *s, const npf_replay_t *r, cons
         json_object_set_new(d, "timed", json_boolean(timed));
         json_object_set_new(d, "first_time_us", timed ? json_integer(first_time) : json_null());
         json_object_set_new(d, "actions", acts);
-        json_object_set_new(d, "start", json_pack("{s:o,s:o,s:o}", "allocated", u64(r->start_allocated), "active",
-                                                  u64(r->start_active), "reserved", u64(r->start_reserved)));
-        json_object_set_new(d, "dump", json_pack("{s:o,s:o,s:o,s:I}", "allocated", u64(r->dump_allocated), "active",
-                                                 u64(r->dump_active), "reserved", u64(r->dump_reserved), "segments",
-                                                 (json_int_t) r->dump_segments));
-        json_object_set_new(d, "peak", json_pack("{s:o,s:o,s:o}",
+        json_object_set_new(d, "start", json_pack("{s:o,s:o,s:o,s:o,s:o}", "allocated", u64(r->start_allocated),
+                                                  "requested", u64(r->start_requested), "active", u64(r->start_active),
+                                                  "active_requested", u64(r->start_active_requested), "reserved",
+                                                  u64(r->start_reserved)));
+        json_object_set_new(d, "dump", json_pack("{s:o,s:o,s:o,s:o,s:o,s:I}", "allocated", u64(r->dump_allocated),
+                                                 "requested", u64(r->dump_requested), "active", u64(r->dump_active),
+                                                 "active_requested", u64(r->dump_active_requested), "reserved",
+                                                 u64(r->dump_reserved), "segments", (json_int_t) r->dump_segments));
+        int64_t peak_requested;
+        json_object_set_new(d, "peak", json_pack("{s:o,s:o,s:o,s:o}",
                                                  "allocated", peak_json(r, r->allocated, r->start_allocated, &peak_alloc),
+                                                 "requested", peak_json(r, r->requested, r->start_requested, &peak_requested),
                                                  "active", peak_json(r, r->active, r->start_active, &peak_active),
                                                  "reserved", peak_json(r, r->reserved, r->start_reserved, &peak_reserved)));
+        /* The allocator's rounding: what the blocks hold beyond what was asked, at the allocated peak and at dump. */
+        uint64_t pa = peak_alloc < 0 ? r->start_allocated : r->allocated[peak_alloc];
+        uint64_t pr = peak_alloc < 0 ? r->start_requested : r->requested[peak_alloc];
+        size_t live_blocks, obeying;
+        npf_rounding_t rule = npf_replay_rounding(s, &live_blocks, &obeying);
+        json_object_set_new(d, "rounding", json_pack("{s:s?,s:I,s:I,s:I,s:I,s:{s:o,s:o,s:o},s:{s:o,s:o,s:o}}",
+                                                     "rule", npf_rounding_name(rule),
+                                                     "live_blocks", (json_int_t) live_blocks,
+                                                     "obeying", (json_int_t) obeying,
+                                                     "inferred", (json_int_t) r->inferred_sizes,
+                                                     "unsized", (json_int_t) r->unsized,
+                                                     "at_peak", "allocated", u64(pa), "requested", u64(pr),
+                                                     "waste", u64(pa > pr ? pa - pr : 0),
+                                                     "at_dump", "allocated", u64(r->dump_allocated), "requested",
+                                                     u64(r->dump_requested), "waste",
+                                                     u64(r->dump_allocated > r->dump_requested
+                                                             ? r->dump_allocated - r->dump_requested : 0)));
         json_object_set_new(d, "live_at_peak", ranked(s, r, o, allocated_at, peak_alloc, NULL, NULL));
         json_t *leaks = ranked(s, r, o, leaked, (int64_t) r->workspace_events, &leak_idx, &n_leaks);
         if (leaks)

@@ -160,7 +160,9 @@ typedef struct undo {
         segs_t segs;
         npf_replay_life_t *lives;
         size_t n_lives, cap_lives;
-        uint64_t allocated, active, reserved;
+        uint64_t allocated, requested, active, active_requested, reserved;     /* as npf_replay_t says */
+        npf_rounding_t rounding;
+        size_t inferred, unsized;
         bool strict, record;
         char *err;
 } undo_t;
@@ -217,9 +219,12 @@ static int add_block(undo_t *u, npf_replay_life_t l, bool pending)
                 return 1;
         if (map_put(&u->blocks, l.addr, ((uint64_t) id + 1) | (pending ? PENDING : 0)) < 0)
                 return -ENOMEM;
-        u->active += l.size;
-        if (!pending)
-                u->allocated += l.size;
+        u->active += l.footprint;
+        u->active_requested += l.size;
+        if (!pending) {
+                u->allocated += l.footprint;
+                u->requested += l.size;
+        }
         return 0;
 }
 
@@ -267,9 +272,11 @@ static int undo_event(undo_t *u, size_t i)
                                 return r;
                         l->free_requested = (int64_t) i;
                 } else {
-                        u->allocated -= l->size;
+                        u->allocated -= l->footprint;
+                        u->requested -= l->size;
                 }
-                u->active -= l->size;
+                u->active -= l->footprint;
+                u->active_requested -= l->size;
                 l->alloc = (int64_t) i;
                 if (e->stack)
                         l->stack = e->stack;
@@ -287,7 +294,8 @@ static int undo_event(undo_t *u, size_t i)
                 s->life &= ~PENDING;
                 l = &u->lives[s->life - 1];
                 l->free_requested = (int64_t) i;
-                u->allocated += l->size;
+                u->allocated += l->footprint;
+                u->requested += l->size;
                 return 0;
         case NPF_MEM_FREE_COMPLETED:
         case NPF_MEM_FREE: {
@@ -296,7 +304,8 @@ static int undo_event(undo_t *u, size_t i)
                         /* The free's stack is where it was freed: the site is unknown until
                          * its alloc event, if it has one, says (torch_npu's gradients, made by
                          * the autograd engine, have none and would all be put down to zero_grad). */
-                        .addr = e->addr, .size = e->size, .footprint = e->size, .stream = e->stream,
+                        .addr = e->addr, .size = e->size,
+                        .footprint = npf_rounding_block_size(u->rounding, e->size), .stream = e->stream,
                         .context = e->context, .alloc = NPF_BEFORE_TRACE,
                         .free_requested = completed ? NPF_BEFORE_TRACE : (int64_t) i, .freed = (int64_t) i,
                 };
@@ -306,6 +315,10 @@ static int undo_event(undo_t *u, size_t i)
                         u->n_lives--;
                         return issue(u, i, e, "%s of a block that is still live after it", npf_action_name(e->action));
                 }
+                if (u->rounding == NPF_ROUNDING_UNKNOWN)
+                        u->unsized++;
+                else
+                        u->inferred++;
                 return 0;
         }
         case NPF_MEM_SEGMENT_FREE:
@@ -425,6 +438,48 @@ static void undo_fini(undo_t *u)
         free(u->lives);
 }
 
+/* --- the allocator's rounding ---------------------------------------------------------- */
+
+uint64_t npf_rounding_block_size(npf_rounding_t rule, uint64_t size)
+{
+        switch (rule) {
+        case NPF_ROUNDING_TORCH_NPU:
+                /* torch_npu's NPUCachingAllocator: kMinBlockSize 512 past a 32-byte tail. */
+                return (size + 32 + 511) / 512 * 512;
+        case NPF_ROUNDING_PYTORCH:
+                /* PyTorch's CUDACachingAllocator round_size(): kMinBlockSize 512. */
+                return size < 512 ? 512 : (size + 511) / 512 * 512;
+        default:
+                return size;
+        }
+}
+
+const char *npf_rounding_name(npf_rounding_t rule)
+{
+        return rule == NPF_ROUNDING_TORCH_NPU ? "torch_npu" : rule == NPF_ROUNDING_PYTORCH ? "pytorch" : NULL;
+}
+
+npf_rounding_t npf_replay_rounding(const npf_snapshot_t *s, size_t *ret_blocks, size_t *ret_obeying)
+{
+        size_t blocks = 0, npu = 0, pt = 0;
+
+        for (size_t i = 0; i < s->n_blocks; i++) {
+                const npf_block_t *b = &s->blocks[i];
+                if (b->state == NPF_BLOCK_INACTIVE)
+                        continue;
+                blocks++;
+                npu += b->size == npf_rounding_block_size(NPF_ROUNDING_TORCH_NPU, b->requested);
+                pt += b->size == npf_rounding_block_size(NPF_ROUNDING_PYTORCH, b->requested);
+        }
+        if (ret_blocks)
+                *ret_blocks = blocks;
+        if (ret_obeying)
+                *ret_obeying = npu >= pt ? npu : pt;
+        if (npu == 0 && pt == 0)
+                return NPF_ROUNDING_UNKNOWN;
+        return npu >= pt ? NPF_ROUNDING_TORCH_NPU : NPF_ROUNDING_PYTORCH;
+}
+
 size_t npf_replay_devices(const npf_snapshot_t *s, int64_t **ret)
 {
         size_t n = 0, cap = s->n_traces + s->n_segments + 1;
@@ -474,25 +529,34 @@ int npf_replay_run(const npf_snapshot_t *s, int64_t device, bool strict, npf_rep
         r->device = device;
         trace_of(s, r);
         if (r->n && (!(r->allocated = malloc(r->n * sizeof(uint64_t))) ||
+                     !(r->requested = malloc(r->n * sizeof(uint64_t))) ||
                      !(r->active = malloc(r->n * sizeof(uint64_t))) ||
                      !(r->reserved = malloc(r->n * sizeof(uint64_t)))))
                 goto fail;
+        r->rounding = u.rounding = npf_replay_rounding(s, NULL, NULL);
         if ((e = dump_state(&u, true)) < 0)
                 goto fail;
         r->dump_allocated = u.allocated;
+        r->dump_requested = u.requested;
         r->dump_active = u.active;
+        r->dump_active_requested = u.active_requested;
         r->dump_reserved = u.reserved;
         r->dump_segments = u.segs.n;
         for (size_t i = r->n; i-- > 0;) {
                 r->allocated[i] = u.allocated;
+                r->requested[i] = u.requested;
                 r->active[i] = u.active;
                 r->reserved[i] = u.reserved;
                 if ((e = undo_event(&u, i)) < 0)
                         goto fail;
         }
         r->start_allocated = u.allocated;
+        r->start_requested = u.requested;
         r->start_active = u.active;
+        r->start_active_requested = u.active_requested;
         r->start_reserved = u.reserved;
+        r->inferred_sizes = u.inferred;
+        r->unsized = u.unsized;
         r->lives = u.lives;
         r->n_lives = u.n_lives;
         u.lives = NULL;
@@ -512,6 +576,7 @@ npf_replay_t *npf_replay_free(npf_replay_t *r)
         if (!r)
                 return NULL;
         free(r->allocated);
+        free(r->requested);
         free(r->active);
         free(r->reserved);
         free(r->lives);
@@ -529,7 +594,7 @@ static int cmp_range(const void *a, const void *b)
 int npf_replay_state_at(const npf_snapshot_t *s, const npf_replay_t *r, int64_t index, npf_replay_state_t **ret)
 {
         npf_replay_t shadow = { .device = r->device, .events = r->events, .n = r->n };
-        undo_t u = { .snap = s, .r = &shadow, .record = false };
+        undo_t u = { .snap = s, .r = &shadow, .record = false, .rounding = r->rounding };
         npf_replay_state_t *st = NULL;
         int e;
 

@@ -32,10 +32,21 @@
 #define NPF_AFTER_TRACE INT64_MAX       /* ... or had not ended at dump time */
 
 /*
+ * How the allocator rounds a requested size up to a block's size, told from the snapshot's
+ * own live blocks (npf_replay_rounding()). A block re-created by undoing its free has only
+ * its requested size in the trace: the rule gives it the block the allocator would have
+ * made.
+ */
+typedef enum npf_rounding {
+        NPF_ROUNDING_UNKNOWN,           /* no live block to tell by: a re-created block keeps its requested size */
+        NPF_ROUNDING_TORCH_NPU,         /* round_up(size + 32, 512), torch_npu's NPUCachingAllocator */
+        NPF_ROUNDING_PYTORCH,           /* at least 512, a multiple of 512, PyTorch's CUDACachingAllocator */
+} npf_rounding_t;
+
+/*
  * One block's life, in event indices of its device's trace. Its size is what the program
- * asked for: the trace's sizes, a block's requested_size at dump time. Allocated and active
- * bytes count those, as PyTorch's memory viewer does; the allocator's rounding is in the
- * footprint (known for blocks live at dump time) and counts as waste.
+ * asked for (the trace's sizes, a block's requested_size at dump time); its footprint is the
+ * block's size, as the allocator counts it: read at dump time, else by the rounding rule.
  */
 typedef struct npf_replay_life {
         uint64_t addr, size, footprint, stream;
@@ -62,9 +73,16 @@ typedef struct npf_replay {
         int64_t device;
         const npf_mem_event_t *events;      /* the device's trace, borrowed from the snapshot */
         size_t n;
-        uint64_t *allocated, *active, *reserved;       /* after each event, n of each */
-        uint64_t start_allocated, start_active, start_reserved;        /* before the first */
-        uint64_t dump_allocated, dump_active, dump_reserved;
+        /*
+         * After each event, n of each: the allocator's bytes (block sizes) of allocated and
+         * of active blocks, the bytes the program requested of the allocated ones, reserved.
+         */
+        uint64_t *allocated, *requested, *active, *reserved;
+        uint64_t start_allocated, start_requested, start_active, start_active_requested, start_reserved;
+        uint64_t dump_allocated, dump_requested, dump_active, dump_active_requested, dump_reserved;
+        npf_rounding_t rounding;
+        size_t inferred_sizes;          /* re-created blocks sized by the rule */
+        size_t unsized;                 /* re-created blocks with no rule: their requested size */
         size_t dump_segments;
         npf_replay_life_t *lives;
         size_t n_lives;
@@ -82,6 +100,19 @@ typedef struct npf_replay_state {
         npf_replay_range_t *blocks;            /* allocated and pending-free blocks; stream unused */
         size_t n_blocks;
 } npf_replay_state_t;
+
+/*
+ * npf_replay_rounding() - the rounding rule most of the live blocks of @s obey, their
+ * number in @ret_blocks and how many obey it in @ret_obeying (NULL: not wanted); torch_npu's
+ * where as many obey both. NPF_ROUNDING_UNKNOWN when no live block obeys either.
+ */
+npf_rounding_t npf_replay_rounding(const npf_snapshot_t *s, size_t *ret_blocks, size_t *ret_obeying);
+
+/* The block the allocator makes for @size under @rule: @size itself when the rule is unknown. */
+uint64_t npf_rounding_block_size(npf_rounding_t rule, uint64_t size);
+
+/* "torch_npu", "pytorch", or NULL for NPF_ROUNDING_UNKNOWN. */
+const char *npf_rounding_name(npf_rounding_t rule);
 
 /* The devices of @s that have a trace entry or a segment, ascending; their number. */
 size_t npf_replay_devices(const npf_snapshot_t *s, int64_t **ret);

@@ -130,15 +130,29 @@ static void device_text(FILE *f, const json_t *d)
 
         x = json_object_get(d, "peak");
         peak_line(f, "allocated", json_object_get(x, "allocated"), json_object_get(d, "first_time_us"));
+        peak_line(f, "requested", json_object_get(x, "requested"), json_object_get(d, "first_time_us"));
         peak_line(f, "active", json_object_get(x, "active"), json_object_get(d, "first_time_us"));
         peak_line(f, "reserved", json_object_get(x, "reserved"), json_object_get(d, "first_time_us"));
         x = json_object_get(d, "start");
-        fprintf(f, "  Before the trace allocated %s, active %s, reserved %s\n", npf_report_bytes(num(x, "allocated"), a),
+        fprintf(f, "  Before the trace allocated %s (requested %s), active %s, reserved %s\n",
+                npf_report_bytes(num(x, "allocated"), a), npf_report_bytes(num(x, "requested"), n),
                 npf_report_bytes(num(x, "active"), b), npf_report_bytes(num(x, "reserved"), c));
         x = json_object_get(d, "dump");
-        fprintf(f, "  At dump time     allocated %s, active %s, reserved %s in %" PRIu64 " segment(s)\n",
-                npf_report_bytes(num(x, "allocated"), a), npf_report_bytes(num(x, "active"), b),
-                npf_report_bytes(num(x, "reserved"), c), num(x, "segments"));
+        fprintf(f, "  At dump time     allocated %s (requested %s), active %s, reserved %s in %" PRIu64 " segment(s)\n",
+                npf_report_bytes(num(x, "allocated"), a), npf_report_bytes(num(x, "requested"), n),
+                npf_report_bytes(num(x, "active"), b), npf_report_bytes(num(x, "reserved"), c), num(x, "segments"));
+        x = json_object_get(d, "rounding");
+        const char *rule = json_string_value(json_object_get(x, "rule"));
+        fprintf(f, "  Rounding waste   %s at the allocated peak, %s at dump time",
+                npf_report_bytes(num(json_object_get(x, "at_peak"), "waste"), a),
+                npf_report_bytes(num(json_object_get(x, "at_dump"), "waste"), b));
+        if (rule)
+                fprintf(f, " (%s's rule, which %" PRIu64 " of %" PRIu64 " live blocks obey; %" PRIu64
+                        " re-created block size(s) inferred by it)\n", rule, num(x, "obeying"), num(x, "live_blocks"),
+                        num(x, "inferred"));
+        else
+                fprintf(f, " (no live block to tell the allocator's rule by: %" PRIu64
+                        " re-created block(s) counted at their requested size)\n", num(x, "unsized"));
         x = json_object_get(d, "workspace");
         if (num(x, "count"))
                 fprintf(f, "  Workspace (torch_npu) %s in %" PRIu64 " segment(s), counted as allocated\n",
@@ -261,7 +275,8 @@ int npf_report_snapshot_text(FILE *f, const json_t *snap)
 
 int npf_report_timeline_header(FILE *f)
 {
-        return fputs("device,index,action,addr,size,stream,allocated,active,reserved,time_us\n", f) < 0 ? -EIO : 0;
+        return fputs("device,index,action,addr,size,stream,allocated,requested,active,reserved,time_us\n", f) < 0 ? -EIO
+                                                                                                          : 0;
 }
 
 /* @v in @base (10 or 16, lower-case) at @p; the end returned. */
@@ -292,7 +307,7 @@ int npf_report_timeline(FILE *f, const npf_replay_t *r)
                 const npf_mem_event_t *e = &r->events[i];
                 const char *action = npf_action_name(e->action);
                 size_t alen = strlen(action);
-                char row[9 * 22 + 32], *p = row;        /* nine numbers, the action (at most 18) */
+                char row[10 * 22 + 32], *p = row;       /* ten numbers, the action (at most 18) */
 
                 p = put_i64(p, r->device);
                 *p++ = ',';
@@ -311,6 +326,8 @@ int npf_report_timeline(FILE *f, const npf_replay_t *r)
                 *p++ = ',';
                 p = put_u64(p, r->allocated[i], 10);
                 *p++ = ',';
+                p = put_u64(p, r->requested[i], 10);
+                *p++ = ',';
                 p = put_u64(p, r->active[i], 10);
                 *p++ = ',';
                 p = put_u64(p, r->reserved[i], 10);
@@ -327,7 +344,7 @@ int npf_report_timeline(FILE *f, const npf_replay_t *r)
 int npf_report_memory_svg(FILE *f, const char *title, npf_replay_t *const *replays, size_t n)
 {
         npf_svg_panel_t *panels = calloc(n + 1, sizeof(*panels));
-        npf_svg_series_t *series = calloc(3 * n + 1, sizeof(*series));
+        npf_svg_series_t *series = calloc(4 * n + 1, sizeof(*series));
         char (*titles)[48] = calloc(n + 1, sizeof(*titles));
         size_t **marks = calloc(n + 1, sizeof(*marks));
         double **times = calloc(n + 1, sizeof(*times));
@@ -358,12 +375,14 @@ int npf_report_memory_svg(FILE *f, const char *title, npf_replay_t *const *repla
                         for (size_t i = 0; i < rp->n; i++)
                                 times[k][i] = (double) rp->events[i].time_us;
                 snprintf(titles[k], sizeof(titles[k]), "device %" PRId64, rp->device);
-                series[3 * k] = (npf_svg_series_t) { "reserved", rp->reserved };
-                series[3 * k + 1] = (npf_svg_series_t) { "active", rp->active };
-                series[3 * k + 2] = (npf_svg_series_t) { "allocated", rp->allocated };
+                /* Drawn in this order: allocated (the allocator's bytes) over what the program requested. */
+                series[4 * k] = (npf_svg_series_t) { "reserved", rp->reserved };
+                series[4 * k + 1] = (npf_svg_series_t) { "active", rp->active };
+                series[4 * k + 2] = (npf_svg_series_t) { "allocated", rp->allocated };
+                series[4 * k + 3] = (npf_svg_series_t) { "requested", rp->requested };
                 *p = (npf_svg_panel_t) {
-                        .title = titles[k], .n = rp->n, .time_us = times[k], .series = &series[3 * k],
-                        .n_series = 3, .has_peak = rp->n > 0, .peak_series = 2, .peak_index = peak,
+                        .title = titles[k], .n = rp->n, .time_us = times[k], .series = &series[4 * k],
+                        .n_series = 4, .has_peak = rp->n > 0, .peak_series = 2, .peak_index = peak,
                         .marks = marks[k], .n_marks = marks[k] ? nm : 0,
                 };
         }

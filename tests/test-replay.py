@@ -121,11 +121,32 @@ class Block:
         self.stack, self.stream = stack, stream
 
 
+def round_npu(size):
+    return (size + 32 + 511) // 512 * 512
+
+
+def round_pt(size):
+    return 512 if size < 512 else (size + 511) // 512 * 512
+
+
+def rounding(snap):
+    """(rule, live blocks, obeying): the rule most of the snapshot's live blocks obey,
+    torch_npu's where as many obey both, None where none obeys either."""
+    segments = snap if isinstance(snap, list) else snap.get("segments", [])
+    blocks = [b for seg in segments for b in seg.get("blocks", []) if b["state"] != "inactive"]
+    npu = sum(1 for b in blocks if b["size"] == round_npu(b.get("requested_size", b["size"])))
+    pt = sum(1 for b in blocks if b["size"] == round_pt(b.get("requested_size", b["size"])))
+    rule = None if npu == pt == 0 else "torch_npu" if npu >= pt else "pytorch"
+    return rule, len(blocks), max(npu, pt)
+
+
 class Ref:
     """One device's allocator state, from dump time back to before the first event.
 
-    Blocks count by their requested size; segments are {address: [size, stream]}. An
-    undone event that does not fit the state is an issue (event index, action, address).
+    allocated and active count blocks by their size (the footprint: read at dump time, or
+    by the snapshot's rounding rule for a block re-created by undoing its free); requested
+    counts the requested sizes of the allocated ones. Segments are {address: [size, stream]}.
+    An undone event that does not fit the state is an issue (event index, action, address).
     """
 
     def __init__(self, snap, device, capture=None):
@@ -139,7 +160,9 @@ class Ref:
         self.lives = []                 # every Block, in the order they were met
         self.stack_ids = stack_ids(snap)
         self.captured = None
-        self.allocated = self.active = self.reserved = self.live = 0
+        self.rule = rounding(snap)[0]
+        self.inferred = self.unsized = 0
+        self.allocated = self.requested = self.active = self.active_requested = self.reserved = self.live = 0
         self.issues, self.delays = [], []
         self.leaks = [0, 0]
         self.workspace = [0, 0]
@@ -159,21 +182,22 @@ class Ref:
                                    b["state"] == "active_pending_free", b["state"] == "active_allocated",
                                    foot=b["size"], stack=stack_key(frames), stream=seg.get("stream", 0))
         self.add_workspace()
-        self.dump = dict(allocated=self.allocated, active=self.active, reserved=self.reserved,
-                         segments=len(self.segs))
+        self.dump = dict(allocated=self.allocated, requested=self.requested, active=self.active,
+                         active_requested=self.active_requested, reserved=self.reserved, segments=len(self.segs))
         n = len(self.events)
-        self.after = [None] * n         # (allocated, active, reserved) after each event
+        self.after = [None] * n         # (allocated, requested, active, reserved) after each event
         self.n_segs = [0] * n           # segments after each event
         self.n_live = [0] * n           # allocated blocks after each event
         for i in range(n - 1, -1, -1):
-            self.after[i] = (self.allocated, self.active, self.reserved)
+            self.after[i] = (self.allocated, self.requested, self.active, self.reserved)
             self.n_segs[i], self.n_live[i] = len(self.segs), self.live
             if i == capture:
                 self.capture()
             self.undo(i, self.events[i])
         if capture == -1:
             self.capture()
-        self.start = dict(allocated=self.allocated, active=self.active, reserved=self.reserved)
+        self.start = dict(allocated=self.allocated, requested=self.requested, active=self.active,
+                          active_requested=self.active_requested, reserved=self.reserved)
         self.start_segs, self.start_live = len(self.segs), self.live
         self.ghosts = (len(self.blocks), sum(b.size for b in self.blocks.values()))
 
@@ -186,9 +210,11 @@ class Ref:
             return False
         self.blocks[addr] = b = Block(addr, size, pending, leak, freed_at, **life)
         self.lives.append(b)
-        self.active += size
+        self.active += b.foot
+        self.active_requested += size
         if not pending:
-            self.allocated += size
+            self.allocated += b.foot
+            self.requested += size
             self.live += 1
         return True
 
@@ -230,12 +256,14 @@ class Ref:
             b.alloc = i
             if e.get("frames"):
                 b.stack = stack_key(e["frames"])
-            self.allocated -= b.size
-            self.active -= b.size
+            self.allocated -= b.foot
+            self.requested -= b.size
+            self.active -= b.foot
+            self.active_requested -= b.size
             self.live -= 1
             if b.leak:
                 self.leaks[0] += 1
-                self.leaks[1] += b.size
+                self.leaks[1] += b.foot
             if size != b.size:
                 self.issues.append((i, act, addr))
         elif act == "free_requested":
@@ -243,15 +271,21 @@ class Ref:
                 return self.issues.append((i, act, addr))
             b.pending = False
             b.req = i
-            self.allocated += b.size
+            self.allocated += b.foot
+            self.requested += b.size
             self.live += 1
             if b.freed_at is None:
                 self.pending_at_dump += 1
             elif self.events[b.freed_at]["action"] == "free_completed":
                 self.delays.append(b.freed_at - i)
         elif act in ("free_completed", "free"):
-            if not self.add_block(addr, size, act == "free_completed", False, i, stream=e.get("stream", 0)):
+            foot = round_npu(size) if self.rule == "torch_npu" else round_pt(size) if self.rule == "pytorch" else size
+            if not self.add_block(addr, size, act == "free_completed", False, i, foot=foot, stream=e.get("stream", 0)):
                 self.issues.append((i, act, addr))
+            elif self.rule is None:
+                self.unsized += 1
+            else:
+                self.inferred += 1
         elif act in ("segment_free", "segment_unmap"):
             if not self.add_segment(addr, size, e.get("stream", 0), act == "segment_unmap"):
                 self.issues.append((i, act, addr))
@@ -296,7 +330,7 @@ class Ref:
         at = -1 if at is None else at
         live = [b for b in self.lives if b.alloc <= at < b.req]
         live.sort(key=lambda b: (-b.size, b.addr))
-        return (len(live), sum(b.size for b in live),
+        return (len(live), sum(b.foot for b in live),
                 [(b.addr, b.size, None if b.alloc == BEFORE else b.alloc,
                   None if b.req in (BEFORE, AFTER) else b.req, b.stack) for b in live[:top]])
 
@@ -325,7 +359,7 @@ class Ref:
         return Ref(self.snap, self.device, capture=-1 if at is None else at)
 
     def series(self, k):
-        return [self.start[k]] + [v[("allocated", "active", "reserved").index(k)] for v in self.after]
+        return [self.start[k]] + [v[("allocated", "requested", "active", "reserved").index(k)] for v in self.after]
 
     def peak(self, k):
         """(bytes, index): the first event reaching the maximum, None before the first event."""
@@ -429,8 +463,18 @@ def analyse(name, snap, proto, *args):
 
 
 def timeline_vals(run_, device=0):
-    """[(action, allocated, active, reserved)] of timeline.csv."""
-    return [(row[2], int(row[6]), int(row[7]), int(row[8])) for row in run_.timeline(device)]
+    """[(action, allocated, active, reserved)] of timeline.csv: the allocator's bytes."""
+    return [(row[2], int(row[6]), int(row[8]), int(row[9])) for row in run_.timeline(device)]
+
+
+def requested_vals(run_, device=0):
+    """The requested column of timeline.csv: what the program asked of the allocated blocks."""
+    return [int(row[7]) for row in run_.timeline(device)]
+
+
+def ref_vals(ref):
+    """The reference replay's rows as timeline_vals() gives them."""
+    return [(e["action"] if e["action"] in ACTIONS else "unknown", a[0], a[2], a[3]) for e, a in zip(ref.events, ref.after)]
 
 
 def first_diff(got, want):
@@ -485,8 +529,16 @@ def compare_with_ref(name, d, ref, rows):
     eq("%s: events" % name, d["events"], len(ref.events))
     eq("%s: no inconsistency in the reference replay" % name, ref.issues, [])
     eq("%s: no inconsistency reported" % name, d["inconsistencies"]["count"], 0)
-    for k in ("allocated", "active", "reserved"):
+    for k in ("allocated", "requested", "active", "reserved"):
         eq("%s: peak %s (bytes, index)" % (name, k), pbi(d, k), ref.peak(k))
+    rule, live_blocks, obeying = rounding(ref.snap)
+    at = ref.peak("allocated")[1]
+    pa, pr = ref.peak("allocated")[0], ref.start["requested"] if at is None else ref.after[at][1]
+    eq("%s: the rounding rule, its live blocks, the sizes inferred, the waste at the peak and at dump" % name,
+       d["rounding"], {"rule": rule, "live_blocks": live_blocks, "obeying": obeying, "inferred": ref.inferred,
+                       "unsized": ref.unsized, "at_peak": {"allocated": pa, "requested": pr, "waste": pa - pr},
+                       "at_dump": {"allocated": ref.dump["allocated"], "requested": ref.dump["requested"],
+                                   "waste": ref.dump["allocated"] - ref.dump["requested"]}})
     eq("%s: the state before the first event" % name, d["start"], ref.start)
     eq("%s: the state at dump time" % name, d["dump"], ref.dump)
     eq_rows("%s: every timeline.csv row" % name, rows, ref.rows())
@@ -498,8 +550,8 @@ def compare_with_ref(name, d, ref, rows):
     eq("%s: fragmentation at the allocated peak (index, segments, reserved, allocated, unallocated)" % name,
        (fr["index"], fr["segments"], fr["reserved"], fr["allocated"], fr["unallocated"]),
        (at, ref.start_segs if at is None else ref.n_segs[at],
-        ref.start["reserved"] if at is None else ref.after[at][2], ref.peak("allocated")[0],
-        (ref.start["reserved"] if at is None else ref.after[at][2]) - ref.peak("allocated")[0]))
+        ref.start["reserved"] if at is None else ref.after[at][3], ref.peak("allocated")[0],
+        (ref.start["reserved"] if at is None else ref.after[at][3]) - ref.peak("allocated")[0]))
     eq("%s: fragmentation at the allocated peak (free_bytes, largest_free, largest_free_ratio)" % name,
        (fr["free_bytes"], fr["largest_free"], fr["largest_free_ratio"]), ref_frag(ref))
     lp = d["live_at_peak"]
@@ -511,8 +563,8 @@ def compare_with_ref(name, d, ref, rows):
     eq("%s: leaks (count, bytes)" % name, (d["leaks"]["count"], d["leaks"]["bytes"]), tuple(ref.leaks))
     eq("%s: workspace (count, bytes)" % name, (d["workspace"]["count"], d["workspace"]["bytes"]),
        tuple(ref.workspace))
-    eq("%s: the most bytes live at once in the plan is the allocated peak" % name, d["plan"]["peak_live_bytes"],
-       ref.peak("allocated")[0])
+    eq("%s: the most bytes live at once in the plan is the requested peak" % name, d["plan"]["peak_live_bytes"],
+       ref.peak("requested")[0])
     delays = sorted(ref.delays)
     fd = d["free_delay"]
     eq("%s: free_requested -> free_completed count, median, p99, max, pending at dump" % name,
@@ -572,11 +624,20 @@ def test_real():
         eq("%s: events in the snapshot" % fname, r.report["snapshots"][0]["events"],
            sum(len(t) for t in snap["device_traces"]))
         eq("%s: timeline.csv header" % fname, r.rows[0] if r.rows else None,
-           ["device", "index", "action", "addr", "size", "stream", "allocated", "active", "reserved", "time_us"])
+           ["device", "index", "action", "addr", "size", "stream", "allocated", "requested", "active", "reserved",
+            "time_us"])
         eq("%s: timeline.csv rows" % fname, len(r.rows) - 1, sum(len(t) for t in snap["device_traces"]))
         for k, d in enumerate(r.devices()):
             ref = Ref(snap, d["device"])
             compare_with_ref("%s device %d" % (fname, d["device"]), d, ref, r.timeline(d["device"]))
+            # At dump time the allocator's bytes are the file's own record of them, exactly.
+            segs = [g for g in snap["segments"] if g["device"] == d["device"]]
+            eq("%s device %d: at dump, allocated and requested are the segments' allocated_size and requested_size"
+               % (fname, d["device"]), (d["dump"]["allocated"], d["dump"]["requested"]),
+               (sum(g["allocated_size"] for g in segs), sum(g["requested_size"] for g in segs)))
+            has_live = any(b["state"] != "inactive" for g in snap["segments"] for b in g["blocks"])
+            eq("%s device %d: the rounding rule told from the live blocks" % (fname, d["device"]),
+               d["rounding"]["rule"], "torch_npu" if has_live else None)
             line = txt_line(r.txt, "Peak allocated", k)
             check(line is not None and mib(ref.peak("allocated")[0]) in line,
                   "%s device %d: report.txt gives the allocated peak as %s" % (fname, d["device"],
@@ -649,15 +710,18 @@ def test_actions():
         mystery_top_level={"a": [1, 2.5, None, True]},
         allocator_settings={"expandable_segments": False, "max_split_size": 1 << 40},
         external_annotations=[{"device": 0, "stage": "fwd"}, {"device": 0, "stage": "bwd"}])
-    want = [("segment_alloc", 0, 0, 4096), ("alloc", 500, 500, 4096), ("alloc", 1012, 1012, 4096),
-            ("free_requested", 500, 1012, 4096), ("oom", 500, 1012, 4096), ("snapshot", 500, 1012, 4096),
-            ("alloc", 756, 1268, 4096), ("free_requested", 500, 1268, 4096),
-            ("free_completed", 500, 1012, 4096), ("unknown", 500, 1012, 4096),
-            ("segment_alloc", 500, 1012, 6144), ("alloc", 600, 1112, 6144), ("free", 500, 1012, 6144),
-            ("segment_free", 500, 1012, 4096)]
+    # Blocks by the allocator's bytes: the live ones (512 for 500 asked; 512) obey PyTorch's
+    # rounding, so the block of 256 and the one of 100 that undone frees re-create take 512.
+    want = [("segment_alloc", 0, 0, 4096), ("alloc", 512, 512, 4096), ("alloc", 1024, 1024, 4096),
+            ("free_requested", 512, 1024, 4096), ("oom", 512, 1024, 4096), ("snapshot", 512, 1024, 4096),
+            ("alloc", 1024, 1536, 4096), ("free_requested", 512, 1536, 4096),
+            ("free_completed", 512, 1024, 4096), ("unknown", 512, 1024, 4096),
+            ("segment_alloc", 512, 1024, 6144), ("alloc", 1024, 1536, 6144), ("free", 512, 1024, 6144),
+            ("segment_free", 512, 1024, 4096)]
+    want_requested = [0, 500, 1012, 500, 500, 500, 756, 500, 500, 500, 500, 600, 500, 500]
     ref = Ref(s, 0)
-    eq_rows("actions: the reference replay agrees with the hand-worked timeline",
-            [(e["action"] if e["action"] in ACTIONS else "unknown",) + a for e, a in zip(ref.events, ref.after)], want)
+    eq_rows("actions: the reference replay agrees with the hand-worked timeline", ref_vals(ref), want)
+    eq("actions: the reference replay's requested bytes", [a[1] for a in ref.after], want_requested)
     outs = [analyse("actions-p%d" % p, s, p) for p in (2, 3, 4, 5)]
     for p, r in zip((2, 3, 4, 5), outs):
         if r is None:
@@ -667,24 +731,31 @@ def test_actions():
                 eq("actions: protocol %d gives the same report as protocol 2" % p, r.devices(), outs[0].devices())
             continue
         eq_rows("actions: the timeline after each undone action", timeline_vals(r), want)
+        eq("actions: the requested bytes after each undone action", requested_vals(r), want_requested)
         eq("actions: timeline.csv row of the oom (addr is device_free, size, no time)", r.timeline(0)[4],
-           ["0", "4", "oom", "0x7b", "999", "0x0", "500", "1012", "4096", ""])
+           ["0", "4", "oom", "0x7b", "999", "0x0", "512", "500", "1024", "4096", ""])
         d = r.devices()[0]
         compare_with_ref("actions", d, ref, r.timeline(0))
         eq("actions: peaks", {k: pbi(d, k) for k in d["peak"]},
-           {"allocated": (1012, 2), "active": (1268, 6), "reserved": (6144, 10)})
+           {"allocated": (1024, 2), "requested": (1012, 2), "active": (1536, 6), "reserved": (6144, 10)})
         eq("actions: peak action names", [d["peak"][k]["action"] for k in ("allocated", "active", "reserved")],
            ["alloc", "alloc", "segment_alloc"])
-        eq("actions: start", d["start"], {"allocated": 0, "active": 0, "reserved": 0})
-        eq("actions: dump", d["dump"], {"allocated": 500, "active": 1012, "reserved": 4096, "segments": 1})
+        eq("actions: start", d["start"],
+           {"allocated": 0, "requested": 0, "active": 0, "active_requested": 0, "reserved": 0})
+        eq("actions: dump", d["dump"], {"allocated": 512, "requested": 500, "active": 1024, "active_requested": 1012,
+                                        "reserved": 4096, "segments": 1})
+        eq("actions: the rounding rule, the sizes it gave, the waste at the peak and at dump",
+           (d["rounding"]["rule"], d["rounding"]["live_blocks"], d["rounding"]["obeying"], d["rounding"]["inferred"],
+            d["rounding"]["at_peak"]["waste"], d["rounding"]["at_dump"]["waste"]), ("pytorch", 2, 2, 2, 12, 12))
         eq("actions: the unknown action is counted as such", d["actions"].get("unknown"), 1)
         eq("actions: oom list", [(o["index"], o["size"], o["device_free"], o["frames"][0]["name"]) for o in d["oom"]],
            [(4, 999, 123, "f2")])
         eq("actions: leaks (the block allocated at event 1 and live at dump)",
-           (d["leaks"]["count"], d["leaks"]["bytes"], [b["addr"] for b in d["leaks"]["blocks"]]), (1, 500, ["0x10000"]))
+           (d["leaks"]["count"], d["leaks"]["bytes"], d["leaks"]["requested"], [b["addr"] for b in d["leaks"]["blocks"]]),
+           (1, 512, 500, ["0x10000"]))
         eq("actions: live at the peak", (d["live_at_peak"]["count"], d["live_at_peak"]["bytes"],
                                          sorted(b["addr"] for b in d["live_at_peak"]["blocks"])),
-           (2, 1012, ["0x10000", "0x10200"]))
+           (2, 1024, ["0x10000", "0x10200"]))
         eq("actions: free delay (one completed a step later; one pending at dump)",
            (d["free_delay"]["events"], d["free_delay"]["pending_at_dump"], d["free_delay"]["time_us"]),
            ({"count": 1, "median": 1, "p99": 1, "max": 1}, 1, None))
@@ -773,17 +844,18 @@ def test_workspace():
     d = r.devices()[0]
     eq("workspace: count and bytes", d["workspace"], {"count": 2, "bytes": 98304})
     eq("workspace: counted as allocated and active at dump time", d["dump"],
-       {"allocated": 99304, "active": 99304, "reserved": 106496, "segments": 3})
+       {"allocated": 99328, "requested": 99304, "active": 99328, "active_requested": 99304, "reserved": 106496,
+        "segments": 3})
     eq_rows("workspace: timeline", timeline_vals(r),
             [("workspace_snapshot", 0, 0, 8192), ("segment_alloc", 0, 0, 73728), ("alloc", 65536, 65536, 73728),
              ("workspace_snapshot", 65536, 65536, 73728), ("segment_alloc", 65536, 65536, 106496),
-             ("alloc", 98304, 98304, 106496), ("alloc", 99304, 99304, 106496)])
-    eq("workspace: start", d["start"], {"allocated": 0, "active": 0, "reserved": 8192})
+             ("alloc", 98304, 98304, 106496), ("alloc", 99328, 99328, 106496)])
+    eq("workspace: start", d["start"],
+       {"allocated": 0, "requested": 0, "active": 0, "active_requested": 0, "reserved": 8192})
     eq("workspace: no inconsistency", d["inconsistencies"]["count"], 0)
     eq("workspace: ghosts", d["ghosts"]["count"], 0)
     ref = Ref(s, 0)
-    eq_rows("workspace: the reference replay agrees", timeline_vals(r),
-            [(e["action"],) + a for e, a in zip(ref.events, ref.after)])
+    eq_rows("workspace: the reference replay agrees", timeline_vals(r), ref_vals(ref))
     check("Workspace" in r.txt, "workspace: report.txt mentions the workspace")
 
 
@@ -803,7 +875,9 @@ def test_inconsistencies():
         check(all(i["what"] for i in inc["items"]), "inconsistent: each says what is wrong")
         eq_rows("inconsistent: the replay carries on", timeline_vals(r),
                 [("alloc", 100, 100, 4096), ("free_requested", 0, 100, 4096), ("free_completed", 0, 0, 4096),
-                 ("free_requested", 0, 0, 4096), ("segment_alloc", 0, 0, 4096), ("alloc", 200, 200, 4096)])
+                 ("free_requested", 0, 0, 4096), ("segment_alloc", 0, 0, 4096), ("alloc", 256, 256, 4096)])
+        eq("inconsistent: no live block obeys a rounding rule: the re-created block keeps its requested size",
+           (d["rounding"]["rule"], d["rounding"]["inferred"], d["rounding"]["unsized"]), (None, 0, 1))
         check("Inconsistencies: 2" in r.txt and "0x77770000" in r.txt,
               "inconsistent: report.txt lists the inconsistencies")
         ref = Ref(s, 0)
@@ -827,16 +901,17 @@ def test_ghosts():
         return
     d = r.devices()[0]
     eq_rows("ghosts: timeline", timeline_vals(r),
-            [("free_requested", 512, 812, 4096), ("free_completed", 512, 512, 4096), ("alloc", 562, 562, 4096),
-             ("free_requested", 512, 562, 4096), ("free_completed", 512, 512, 4096)])
+            [("free_requested", 512, 1024, 4096), ("free_completed", 512, 512, 4096), ("alloc", 1024, 1024, 4096),
+             ("free_requested", 512, 1024, 4096), ("free_completed", 512, 512, 4096)])
     eq("ghosts: count and bytes", (d["ghosts"]["count"], d["ghosts"]["bytes"]), (2, 812))
     eq("ghosts: one freed in the trace, one alive throughout",
        (d["ghosts"]["freed_in_trace"], d["ghosts"]["alive_throughout"]),
        ({"count": 1, "bytes": 300}, {"count": 1, "bytes": 512}))
     eq("ghosts: not inconsistencies", d["inconsistencies"]["count"], 0)
     eq("ghosts: not leaks", d["leaks"]["count"], 0)
-    eq("ghosts: the allocated peak is before the first event", pbi(d, "allocated"), (812, None))
-    eq("ghosts: the reference replay agrees", (Ref(s, 0).ghosts, Ref(s, 0).start["allocated"]), ((2, 812), 812))
+    eq("ghosts: the allocated peak is before the first event", (pbi(d, "allocated"), pbi(d, "requested")),
+       ((1024, None), (812, None)))
+    eq("ghosts: the reference replay agrees", (Ref(s, 0).ghosts, Ref(s, 0).start["allocated"]), ((2, 812), 1024))
     check("before the first event" in r.txt, "ghosts: report.txt says the peak was before the first event")
 
 
@@ -851,7 +926,7 @@ def test_leaks():
     if r is None:
         return
     lk = r.devices()[0]["leaks"]
-    eq("leaks: count and bytes", (lk["count"], lk["bytes"]), (3, 2524))
+    eq("leaks: count, bytes and bytes requested", (lk["count"], lk["bytes"], lk["requested"]), (3, 2560, 2524))
     eq("leaks: largest first, with when they were allocated",
        [(b["addr"], b["size"], b["allocated_at"], b["free_requested_at"]) for b in lk["blocks"]],
        [("0x10400", 1024, 1, None), ("0x10000", 1000, 0, None), ("0x10800", 500, 2, None)])
@@ -859,7 +934,7 @@ def test_leaks():
        [(x["count"], x["bytes"], [f["name"] for f in x["frames"]]) for x in lk["sites"]],
        [(2, 1500, ["f1", "main"]), (1, 1024, ["f2"])])
     eq("leaks: frames carry file and line", lk["sites"][0]["frames"][0], F1[0])
-    eq("leaks: the reference replay agrees", tuple(Ref(s, 0).leaks), (3, 2524))
+    eq("leaks: the reference replay agrees", tuple(Ref(s, 0).leaks), (3, 2560))
     check("Never freed" in r.txt and "f1 (model.py:10)" in r.txt, "leaks: report.txt lists them with their stacks")
 
 
@@ -928,7 +1003,8 @@ def test_peak_state():
         pending free [0x203000] (taken, not allocated), hole 10 KiB, d [0x206000] taking 4 KiB
         for 3840 bytes asked, g (a ghost) 1 KiB [0x207000], hole 3 KiB;
       segment 0x300000 (16 KiB, allocated at event 0): e 4 KiB, hole 12 KiB.
-    Free 4 + 10 + 3 + 12 = 29 KiB, the largest 12 KiB; 48 KiB reserved, 17152 bytes allocated.
+    Free 4 + 10 + 3 + 12 = 29 KiB, the largest 12 KiB; 48 KiB reserved, 17408 bytes allocated
+    (the allocator's: d takes 4 KiB), 17152 asked for.
     After the peak b and g are freed and a third segment allocated. Live at the peak, largest
     first and a, b, e (4096 bytes each) by address, though allocated in the order e, b, a."""
     a, b, c, d, e, f, g, x = 0x200000, 0x202000, 0x203000, 0x206000, 0x300000, 0x400000, 0x207000, 0x201000
@@ -943,12 +1019,13 @@ def test_peak_state():
                   ev("alloc", f, 1024), ev("free_requested", g, 1024), ev("free_completed", g, 1024),
                   ev("free_completed", c, 2048), ev("free_completed", b, 4096)])
     K = 1024
-    frag = dict(index=9, segments=2, reserved=48 * K, allocated=17152, unallocated=48 * K - 17152,
+    frag = dict(index=9, segments=2, reserved=48 * K, allocated=17408, unallocated=48 * K - 17408,
                 free_bytes=29 * K, largest_free=12 * K, largest_free_ratio=g15(12 / 29))
-    live = (5, 17152, [(a, 4096, 9, None, stack_key(SA)), (b, 4096, 3, 10, stack_key(SB)),
+    live = (5, 17408, [(a, 4096, 9, None, stack_key(SA)), (b, 4096, 3, 10, stack_key(SB)),
                        (e, 4096, 1, None, stack_key(SC)), (d, 0xf00, 8, None, stack_key(SD)), (g, 1024, None, 13, ())])
     ref = Ref(s, 0)
-    eq("peak state: the reference replay finds the peak after event 9", ref.peak("allocated"), (17152, 9))
+    eq("peak state: the reference replay finds the peak after event 9", (ref.peak("allocated"), ref.peak("requested")),
+       ((17408, 9), (17152, 9)))
     eq("peak state: the reference replay's free space at the peak", ref_frag(ref),
        (frag["free_bytes"], frag["largest_free"], frag["largest_free_ratio"]))
     eq("peak state: the reference replay's blocks live at the peak", ref_live(ref), live)
@@ -965,7 +1042,7 @@ def test_peak_state():
     if check(t.rc == 0 and t.report is not None, "peak state --top 2: exit 0", t.last):
         lp = t.devices()[0]["live_at_peak"]
         eq("peak state --top 2: the first two of the three of 4096 bytes, all counted",
-           (lp["count"], lp["bytes"], blocks_of(lp)), (5, 17152, live[2][:2]))
+           (lp["count"], lp["bytes"], blocks_of(lp)), (5, 17408, live[2][:2]))
 
 
 def test_legacy():
@@ -981,17 +1058,16 @@ def test_legacy():
     eq("legacy: said to be legacy", sn["legacy"], True)
     d = sn["devices"][0]
     eq("legacy: no events", (d["events"], sn["events"]), (0, 0))
-    eq("legacy: dump", d["dump"], {"allocated": 1000, "active": 3048, "reserved": 6144, "segments": 2})
-    eq("legacy: the start is the dump", d["start"], {"allocated": 1000, "active": 3048, "reserved": 6144})
+    dump = {"allocated": 1024, "requested": 1000, "active": 3072, "active_requested": 3048, "reserved": 6144}
+    eq("legacy: dump", d["dump"], dict(dump, segments=2))
+    eq("legacy: the start is the dump", d["start"], dump)
     eq("legacy: peaks before the first event", {k: pbi(d, k) for k in d["peak"]},
-       {"allocated": (1000, None), "active": (3048, None), "reserved": (6144, None)})
+       {"allocated": (1024, None), "requested": (1000, None), "active": (3072, None), "reserved": (6144, None)})
     eq("legacy: the stack comes from the block's history",
        [f["name"] for f in d["live_at_peak"]["blocks"][0]["frames"]], ["f1", "main"])
     eq("legacy: timeline.csv has its header only", len(r.rows), 1)
     ref = Ref(s, 0)
-    eq("legacy: the reference replay agrees", (ref.dump, ref.start),
-       ({"allocated": 1000, "active": 3048, "reserved": 6144, "segments": 2},
-        {"allocated": 1000, "active": 3048, "reserved": 6144}))
+    eq("legacy: the reference replay agrees", (ref.dump, ref.start), (dict(dump, segments=2), dump))
 
 
 def test_times_and_free_delay():
@@ -1021,7 +1097,7 @@ def test_times_and_free_delay():
     eq("times: the allocated peak with its time", (d["peak"]["allocated"]["bytes"], d["peak"]["allocated"]["index"],
                                                    d["peak"]["allocated"]["time_us"]), (20480, 4, 1040))
     eq("times: timed", d["timed"], True)
-    eq("times: timeline.csv time_us column", [row[9] for row in r.timeline(0)],
+    eq("times: timeline.csv time_us column", [row[10] for row in r.timeline(0)],
        [str(1000 + 10 * i) for i in range(len(events))])
     ref = Ref(s, 0)
     eq("times: the reference replay agrees on the delays", sorted(ref.delays), [1, 2, 3, 4, 10])
@@ -1040,6 +1116,41 @@ def test_times_and_free_delay():
         line = txt_line(r.txt, "Peak allocated")
         check(line is not None and line.endswith(" at +1 s (2026-01-14 09:46:28.920 UTC)"),
               "epoch times: report.txt gives the peak's offset and its date", line)
+
+
+def test_rounding():
+    """Live blocks that obey torch_npu's rule only (1536 for 1000 asked, 512 for 100): a block
+    that an undone free re-creates gets the size that rule gives (1024 asked: 1536), counted as
+    inferred, and the waste between the allocator's bytes and the program's is reported."""
+    S = 0x100000
+    s = snapshot([seg(S, 8192, [blk(S, 1536, "active_allocated", 1000), blk(S + 1536, 512, "active_allocated", 100),
+                                blk(S + 2048, 6144)])],
+                 [ev("alloc", S, 1000), ev("alloc", S + 2048, 1024), ev("free_requested", S + 2048, 1024),
+                  ev("free_completed", S + 2048, 1024), ev("alloc", S + 1536, 100)])
+    r = analyse("rounding", s, 4)
+    if r is None:
+        return
+    d = r.devices()[0]
+    eq("rounding: torch_npu's rule, obeyed by both live blocks", (d["rounding"]["rule"], d["rounding"]["live_blocks"],
+                                                                   d["rounding"]["obeying"]), ("torch_npu", 2, 2))
+    eq("rounding: the re-created block's size is inferred", (d["rounding"]["inferred"], d["rounding"]["unsized"]),
+       (1, 0))
+    eq_rows("rounding: the allocator's bytes after each event", timeline_vals(r),
+            [("alloc", 1536, 1536, 8192), ("alloc", 3072, 3072, 8192), ("free_requested", 1536, 3072, 8192),
+             ("free_completed", 1536, 1536, 8192), ("alloc", 2048, 2048, 8192)])
+    eq("rounding: the requested bytes", requested_vals(r), [1000, 2024, 1000, 1000, 1100])
+    eq("rounding: the peak, allocated and requested", (pbi(d, "allocated"), pbi(d, "requested")),
+       ((3072, 1), (2024, 1)))
+    eq("rounding: the waste at the peak and at dump",
+       (d["rounding"]["at_peak"], d["rounding"]["at_dump"]),
+       ({"allocated": 3072, "requested": 2024, "waste": 1048}, {"allocated": 2048, "requested": 1100, "waste": 948}))
+    eq("rounding: the block live at the peak that was re-created has the rule's size",
+       [(b["addr"], b["size"], b["block_size"]) for b in d["live_at_peak"]["blocks"]],
+       [("0x%x" % (S + 2048), 1024, 1536), ("0x%x" % S, 1000, 1536)])
+    compare_with_ref("rounding", d, Ref(s, 0), r.timeline(0))
+    line = txt_line(r.txt, "Rounding waste")
+    check(line is not None and "torch_npu's rule" in line and "2 of 2 live blocks" in line and "1 re-created" in line,
+          "rounding: report.txt says the waste and the rule", line)
 
 
 def test_full_segments():
@@ -1074,7 +1185,7 @@ def test_plan():
        (p["plan_bytes"], p["peak_live_bytes"], p["partitions"], p["tensors"]), (200, 160, 3, 4))
     eq("plan: plan over peak live", p["plan_over_peak_live"], 1.25)
     eq("plan: the peak reservation", (p["peak_reserved_bytes"], p["peak_reserved_over_plan"]), (4096, 4096 / 200))
-    eq_rows("plan: timeline", [v[1] for v in timeline_vals(r)], [100, 160, 60, 60, 110, 150, 90, 90, 40, 40, 0, 0])
+    eq_rows("plan: timeline", requested_vals(r), [100, 160, 60, 60, 110, 150, 90, 90, 40, 40, 0, 0])
 
 
 def test_plan_order():
@@ -1136,8 +1247,11 @@ def test_streams():
        {x["stream"]: (x["allocs"], x["alloc_bytes"], x["segment_allocs"], x["segment_bytes"]) for x in d["streams"]},
        {"0x1": (2, 300, 0, 0), "0x2": (1, 50, 1, 8192)})
     eq_rows("streams: timeline", timeline_vals(r),
-            [("segment_alloc", 0, 0, 12288), ("alloc", 100, 100, 12288), ("alloc", 300, 300, 12288),
-             ("alloc", 350, 350, 12288), ("free_requested", 250, 350, 12288), ("free_completed", 250, 250, 12288)])
+            [("segment_alloc", 0, 0, 12288), ("alloc", 512, 512, 12288), ("alloc", 768, 768, 12288),
+             ("alloc", 1280, 1280, 12288), ("free_requested", 768, 1280, 12288), ("free_completed", 768, 768, 12288)])
+    # One live block obeys each rule (512 for 50 asked), none the other (256 for 200): torch_npu's.
+    eq("streams: a tie goes to torch_npu's rule", (d["rounding"]["rule"], d["rounding"]["obeying"]), ("torch_npu", 1))
+    eq("streams: the requested bytes", requested_vals(r), [0, 100, 300, 350, 250, 250])
     eq("streams: timeline.csv stream column", [row[5] for row in r.timeline(0)],
        ["0x2", "0x1", "0x1", "0x2", "0x1", "0x1"])
 
@@ -1154,10 +1268,11 @@ def test_two_devices():
     ds = r.devices()
     eq("devices: ascending, with a segment or a trace", [d["device"] for d in ds], [0, 1])
     eq("devices: device 0 has no events and its dump state", (ds[0]["events"], ds[0]["dump"]),
-       (0, {"allocated": 4000, "active": 4000, "reserved": 4096, "segments": 1}))
+       (0, {"allocated": 4096, "requested": 4000, "active": 4096, "active_requested": 4000, "reserved": 4096,
+            "segments": 1}))
     eq_rows("devices: device 1's timeline", timeline_vals(r, 1),
-            [("alloc", 1000, 1000, 8192), ("alloc", 1024, 1024, 8192), ("free_requested", 1000, 1024, 8192),
-             ("free_completed", 1000, 1000, 8192)])
+            [("alloc", 1024, 1024, 8192), ("alloc", 1536, 1536, 8192), ("free_requested", 1024, 1536, 8192),
+             ("free_completed", 1024, 1024, 8192)])
     eq("devices: timeline.csv has device 1's rows only", [row[0] for row in r.rows[1:]], ["1"] * 4)
 
 
@@ -1301,7 +1416,7 @@ def test_forms():
              "exit %d, %s" % (r.rc, r.last)):
         eq("window directory: kind", r.report["kind"], "window")
         eq("window directory: the manifest is in the report", r.report["window"], manifest)
-        eq("window directory: the snapshot was replayed", [pbi(d, "allocated") for d in r.devices()], [(500, 1)])
+        eq("window directory: the snapshot was replayed", [pbi(d, "allocated") for d in r.devices()], [(512, 1)])
         try:
             out = json.loads(r.stdout)
         except ValueError as e:
@@ -1335,7 +1450,7 @@ def main():
         return 1
     try:
         for t in (test_real, test_actions, test_expandable, test_workspace, test_inconsistencies, test_ghosts,
-                  test_leaks, test_top_sites, test_peak_state, test_legacy, test_times_and_free_delay, test_full_segments, test_plan, test_plan_order, test_plan_many_live, test_streams, test_two_devices,
+                  test_leaks, test_top_sites, test_peak_state, test_legacy, test_times_and_free_delay, test_full_segments, test_rounding, test_plan, test_plan_order, test_plan_many_live, test_streams, test_two_devices,
                   test_hostile, test_progress, test_forms):
             try:
                 t()
