@@ -316,8 +316,8 @@ demo: all
 # The replay's figures: a generated snapshot of 2.1 M events (made once, kept in build/).
 BENCH_REPLAY := $(BUILD)/bench/bench-replay
 BENCH_SNAPSHOT := build/bench/snapshot-2M.pkl
-$(BENCH_REPLAY): $(BUILD)/bench/bench-replay.o $(BUILD)/bench/stats.o $(REPLAY_CORE_OBJS) $(BUILD)/replay/report.o \
-                 $(SVG_OBJS)
+$(BENCH_REPLAY): $(BUILD)/bench/bench-replay.o $(BUILD)/bench/stats.o $(sort $(REPLAY_CORE_OBJS) $(TRACE_OBJS)) \
+                 $(BUILD)/replay/report.o $(SVG_OBJS)
 	$(CC) $(LDFLAGS) -o $@ $^ $(REPLAY_LIBS)
 $(BENCH_SNAPSHOT): bench/gen-snapshot.py
 	@mkdir -p $(dir $@)

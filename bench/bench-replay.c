@@ -31,7 +31,7 @@ static int write_report(FILE *f, const char *path, const npf_snapshot_t *s, json
                                  "format", s->format, "events", (json_int_t) s->n_events, "devices", device);
         int rc = snap ? npf_report_snapshot_text(f, snap) : -ENOMEM;
         if (rc == 0)
-                rc = npf_report_memory_svg(f, path, &r, 1);
+                rc = npf_report_memory_svg(f, path, &r, 1, NULL, 0);
         if (rc == 0)
                 rc = json_dumpf(snap, f, JSON_INDENT(1) | JSON_REAL_PRECISION(15)) < 0 ? -EIO : 0;
         json_decref(snap);

@@ -126,8 +126,8 @@ static json_t *window_row(const window_t *w)
                                 (json_int_t) w->start, "stop_step", (json_int_t) w->stop);
         char err[NPF_SNAPSHOT_ERR_MAX + NPF_TRACE_ERR_MAX];
         npf_input_t *in = calloc(NPF_INPUT_WINDOW_MAX, sizeof(*in));
-        bool have_steps = false, have_peak = false, have_trace = false;
-        uint64_t pa = 0, pr = 0;
+        bool have_steps = false, have_peak = false, have_trace = false, have_rss = false;
+        uint64_t pa = 0, pr = 0, rss = 0;
         int n;
 
         if (!in || (n = npf_input_window(w->dir, in, NPF_INPUT_WINDOW_MAX)) < 0) {
@@ -154,6 +154,12 @@ static json_t *window_row(const window_t *w)
                                 continue;
                         }
                         npf_trace_step_stats(t, &st);
+                        const double *times;
+                        const uint64_t *bytes;
+                        size_t m = npf_trace_rss(t, &times, &bytes);
+                        for (size_t k = 0; k < m; k++)
+                                rss = bytes[k] > rss ? bytes[k] : rss;
+                        have_rss |= m > 0;
                         npf_trace_free(t);
                         have_trace = true;
                         if (st.n) {
@@ -172,6 +178,9 @@ static json_t *window_row(const window_t *w)
                 json_object_set_new(row, "peak_allocated", json_integer((json_int_t) pa));
                 json_object_set_new(row, "peak_reserved", json_integer((json_int_t) pr));
         }
+        /* A host window's memory: its process's resident memory, sampled by its trace. */
+        if (have_rss)
+                json_object_set_new(row, "peak_rss", json_integer((json_int_t) rss));
         return row;
 }
 
@@ -253,6 +262,18 @@ static const char *us_text(double us, char *buf, size_t size)
         return buf;
 }
 
+/* A host window's peak resident memory, "1.2 MiB rss", into @buf (24 bytes); "-" without one. */
+static const char *rss_text(const json_t *row, char *buf)
+{
+        const json_t *rss = json_object_get(row, "peak_rss");
+        char b[24];
+
+        if (!rss)
+                return "-";
+        snprintf(buf, 24, "%.15s rss", npf_report_bytes((uint64_t) json_integer_value(rss), b));
+        return buf;
+}
+
 int npf_cluster_text(FILE *f, const json_t *report)
 {
         char a[32], b[32], c[24], d[24];
@@ -277,7 +298,7 @@ int npf_cluster_text(FILE *f, const json_t *report)
                         json_integer_value(json_object_get(row, "steps")),
                         med ? us_text(json_real_value(med), a, sizeof(a)) : "-",
                         med ? us_text(json_real_value(json_object_get(row, "step_p90_us")), b, sizeof(b)) : "-",
-                        pa ? npf_report_bytes((uint64_t) json_integer_value(pa), c) : "-",
+                        pa ? npf_report_bytes((uint64_t) json_integer_value(pa), c) : rss_text(row, c),
                         pa ? npf_report_bytes((uint64_t) json_integer_value(json_object_get(row, "peak_reserved")), d) : "-",
                         json_string_value(json_object_get(row, "dir")),
                         json_is_true(json_object_get(row, "straggler")) ? "  STRAGGLER" : "",
@@ -300,6 +321,8 @@ int npf_cluster_svg(FILE *f, const json_t *report)
                 json_array_foreach (rows, i, row) {
                         const json_t *med = json_object_get(row, "step_median_us");
                         const json_t *pa = json_object_get(row, "peak_allocated");
+                        if (!pa)
+                                pa = json_object_get(row, "peak_rss");  /* a host window: its process's */
                         snprintf(names[i], sizeof(names[i]), "%" JSON_INTEGER_FORMAT,
                                  json_integer_value(json_object_get(row, "rank")));
                         ranks[i] = (npf_svg_rank_t) {

@@ -340,7 +340,7 @@ static int write_outputs(run_t *run, const char *dir, out_t *o)
         if ((r = out_open(o, dir, "memory.svg")) < 0)
                 return r;
         r = npf_report_memory_svg(o->f, json_string_value(json_object_get(run->report, "input")), run->replays,
-                                  run->n_replays);
+                                  run->n_replays, run->trace_objs, run->n_traces);
         if ((r = out_close(o, r)) < 0)
                 return r;
 

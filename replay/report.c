@@ -341,13 +341,15 @@ int npf_report_timeline(FILE *f, const npf_replay_t *r)
         return ferror(f) ? -EIO : 0;
 }
 
-int npf_report_memory_svg(FILE *f, const char *title, npf_replay_t *const *replays, size_t n)
+int npf_report_memory_svg(FILE *f, const char *title, npf_replay_t *const *replays, size_t n,
+                          npf_trace_t *const *traces, size_t n_traces)
 {
-        npf_svg_panel_t *panels = calloc(n + 1, sizeof(*panels));
-        npf_svg_series_t *series = calloc(4 * n + 1, sizeof(*series));
-        char (*titles)[48] = calloc(n + 1, sizeof(*titles));
-        size_t **marks = calloc(n + 1, sizeof(*marks));
-        double **times = calloc(n + 1, sizeof(*times));
+        size_t all = n + n_traces;
+        npf_svg_panel_t *panels = calloc(all + 1, sizeof(*panels));
+        npf_svg_series_t *series = calloc(4 * all + 1, sizeof(*series));
+        char (*titles)[48] = calloc(all + 1, sizeof(*titles));
+        size_t **marks = calloc(all + 1, sizeof(*marks));
+        double **times = calloc(all + 1, sizeof(*times));
         int r = -ENOMEM;
 
         if (!panels || !series || !titles || !marks || !times)
@@ -386,7 +388,26 @@ int npf_report_memory_svg(FILE *f, const char *title, npf_replay_t *const *repla
                         .marks = marks[k], .n_marks = marks[k] ? nm : 0,
                 };
         }
-        r = npf_svg_memory(f, title, panels, n);
+        /* The process's resident memory over the window, where a trace sampled it (the host backend's steps). */
+        size_t np = n;
+        for (size_t k = 0; k < n_traces && np < NPF_SVG_PANELS_MAX; k++) {
+                const double *t;
+                const uint64_t *bytes;
+                size_t m = npf_trace_rss(traces[k], &t, &bytes), peak = 0;
+                if (m == 0)
+                        continue;
+                for (size_t i = 1; i < m; i++)
+                        if (bytes[i] > bytes[peak])
+                                peak = i;
+                snprintf(titles[np], sizeof(titles[np]), "process resident memory");
+                series[4 * np] = (npf_svg_series_t) { "rss", bytes };
+                panels[np] = (npf_svg_panel_t) {
+                        .title = titles[np], .n = m, .time_us = t, .series = &series[4 * np], .n_series = 1,
+                        .has_peak = true, .peak_index = peak,
+                };
+                np++;
+        }
+        r = npf_svg_memory(f, title, panels, np);
 out:
         for (size_t k = 0; marks && times && k < n; k++) {
                 free(marks[k]);

@@ -7,6 +7,7 @@
 #define NPUPROF_REPLAY_REPORT_H
 
 #include "replay/replay.h"
+#include "replay/trace.h"
 
 #include <jansson.h>
 #include <stdio.h>
@@ -17,12 +18,17 @@ int npf_report_snapshot_text(FILE *f, const json_t *snap);
 /* The header line of timeline.csv. */
 int npf_report_timeline_header(FILE *f);
 
-/* One row per event of @r: device, index, action, addr, size, stream, allocated, active,
- * reserved (bytes after the event), time_us (empty when unknown). Return: 0 or -errno. */
+/* One row per event of @r: device, index, action, addr, size, stream, allocated, requested,
+ * active, reserved (bytes after the event), time_us (empty when unknown). Return: 0 or -errno. */
 int npf_report_timeline(FILE *f, const npf_replay_t *r);
 
-/* memory.svg: one panel per replayed device, the allocated peak marked, OOMs as marks. */
-int npf_report_memory_svg(FILE *f, const char *title, npf_replay_t *const *replays, size_t n);
+/*
+ * memory.svg: one panel per replayed device, the allocated peak marked, OOMs as marks;
+ * then one per trace of @traces that sampled the process's resident memory (a host
+ * window's trace.json), its peak marked.
+ */
+int npf_report_memory_svg(FILE *f, const char *title, npf_replay_t *const *replays, size_t n,
+                          npf_trace_t *const *traces, size_t n_traces);
 
 /* "1.5 GiB" into @buf (24 bytes). */
 const char *npf_report_bytes(uint64_t v, char *buf);

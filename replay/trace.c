@@ -88,6 +88,9 @@ struct npf_trace {
         npf_trace_step_t *steps;
         size_t n_steps;
         npf_trace_step_stats_t stats;
+        double *rss_time_us;            /* the "memory" counter's rss_kib samples, in bytes, by time */
+        uint64_t *rss_bytes;
+        size_t n_rss, cap_rss, cap_rss_bytes;
         uint32_t step_thread;           /* NONE without steps */
         uint64_t events, ignored, malformed, unmatched_ends, names_truncated;
         bool truncated;
@@ -462,6 +465,30 @@ static int add_span(npf_trace_t *t, int64_t start, int64_t end, bool open, uint3
         return 0;
 }
 
+/*
+ * A counter event: counted as ignored (it is in no tree), and where it is the host
+ * backend's "memory" counter with a usable ts and an integer rss_kib, a sample of the
+ * process's resident memory.
+ */
+static int counter(loader_t *L, const json_t *ev)
+{
+        npf_trace_t *t = L->t;
+        const json_t *rss = json_object_get(json_object_get(ev, "args"), "rss_kib");
+        const char *name = json_string_value(json_object_get(ev, "name"));
+        int64_t ts;
+
+        t->ignored++;
+        if (!name || strcmp(name, "memory") != 0 || !json_is_integer(rss) || json_integer_value(rss) < 0 ||
+            json_integer_value(rss) > (json_int_t) (UINT64_MAX >> 10) || !time_of(json_object_get(ev, "ts"), &ts))
+                return 0;
+        if (grow((void **) &t->rss_time_us, &t->cap_rss, t->n_rss, sizeof(double)) < 0 ||
+            grow((void **) &t->rss_bytes, &t->cap_rss_bytes, t->n_rss, sizeof(uint64_t)) < 0)
+                return -ENOMEM;
+        t->rss_time_us[t->n_rss] = (double) ts / 1e3;
+        t->rss_bytes[t->n_rss++] = (uint64_t) json_integer_value(rss) << 10;
+        return 0;
+}
+
 /* One element of traceEvents, which starts at byte @off. */
 static int event(loader_t *L, const json_t *ev, size_t off)
 {
@@ -476,6 +503,8 @@ static int event(loader_t *L, const json_t *ev, size_t off)
                 return 0;
         }
         L->any_ph = true;
+        if (ph[0] == 'C' && !ph[1])
+                return counter(L, ev);
         if (!ph[0] || ph[1] || !strchr("XBEiIRM", ph[0])) {
                 t->ignored++;
                 return 0;
@@ -983,8 +1012,17 @@ npf_trace_t *npf_trace_free(npf_trace_t *t)
         free(t->spans);
         free(t->edges);
         free(t->steps);
+        free(t->rss_time_us);
+        free(t->rss_bytes);
         free(t);
         return NULL;
+}
+
+size_t npf_trace_rss(const npf_trace_t *t, const double **ret_time_us, const uint64_t **ret_bytes)
+{
+        *ret_time_us = t->rss_time_us;
+        *ret_bytes = t->rss_bytes;
+        return t->n_rss;
 }
 
 size_t npf_trace_steps(const npf_trace_t *t, const npf_trace_step_t **ret_steps)
@@ -1119,6 +1157,21 @@ json_t *npf_trace_report_json(const npf_trace_t *t, size_t top_n)
                 "step_thread", json_incref(step_thread), "step_median_us", us_or_null(t->n_steps, t->stats.median_us),
                 "step_p90_us", us_or_null(t->n_steps, t->stats.p90_us), "step_max_us",
                 us_or_null(t->n_steps, t->stats.max_us));
+        if (r && t->n_rss) {
+                size_t peak = 0;
+                for (size_t i = 1; i < t->n_rss; i++)
+                        if (t->rss_bytes[i] > t->rss_bytes[peak])
+                                peak = i;
+                if (json_object_set_new(r, "rss", json_pack("{s:I, s:I, s:f}", "samples", (json_int_t) t->n_rss,
+                                                            "peak_bytes", (json_int_t) t->rss_bytes[peak],
+                                                            "peak_time_us", t->rss_time_us[peak])) < 0) {
+                        json_decref(r);
+                        r = NULL;
+                }
+        } else if (r && json_object_set_new(r, "rss", json_null()) < 0) {
+                json_decref(r);
+                r = NULL;
+        }
         if (r && t->malformed && json_object_set_new(r, "first_malformed", json_string(t->first_malformed)) < 0) {
                 json_decref(r);
                 r = NULL;

@@ -46,8 +46,11 @@
  *     "top_total": [ same ... ],           most total time first; ProfilerStep#N is in neither
  *     "steps": [ { "step": N, "start_us": x, "dur_us": x } ... ],
  *     "step_thread": { "pid", "tid" } | null,
- *     "step_median_us": x|null, "step_p90_us": x|null, "step_max_us": x|null
+ *     "step_median_us": x|null, "step_p90_us": x|null, "step_max_us": x|null,
+ *     "rss": { "samples": N, "peak_bytes": N, "peak_time_us": x } | null
  *   }
+ * rss: the process's resident memory as the host backend's "memory" counter events ("ph":
+ * "C", args.rss_kib) sample it, one a step; counters are otherwise ignored.
  * Times are microseconds as JSON reals (nanosecond resolution). At most top_n operators
  * are listed in each top list; ties are broken by name.
  */
@@ -112,6 +115,13 @@ npf_trace_t *npf_trace_free(npf_trace_t *t);
  * Return: their number, the array in @ret_steps (NULL when there are none), owned by @t.
  */
 size_t npf_trace_steps(const npf_trace_t *t, const npf_trace_step_t **ret_steps);
+
+/*
+ * npf_trace_rss() - the samples of the process's resident memory (the "memory" counter):
+ * their times in microseconds, as in the trace, in @ret_time_us and their bytes in
+ * @ret_bytes, in the order of the file, both owned by @t. Return: their number.
+ */
+size_t npf_trace_rss(const npf_trace_t *t, const double **ret_time_us, const uint64_t **ret_bytes);
 
 /* The median, 90th percentile and longest of the step durations into @ret_stats. */
 void npf_trace_step_stats(const npf_trace_t *t, npf_trace_step_stats_t *ret_stats);

@@ -344,6 +344,16 @@ def test_no_steps():
 
 # --- the figures and the stragglers ---------------------------------------------------------
 
+def mib_text(v):
+    """Bytes as the report writes them: "1003.0 KiB", a tenth, the unit moving up at 1023.95."""
+    units, i = ["B", "KiB", "MiB", "GiB", "TiB"], 0
+    if v < 1024:
+        return "%d B" % v
+    while v / 1024 ** i >= 1023.95:
+        i += 1
+    return "%.1f %s" % (v / 1024 ** i, units[i])
+
+
 def us_text(us):
     """A step time in report.txt: seconds, milliseconds or microseconds."""
     if us >= 1e6:
@@ -386,8 +396,9 @@ def test_figures():
         win = window(root, rel)
         write_manifest(win, rank, start, stop)
         write_trace(win, durs)
+        # write_trace() samples the process's resident memory at each step: 1000 KiB, 1001 KiB...
         windows[win] = dict(rank=rank, start=start, stop=stop, steps=len(durs), median=median(durs),
-                            p90=p90(durs), max=max(durs), peak=None, error=None)
+                            p90=p90(durs), max=max(durs), peak=None, error=None, rss=(1000 + len(durs) - 1) * 1024)
 
     # Snapshots. rank 0: one device, a block there before the trace, the peak mid-trace.
     d = Device(0).there_before(0x10000000, 2 * GIB, [(0x10000000, 300 * MIB)])
@@ -417,19 +428,19 @@ def test_figures():
     w = window(root, "job/node3/rank6_start10_stop15")
     write_manifest(w, 6, 10, 15)
     write_file(w, "memory_snapshot.json", json.dumps(snapshot(d)))
-    windows[w] = dict(rank=6, start=10, stop=15, steps=None, peak=peaks(d), error=None)
+    windows[w] = dict(rank=6, start=10, stop=15, steps=None, peak=peaks(d), error=None, rss=None)
     # rank 8: a trace.json broken in its middle; rank 9: a memory_snapshot.json broken in its middle.
     w = window(root, "job/node4/rank8_start10_stop15")
     write_manifest(w, 8, 10, 15)
     write_file(w, "trace.json", '{"traceEvents": [{"name": "ProfilerStep#1", "ph": "X", "ts": 0, "dur": 5000, '
                                 '"pid": 1, "tid": 1}, {"name": "ProfilerStep#2", "ph": "X", "ts": 5000, "dur": }, '
                                 '{"name": "ProfilerStep#3", "ph": "X", "ts": 10000, "dur": 5000, "pid": 1, "tid": 1}]}')
-    windows[w] = dict(rank=8, start=10, stop=15, steps=None, peak=None, error="trace.json")
+    windows[w] = dict(rank=8, start=10, stop=15, steps=None, peak=None, error="trace.json", rss=None)
     w = window(root, "job/node4/rank9_start10_stop15")
     write_manifest(w, 9, 10, 15)
     good = json.dumps(snapshot(Device(0).segment_alloc(0x1000, 4096).alloc(0x1000, 4096)))
     write_file(w, "memory_snapshot.json", good[:len(good) // 2] + "}}}" + good[len(good) // 2:])
-    windows[w] = dict(rank=9, start=10, stop=15, steps=None, peak=None, error="memory_snapshot.json")
+    windows[w] = dict(rank=9, start=10, stop=15, steps=None, peak=None, error="memory_snapshot.json", rss=None)
 
     # What the report must say, from the rules.
     medians = sorted(Fraction(v["median"]) for v in windows.values() if v["steps"])
@@ -466,6 +477,8 @@ def test_figures():
        {dr: v["p90"] if v["steps"] else None for dr, v in windows.items()})
     eq("figures: longest step of each row", {dr: x.get("step_max_us") for dr, x in rows.items()},
        {dr: v["max"] if v["steps"] else None for dr, v in windows.items()})
+    eq("figures: peak resident memory of each row whose trace sampled it",
+       {dr: x.get("peak_rss") for dr, x in rows.items()}, {dr: v["rss"] for dr, v in windows.items()})
     eq("figures: peak allocated and reserved bytes of each row (the most of any device, before the first "
        "event included)", {dr: (x.get("peak_allocated"), x.get("peak_reserved")) for dr, x in rows.items()},
        {dr: v["peak"] or (None, None) for dr, v in windows.items()})
@@ -517,9 +530,13 @@ def test_figures():
         got[dr] = [f[0], f[1], " ".join(f[2:4]), " ".join(f[4:6])] if windows[dr]["steps"] else \
             [f[0]] + [c for c in f[2:4]]
     eq("report.txt: rank, steps, median and p90 of each row", got, want)
-    eq("report.txt: peak columns are \"-\" exactly for the rows without a snapshot read",
+    eq("report.txt: peak columns are \"-\" exactly for the rows without a snapshot read or a resident memory",
        sorted(dr for dr, (cells, _) in txt.items() if cells.split()[-2:] == ["-", "-"]),
-       sorted(dr for dr, v in windows.items() if not v["peak"]))
+       sorted(dr for dr, v in windows.items() if not v["peak"] and not v["rss"]))
+    eq("report.txt: a host window with no snapshot gives its process's peak resident memory",
+       sorted(dr for dr, (cells, _) in txt.items()
+              if windows[dr]["rss"] and cells.split()[-4:] == mib_text(windows[dr]["rss"]).split() + ["rss", "-"]),
+       sorted(dr for dr, v in windows.items() if not v["peak"] and v["rss"]))
     head = (r.txt or "").splitlines()[0] if r.txt else ""
     check("report.txt: the first line counts the windows and the stragglers",
           head.startswith("Cluster %s: %d window(s); median step %s, stragglers above " % (root, len(windows), us_text(
@@ -539,9 +556,10 @@ def test_figures():
     eq("ranks.svg: a step-time bar for each window with steps, titled with its rank",
        sorted((k, titles[k].split(":")[0]) for k in rects if k.startswith("step-")),
        sorted(("step-%d" % i, "rank %d" % windows[dr]["rank"]) for i, dr in enumerate(order) if windows[dr]["steps"]))
-    eq("ranks.svg: a peak-memory bar for each window with a snapshot, titled with its rank",
+    eq("ranks.svg: a peak-memory bar for each window with a snapshot or a resident memory, titled with its rank",
        sorted((k, titles[k].split(":")[0]) for k in rects if k.startswith("peak-")),
-       sorted(("peak-%d" % i, "rank %d" % windows[dr]["rank"]) for i, dr in enumerate(order) if windows[dr]["peak"]))
+       sorted(("peak-%d" % i, "rank %d" % windows[dr]["rank"]) for i, dr in enumerate(order)
+              if windows[dr]["peak"] or windows[dr]["rss"]))
     eq("ranks.svg: the stragglers' bars are marked",
        sorted(k for k, e in rects.items() if k.startswith("step-") and "straggler" in (e.get("class") or "").split()),
        sorted("step-%d" % i for i, dr in enumerate(order) if dr in slow))

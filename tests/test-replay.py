@@ -1401,6 +1401,38 @@ def test_progress():
 
 # --- the window directory, --json, -o -------------------------------------------------------
 
+def test_host_window():
+    """A host window without the heap tracker: its trace.json samples the process's resident
+    memory at every step ("memory" counter events), and memory.svg draws it over the window,
+    its peak marked, instead of a chart that says "no events"."""
+    win = os.path.join(tmp, "rank3_start5_stop9")
+    os.mkdir(win)
+    with open(os.path.join(win, "manifest.json"), "w") as f:
+        json.dump({"rank": 3, "start_step": 5, "stop_step": 9}, f)
+    events, ts, rss = [], 1.7e15, [2000, 2600, 2400, 3100, 2900]
+    for k, kib in enumerate(rss):
+        events.append({"name": "ProfilerStep#%d" % (5 + k), "ph": "X", "ts": ts, "dur": 1000, "pid": 9, "tid": 9,
+                       "args": {"step": 5 + k, "rss_kib": kib}})
+        events.append({"name": "memory", "ph": "C", "ts": ts, "pid": 9, "args": {"rss_kib": kib}})
+        events.append({"name": "cpu", "ph": "C", "ts": ts, "pid": 9, "args": {"cpu_ms": 0.5}})
+        ts += 1000
+    with open(os.path.join(win, "trace.json"), "w") as f:
+        json.dump({"traceEvents": events}, f)
+    r = Run([win, "-q"], os.path.join(win, "analysis"))
+    if not check(r.rc == 0 and r.report is not None and r.sanitizer_clean(), "host window: exit 0 with a report",
+                 "exit %d, %s" % (r.rc, r.last)):
+        return
+    tr = r.report["traces"][0]
+    eq("host window: the trace's resident memory, its samples and peak",
+       (tr["rss"]["samples"], tr["rss"]["peak_bytes"], tr["rss"]["peak_time_us"]), (5, 3100 * 1024, 1.7e15 + 3000))
+    eq("host window: the counters are still no events of the trees", (tr["events"], tr["ignored"]), (5, 10))
+    with open(os.path.join(win, "analysis", "memory.svg")) as f:
+        svg = f.read()
+    check("process resident memory" in svg and "rss (max 3.0 MiB)" in svg and "no events" not in svg and
+          'id="p0-peak"' in svg, "host window: memory.svg draws the resident memory over the window, its peak marked",
+          svg[:300])
+
+
 def test_forms():
     s = snapshot([seg(0x10000, 4096, [blk(0x10000, 512, "active_allocated", 500), blk(0x10200, 3584)])],
                  [ev("segment_alloc", 0x10000, 4096), ev("alloc", 0x10000, 500)])
@@ -1451,7 +1483,7 @@ def main():
     try:
         for t in (test_real, test_actions, test_expandable, test_workspace, test_inconsistencies, test_ghosts,
                   test_leaks, test_top_sites, test_peak_state, test_legacy, test_times_and_free_delay, test_full_segments, test_rounding, test_plan, test_plan_order, test_plan_many_live, test_streams, test_two_devices,
-                  test_hostile, test_progress, test_forms):
+                  test_hostile, test_progress, test_host_window, test_forms):
             try:
                 t()
             except Exception as e:  # a broken test is a failed test, and the others still run
