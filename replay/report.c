@@ -344,7 +344,8 @@ int npf_report_timeline(FILE *f, const npf_replay_t *r)
 int npf_report_memory_svg(FILE *f, const char *title, npf_replay_t *const *replays, size_t n,
                           npf_trace_t *const *traces, size_t n_traces)
 {
-        size_t all = n + n_traces;
+        size_t all = n + n_traces, n_steps = 0;
+        double *steps_at = NULL;
         npf_svg_panel_t *panels = calloc(all + 1, sizeof(*panels));
         npf_svg_series_t *series = calloc(4 * all + 1, sizeof(*series));
         char (*titles)[48] = calloc(all + 1, sizeof(*titles));
@@ -407,6 +408,20 @@ int npf_report_memory_svg(FILE *f, const char *title, npf_replay_t *const *repla
                 };
                 np++;
         }
+        /* Where the window's steps begin, from the first trace that has them: marked on every panel over time. */
+        for (size_t k = 0; k < n_traces && !n_steps; k++) {
+                const npf_trace_step_t *st;
+                size_t m = npf_trace_steps(traces[k], &st);
+                if (m && (steps_at = malloc(m * sizeof(*steps_at)))) {
+                        for (size_t i = 0; i < m; i++)
+                                steps_at[i] = st[i].start_us;
+                        n_steps = m;
+                }
+        }
+        for (size_t k = 0; k < np; k++) {
+                panels[k].steps_at = steps_at;
+                panels[k].n_steps = n_steps;
+        }
         r = npf_svg_memory(f, title, panels, np);
 out:
         for (size_t k = 0; marks && times && k < n; k++) {
@@ -415,6 +430,7 @@ out:
         }
         free(marks);
         free(times);
+        free(steps_at);
         free(titles);
         free(series);
         free(panels);

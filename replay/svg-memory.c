@@ -251,6 +251,37 @@ static int draw_marks(npf_svg_t *w, const npf_svg_panel_t *p, const xmap_t *m, d
         return 0;
 }
 
+/* The steps' beginnings (ProfilerStep#N), on a panel over time: thin grey lines, one a column. */
+static int draw_steps(npf_svg_t *w, const npf_svg_panel_t *p, const xmap_t *m, double plot_y, size_t panel)
+{
+        bool *seen = calloc(m->cols, sizeof(*seen));
+
+        if (!seen)
+                return -ENOMEM;
+        npf_svg_printf(w, "<path id=\"p%zu-steps\" d=\"", panel);
+        for (size_t k = 0; k < p->n_steps; k++) {
+                double v = p->steps_at[k];
+                if (!isfinite(v) || v < m->x0 || v > m->x0 + m->span)
+                        continue;
+                size_t c = xmap_col_of(m, v);
+                if (seen[c])
+                        continue;
+                seen[c] = true;
+                npf_svg_printf(w, "M%s,%sV%s", npf_svg_px(col_px(c)).s, npf_svg_px(plot_y).s,
+                               npf_svg_px(plot_y + NPF_SVG_PLOT_H).s);
+        }
+        npf_svg_printf(w, "\" fill=\"none\" stroke=\"" NPF_SVG_GREY "\" stroke-width=\"0.8\" "
+                          "stroke-dasharray=\"2 3\"/>\n");
+        free(seen);
+        return 0;
+}
+
+/* The steps a panel draws: only over time, where they can be placed. */
+static bool has_steps(const npf_svg_panel_t *p, const xmap_t *m)
+{
+        return p->n_steps > 0 && m->time_us;
+}
+
 /* A panel's legend: each series with its largest value, then the marks with their count. */
 /*
  * The earlier series that series @s lies on in some pixel column (the same lowest,
@@ -268,7 +299,7 @@ static size_t covers(const bucket_t *b, const bool *used, size_t cols, size_t s)
 }
 
 static void panel_legend(npf_svg_t *w, const npf_svg_panel_t *p, const bucket_t *b, const bool *used, size_t cols,
-                         double y)
+                         bool steps, double y)
 {
         double x = NPF_SVG_MARGIN_L;
 
@@ -293,7 +324,12 @@ static void panel_legend(npf_svg_t *w, const npf_svg_panel_t *p, const bucket_t 
                 char name[4 * 40 + 4], label[sizeof(name) + 40];
                 snprintf(label, sizeof(label), "%s (%s)", npf_svg_cut(p->marks_name ? p->marks_name : "OOM", 40, name),
                          npf_svg_count(p->n_marks).s);
-                npf_svg_legend_item(w, x, y, NULL, NPF_SVG_RED, NULL, label);
+                x = npf_svg_legend_item(w, x, y, NULL, NPF_SVG_RED, NULL, label);
+        }
+        if (steps) {
+                char label[64];
+                snprintf(label, sizeof(label), "ProfilerStep (%s)", npf_svg_count(p->n_steps).s);
+                npf_svg_legend_item(w, x, y, NULL, NPF_SVG_GREY, "2 3", label);
         }
 }
 
@@ -332,7 +368,7 @@ static int draw_panel(npf_svg_t *w, const npf_svg_panel_t *p, double y, size_t p
                  p->n > m.cols ? ", lowest and highest per pixel column" : "");
         npf_svg_text(w, NPF_SVG_MARGIN_L + NPF_SVG_PLOT_W, y + 18, "text-anchor=\"end\" fill=\"" NPF_SVG_GREY "\"",
                      sub);
-        panel_legend(w, p, b, used, m.cols, y + 38);
+        panel_legend(w, p, b, used, m.cols, has_steps(p, &m), y + 38);
 
         /* Every fill first, the first series behind, then the grid over them; then every line. */
         for (size_t s = 0; s < p->n_series; s++) {
@@ -357,6 +393,8 @@ static int draw_panel(npf_svg_t *w, const npf_svg_panel_t *p, double y, size_t p
                                   "stroke-linecap=\"round\"%s/>\n",
                                palette[s].line, dashed ? " stroke-dasharray=\"6 4\"" : "");
         }
+        if (has_steps(p, &m) && (r = draw_steps(w, p, &m, plot_y, panel)) < 0)
+                goto fail;
         if (p->n_marks > 0) {
                 r = draw_marks(w, p, &m, plot_y, panel);
                 if (r < 0)
@@ -386,6 +424,8 @@ static bool panels_valid(const npf_svg_panel_t *panels, size_t n_panels)
                         if (!p->series[s].y)
                                 return false;
                 if (p->has_peak && (p->peak_index >= p->n || p->peak_series >= p->n_series))
+                        return false;
+                if (p->n_steps > 0 && !p->steps_at)
                         return false;
                 if (p->n_marks > 0 && !p->marks)
                         return false;

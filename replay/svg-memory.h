@@ -43,13 +43,17 @@ typedef struct npf_svg_panel {
         const size_t *marks;            /* point indices drawn as thin red vertical lines */
         size_t n_marks;
         const char *marks_name;         /* the legend's word for the marks; NULL: "OOM" */
+        const double *steps_at;         /* where the window's steps begin, in time_us's terms (drawn only
+                                         * on a panel over time), as thin grey lines */
+        size_t n_steps;
 } npf_svg_panel_t;
 
 /*
  * npf_svg_memory() - write a memory chart of @n_panels panels stacked vertically, under
  * @title, to @f. No panel at all writes a chart that says "no events".
  * Return: 0; -EINVAL for an argument that breaks the rules above (NULL series or values,
- * no series, too many series, a peak or mark index out of range), found before anything is
+ * no series, too many series, a peak or mark index out of range, steps without their
+ * places), found before anything is
  * written; -E2BIG for more than NPF_SVG_PANELS_MAX panels; -ENOMEM; or the -errno of a
  * failed write or of the final fflush() of @f.
  * Context: any thread; reentrant. Time linear in the points, memory in the chart's width.

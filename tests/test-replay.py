@@ -1431,6 +1431,9 @@ def test_host_window():
     check("process resident memory" in svg and "rss (max 3.0 MiB)" in svg and "no events" not in svg and
           'id="p0-peak"' in svg, "host window: memory.svg draws the resident memory over the window, its peak marked",
           svg[:300])
+    steps = re.search(r'id="p0-steps" d="([^"]*)"', svg)
+    check(steps is not None and steps.group(1).count("M") == 5 and "ProfilerStep (5)" in svg,
+          "host window: each of the 5 steps' beginnings is marked on it", steps and steps.group(1))
 
 
 def test_forms():

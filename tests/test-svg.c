@@ -450,6 +450,38 @@ static void test_equal_series_both_show(void **state)
         expect_texts(&d, TEXTS("active (max 350.0 MiB)"), NULL);
 }
 
+/* Where steps begin, on a panel over time: a grey line each (none outside the data), and their count. */
+static void test_step_marks(void **state)
+{
+        uint64_t y[] = { 100 * MiB, 300 * MiB, 200 * MiB, 250 * MiB };
+        double t[] = { 1000, 2000, 3000, 4000 }, at[] = { 1000, 2500, 3500, 99999 };
+        npf_svg_series_t s[] = { { "rss", y } };
+        npf_svg_panel_t p = { .n = 4, .time_us = t, .series = s, .n_series = 1, .steps_at = at, .n_steps = 4 };
+
+        (void) state;
+        doc_t d = memory_chart("steps", &p, 1);
+        assert_int_equal(d.rc, 0);
+        char *path = attr_of(d.text, "p0-steps", "d");
+        assert_non_null(path);
+        assert_int_equal(occurrences(path, "M"), 3);    /* the fourth is past the data */
+        free(path);
+        expect_texts(&d, TEXTS("ProfilerStep (4)"), NULL);
+
+        /* Over event indices the steps have no place: none is drawn, none said. */
+        p.time_us = NULL;
+        d = memory_chart("indices", &p, 1);
+        assert_null(strstr(d.text, "p0-steps"));
+        assert_null(strstr(d.text, "ProfilerStep"));
+        free(d.text);
+
+        /* Steps without their places are refused before anything is written. */
+        p.time_us = t;
+        p.steps_at = NULL;
+        d = memory_chart("refused", &p, 1);
+        assert_int_equal(d.rc, -EINVAL);
+        free(d.text);
+}
+
 /* A few points are drawn as steps: each value holds until the next event. */
 static void test_few_points_are_steps(void **state)
 {
@@ -731,6 +763,7 @@ int main(void)
                 cmocka_unit_test(test_downsample_keeps_spike),
                 cmocka_unit_test(test_spike_in_one_column_is_no_ramp),
                 cmocka_unit_test(test_equal_series_both_show),
+                cmocka_unit_test(test_step_marks),
                 cmocka_unit_test(test_few_points_are_steps),
                 cmocka_unit_test(test_event_ticks),
                 cmocka_unit_test(test_time_ticks),
