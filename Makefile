@@ -62,7 +62,7 @@ $(error missing build dependencies: see the message above)
 endif
 endif
 
-PKGS      := libuv jansson libsystemd
+PKGS      := libuv jansson libsystemd sqlite3
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 JANSSON_LIBS := $(shell pkg-config --libs jansson 2>/dev/null)
 DAEMON_LIBS  := $(shell pkg-config --libs libuv jansson libsystemd 2>/dev/null)
@@ -100,12 +100,13 @@ REPLAY_CORE_OBJS := $(BUILD)/replay/input.o $(BUILD)/replay/value.o $(BUILD)/rep
                     $(BUILD)/replay/beside.o
 # The analyses run the static plan on a thread of their own.
 REPLAY_LIBS := $(JANSSON_LIBS) -lm -pthread
+SQLITE_LIBS := $(shell pkg-config --libs sqlite3 2>/dev/null)
 # The charts (memory.svg, the cluster chart): no dependency beyond libc.
 SVG_OBJS := $(BUILD)/replay/svg.o $(BUILD)/replay/svg-memory.o $(BUILD)/replay/svg-ranks.o
 # Chrome trace analysis (the host backend's trace.json, torch.profiler's); jsonpos places its errors.
 TRACE_OBJS := $(BUILD)/replay/trace.o $(BUILD)/replay/input.o $(BUILD)/replay/intern.o $(BUILD)/lib/jsonpos.o
 TRACE_LIBS := $(JANSSON_LIBS) -lm
-REPLAY_OBJS := $(BUILD)/replay/npuprof-replay.o $(BUILD)/replay/report.o $(BUILD)/replay/cluster.o \
+REPLAY_OBJS := $(BUILD)/replay/npuprof-replay.o $(BUILD)/replay/report.o $(BUILD)/replay/cluster.o $(BUILD)/replay/db.o \
                $(REPLAY_CORE_OBJS) $(SVG_OBJS) $(TRACE_OBJS) $(BUILD)/lib/atomicfile.o
 
 LIBNPUPROF := $(BUILD)/libnpuprof.so $(BUILD)/libnpuprof.a $(BUILD)/libnpuprof-heap.so
@@ -163,7 +164,7 @@ $(BUILD)/npuprofctl: $(NPUPROFCTL_OBJS)
 	$(CC) $(LDFLAGS) -o $@ $^ $(JANSSON_LIBS)
 
 $(BUILD)/npuprof-replay: $(REPLAY_OBJS)
-	$(CC) $(LDFLAGS) -o $@ $^ $(REPLAY_LIBS)
+	$(CC) $(LDFLAGS) -o $@ $^ $(REPLAY_LIBS) $(SQLITE_LIBS)
 
 $(BUILD)/npuprofd: $(NPUPROFD_OBJS)
 	$(CC) $(LDFLAGS) -o $@ $^ $(DAEMON_LIBS)

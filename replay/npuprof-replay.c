@@ -9,6 +9,7 @@
 #include "replay/analysis.h"
 #include "replay/beside.h"
 #include "replay/cluster.h"
+#include "replay/db.h"
 #include "replay/input.h"
 #include "replay/report.h"
 #include "replay/snapshot.h"
@@ -39,6 +40,7 @@
 
 typedef struct options {
         const char *outdir;
+        const char *db;                 /* --db: the replay as an SQLite database, or NULL */
         bool json, strict, quiet;
         size_t top;
 } options_t;
@@ -442,6 +444,19 @@ static int analyse(const char *path, const options_t *o)
                 status = fail(status_of(r), "cannot write %s: %s", written.path, strerror(-r));
                 goto out;
         }
+        if (o->db && run.n_snaps != 1) {
+                status = fail(EXIT_INPUT, "--db %s: the database holds one snapshot's replay, and %s has %zu", o->db,
+                              path, run.n_snaps);
+                goto out;
+        }
+        if (o->db) {
+                char err[NPF_DB_ERR_MAX];
+                phase("writing the database");
+                if ((r = npf_db_write(o->db, run.snaps[0], run.replays, run.n_replays, err)) < 0) {
+                        status = fail(status_of(r), "cannot write %s: %s", o->db, err);
+                        goto out;
+                }
+        }
         if (o->json) {
                 json_dumpf(run.report, stdout, JSON_INDENT(1) | JSON_REAL_PRECISION(15));
                 fputc('\n', stdout);
@@ -549,6 +564,8 @@ static void usage(FILE *f)
                 "  -o, --output OUTDIR      where the report goes (default: PATH/analysis for a\n"
                 "                           directory, ./NAME-report for a file, DIR/cluster for cluster)\n"
                 "      --json               also print report.json on stdout\n"
+                "      --db FILE            also write the replay of a snapshot into the SQLite database FILE\n"
+                "                           (tables events, blocks, segments, frames, stack_frames, devices)\n"
                 "      --strict             fail on the first inconsistency of a trace with its snapshot\n"
                 "      --top N              rows of each ranked list (default 20)\n"
                 "      --limit-memory BYTES an address-space limit, set before any input is read (K, M, G)\n"
@@ -572,6 +589,7 @@ int main(int argc, char **argv)
                 { "limit-memory", required_argument, NULL, 'M' }, { "limit-cpu", required_argument, NULL, 'C' },
                 { "nice", required_argument, NULL, 'N' },        { "quiet", no_argument, NULL, 'q' },
                 { "help", no_argument, NULL, 'h' },              { "version", no_argument, NULL, 'V' },
+                { "db", required_argument, NULL, 'D' },
                 {},
         };
         options_t o = { .top = 20 };
@@ -591,6 +609,9 @@ int main(int argc, char **argv)
                 switch (c) {
                 case 'o':
                         o.outdir = optarg;
+                        break;
+                case 'D':
+                        o.db = optarg;
                         break;
                 case 'j':
                         o.json = true;

@@ -25,6 +25,7 @@ import pickle
 import pickletools
 import re
 import shutil
+import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -1401,6 +1402,55 @@ def test_progress():
 
 # --- the window directory, --json, -o -------------------------------------------------------
 
+def test_db():
+    """--db FILE: the replay as an SQLite database, queried here with SQL: a row per event that
+    says what timeline.csv says, a row per block's life, the segments at dump time, and every
+    event's frames through stack_frames."""
+    S = 0x100000
+    s = snapshot([seg(S, 8192, [blk(S, 1024, "active_allocated", 1000, frames=F1), blk(S + 1024, 7168)],
+                      stream=7)],
+                 [ev("alloc", S + 4096, 2048, 7, frames=F2), ev("free_requested", S + 4096, 2048, 7),
+                  ev("free_completed", S + 4096, 2048, 7), ev("alloc", S, 1000, 7, frames=F1)])
+    dbpath = os.path.join(tmp, "replay.db")
+    r = run(write("db.pkl", pickle.dumps(s, protocol=4)), "--db", dbpath)
+    if not check(r.rc == 0 and os.path.isfile(dbpath) and not os.path.exists(dbpath + ".tmp"),
+                 "db: exit 0, the database written, no temporary left", "exit %d, %s" % (r.rc, r.last)):
+        return
+    c = sqlite3.connect(dbpath)
+    q = lambda sql: c.execute(sql).fetchall()
+    eq("db: the events, as timeline.csv says them",
+       [[str(v) if v is not None else "" for v in row] for row in
+        q("SELECT device, idx, action, printf('0x%x', addr), size, printf('0x%x', stream), allocated, requested,"
+          " active, reserved, time_us FROM events ORDER BY device, idx")], r.rows[1:])
+    eq("db: the blocks' lives: what was asked, the block, when allocated and freed",
+       q("SELECT addr, size, block_size, alloc_idx, free_requested_idx, free_idx FROM blocks ORDER BY addr"),
+       [(S, 1000, 1024, 3, None, None), (S + 4096, 2048, 2048, 0, 1, 2)])
+    eq("db: the segments at dump time", q("SELECT device, addr, total, allocated, requested, stream FROM segments"),
+       [(0, S, 8192, 1024, 1000, 7)])
+    eq("db: the device, its rule and the sizes it gave", q("SELECT * FROM devices"), [(0, 4, "pytorch", 1)])
+    eq("db: each allocation's innermost frame, through stack_frames",
+       q("SELECT e.idx, f.name, f.filename, f.line FROM events e JOIN stack_frames sf ON sf.stack = e.stack"
+         " AND sf.depth = 0 JOIN frames f ON f.id = sf.frame WHERE e.action = 'alloc' ORDER BY e.idx"),
+       [(0, F2[0]["name"], F2[0]["filename"], F2[0]["line"]), (3, F1[0]["name"], F1[0]["filename"], F1[0]["line"])])
+    c.close()
+    if os.path.isdir(TESTDATA):
+        path = os.path.join(TESTDATA, REAL[-1][1])
+        with open(path, "rb") as f:
+            snap = pickle.load(f)       # trusted test data
+        rr = run(path, "--db", dbpath)
+        c = sqlite3.connect(dbpath)
+        eq("db: a real snapshot's events, all of them", c.execute("SELECT count(*) FROM events").fetchone()[0],
+           sum(len(t) for t in snap["device_traces"]))
+        eq("db: at dump time its segments' bytes are the replay's",
+           c.execute("SELECT sum(allocated), sum(requested) FROM segments WHERE device = 0").fetchone(),
+           (rr.devices()[0]["dump"]["allocated"], rr.devices()[0]["dump"]["requested"]))
+        c.close()
+    # A trace is no snapshot: --db says so, exit 1.
+    t = run(write("db-trace.json", json.dumps({"traceEvents": []}).encode()), "--db", os.path.join(tmp, "t.db"))
+    check(t.rc == 1 and "--db" in t.last and "one snapshot" in t.last, "db: a run with no snapshot is refused",
+          "exit %d, %s" % (t.rc, t.last))
+
+
 def test_host_window():
     """A host window without the heap tracker: its trace.json samples the process's resident
     memory at every step ("memory" counter events), and memory.svg draws it over the window,
@@ -1486,7 +1536,7 @@ def main():
     try:
         for t in (test_real, test_actions, test_expandable, test_workspace, test_inconsistencies, test_ghosts,
                   test_leaks, test_top_sites, test_peak_state, test_legacy, test_times_and_free_delay, test_full_segments, test_rounding, test_plan, test_plan_order, test_plan_many_live, test_streams, test_two_devices,
-                  test_hostile, test_progress, test_host_window, test_forms):
+                  test_hostile, test_progress, test_host_window, test_db, test_forms):
             try:
                 t()
             except Exception as e:  # a broken test is a failed test, and the others still run
