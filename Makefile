@@ -54,11 +54,17 @@ ifneq ($(CI),)
 WARN += -Werror
 endif
 
-# Dependencies come from Debian; scripts/install-deps installs them as root, or says how.
-ifeq ($(filter clean help,$(MAKECMDGOALS)),)
+# Dependencies come from Debian. `make` (and install) needs the build dependencies only, and
+# never runs a package manager: a missing one is named. check, demo, bench and fuzz set up
+# their test toolchain too: scripts/install-deps installs it as root, or says how.
+ifeq ($(filter clean help uninstall,$(MAKECMDGOALS)),)
+ifneq ($(filter check demo bench fuzz fuzz-build,$(MAKECMDGOALS)),)
 DEPS_OK := $(shell scripts/install-deps >&2 && echo yes)
+else
+DEPS_OK := $(shell scripts/install-deps --build >&2 && echo yes)
+endif
 ifneq ($(DEPS_OK),yes)
-$(error missing build dependencies: see the message above)
+$(error missing dependencies: see the message above)
 endif
 endif
 
