@@ -113,6 +113,7 @@ SVG_OBJS := $(BUILD)/replay/svg.o $(BUILD)/replay/svg-memory.o $(BUILD)/replay/s
 TRACE_OBJS := $(BUILD)/replay/trace.o $(BUILD)/replay/input.o $(BUILD)/replay/intern.o $(BUILD)/lib/jsonpos.o
 TRACE_LIBS := $(JANSSON_LIBS) -lm
 REPLAY_OBJS := $(BUILD)/replay/npuprof-replay.o $(BUILD)/replay/report.o $(BUILD)/replay/cluster.o $(BUILD)/replay/db.o \
+               $(BUILD)/replay/split.o $(BUILD)/replay/pickle-out.o \
                $(REPLAY_CORE_OBJS) $(SVG_OBJS) $(TRACE_OBJS) $(BUILD)/lib/atomicfile.o
 
 LIBNPUPROF := $(BUILD)/libnpuprof.so $(BUILD)/libnpuprof.a $(BUILD)/libnpuprof-heap.so

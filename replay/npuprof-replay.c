@@ -13,6 +13,7 @@
 #include "replay/input.h"
 #include "replay/report.h"
 #include "replay/snapshot.h"
+#include "replay/split.h"
 #include "replay/trace.h"
 
 #include <dirent.h>
@@ -41,6 +42,7 @@
 typedef struct options {
         const char *outdir;
         const char *db;                 /* --db: the replay as an SQLite database, or NULL */
+        size_t slices, max_entries;     /* split: --slices, --max-entries */
         bool json, strict, quiet;
         size_t top;
 } options_t;
@@ -483,6 +485,67 @@ out:
         return status;
 }
 
+/* `split FILE`: the snapshot at @path cut into pieces, each a snapshot (replay/split.h). */
+static int split(const char *path, const options_t *o)
+{
+        char err[NPF_SNAPSHOT_ERR_MAX + NPF_REPLAY_ERR_MAX], outdir[PATH_MAX], name[NAME_MAX + 1];
+        const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+        npf_snapshot_t *s = NULL;
+        npf_replay_t **replays = NULL;
+        int64_t *devs = NULL;
+        size_t n = 0, pieces;
+        int r, status = 0;
+
+        snprintf(outdir, sizeof(outdir), "%s", o->outdir ? o->outdir : "");
+        if (!o->outdir)
+                snprintf(outdir, sizeof(outdir), "%.*s-split", (int) (strcspn(base, ".") ? strcspn(base, ".") : strlen(base)),
+                         base);
+        phase("reading the snapshot");
+        if ((r = npf_snapshot_load(path, NULL, NULL, &s, err)) < 0)
+                return fail(status_of(r), "%s: %s", path, err);
+        n = npf_replay_devices(s, &devs);
+        if (!(replays = calloc(n + 1, sizeof(*replays)))) {
+                status = fail(EXIT_NOMEM, "out of memory");
+                goto out;
+        }
+        phase("replaying the trace");
+        for (size_t d = 0; d < n; d++)
+                if ((r = npf_replay_run(s, devs[d], false, &replays[d], err)) < 0) {
+                        status = fail(status_of(r), "%s: device %" PRId64 ": %s", path, devs[d], err);
+                        goto out;
+                }
+        if (mkdir(outdir, 0755) < 0 && errno != EEXIST) {
+                status = fail(EXIT_INPUT, "%s: cannot create: %s", outdir, strerror(errno));
+                goto out;
+        }
+        pieces = npf_split_pieces(s, o->slices, o->max_entries);
+        phase("writing the pieces");
+        for (size_t k = 0; k < pieces; k++) {
+                out_t out;
+                snprintf(name, sizeof(name), "%.*s.part%0*zu.pickle", (int) (strcspn(base, ".") ? strcspn(base, ".") : strlen(base)),
+                         base, pieces >= 1000 ? 4 : pieces >= 100 ? 3 : pieces >= 10 ? 2 : 1, k + 1);
+                if ((r = out_open(&out, outdir, name)) < 0) {
+                        status = fail(status_of(r), "cannot write %s/%s: %s", outdir, name, strerror(-r));
+                        goto out;
+                }
+                char why[NPF_SPLIT_ERR_MAX] = "";
+                r = npf_split_piece(out.f, s, replays, n, k, pieces, why);
+                if ((r = out_close(&out, r)) < 0) {
+                        status = fail(status_of(r), "cannot write %s: %s", out.path, why[0] ? why : strerror(-r));
+                        goto out;
+                }
+        }
+        if (!o->quiet)
+                fprintf(stderr, "npuprof-replay: wrote %zu piece(s) of %s into %s\n", pieces, path, outdir);
+out:
+        for (size_t d = 0; replays && d < n; d++)
+                npf_replay_free(replays[d]);
+        free(replays);
+        free(devs);
+        npf_snapshot_free(s);
+        return status;
+}
+
 static int cluster(const char *dir, const options_t *o)
 {
         char outdir[PATH_MAX], err[PATH_MAX + 128];
@@ -552,6 +615,7 @@ static void usage(FILE *f)
         fprintf(f,
                 "Usage: npuprof-replay [OPTIONS] PATH\n"
                 "       npuprof-replay cluster [OPTIONS] DIR\n"
+                "       npuprof-replay split (--slices N | --max-entries K) [-o OUTDIR] FILE\n"
                 "\n"
                 "Analyse what a profiling window captured. PATH is a memory snapshot (a PyTorch or\n"
                 "torch_npu _dump_snapshot pickle, the same as JSON, or a legacy list of segments), a\n"
@@ -559,6 +623,7 @@ static void usage(FILE *f)
                 "report.json, report.txt, timeline.csv (snapshots) and memory.svg.\n"
                 "`cluster DIR` reads every rank*_start*_stop* window below DIR and writes a per-rank\n"
                 "table of step time and peak memory, and its stragglers: report.json, report.txt, ranks.svg.\n"
+                "`split FILE` cuts a snapshot into pieces, each a snapshot of its own (NAME.partK.pickle).\n"
                 "\n"
                 "Options:\n"
                 "  -o, --output OUTDIR      where the report goes (default: PATH/analysis for a\n"
@@ -590,18 +655,20 @@ int main(int argc, char **argv)
                 { "nice", required_argument, NULL, 'N' },        { "quiet", no_argument, NULL, 'q' },
                 { "help", no_argument, NULL, 'h' },              { "version", no_argument, NULL, 'V' },
                 { "db", required_argument, NULL, 'D' },
+                { "slices", required_argument, NULL, 'S' },      { "max-entries", required_argument, NULL, 'E' },
                 {},
         };
         options_t o = { .top = 20 };
         uint64_t limit_memory = 0, limit_cpu = 0, v;
         long nice_by = 0;
-        bool cluster_mode = false;
+        bool cluster_mode = false, split_mode = false;
         char *end;
         int c;
 
         clock_gettime(CLOCK_MONOTONIC, &progress.start);
-        if (argc > 1 && strcmp(argv[1], "cluster") == 0) {
-                cluster_mode = true;
+        if (argc > 1 && (strcmp(argv[1], "cluster") == 0 || strcmp(argv[1], "split") == 0)) {
+                cluster_mode = argv[1][0] == 'c';
+                split_mode = !cluster_mode;
                 argv++;
                 argc--;
         }
@@ -612,6 +679,13 @@ int main(int argc, char **argv)
                         break;
                 case 'D':
                         o.db = optarg;
+                        break;
+                case 'S':
+                case 'E':
+                        if (!split_mode || parse_size(optarg, &v) < 0 || v == 0 || v > (c == 'S' ? NPF_SPLIT_PIECES_MAX : SIZE_MAX))
+                                return fail(EXIT_USAGE, "--%s: \"%s\" is not a number from 1%s", c == 'S' ? "slices" : "max-entries",
+                                            optarg, split_mode ? "" : ", for split");
+                        *(c == 'S' ? &o.slices : &o.max_entries) = (size_t) v;
                         break;
                 case 'j':
                         o.json = true;
@@ -681,5 +755,10 @@ int main(int argc, char **argv)
                 return fail(EXIT_USAGE, "--nice: %s", strerror(errno));
         if (cluster_mode)
                 return cluster(argv[optind], &o);
+        if (split_mode) {
+                if (!o.slices == !o.max_entries)
+                        return fail(EXIT_USAGE, "split: give --slices N or --max-entries K");
+                return split(argv[optind], &o);
+        }
         return analyse(argv[optind], &o);
 }

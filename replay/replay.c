@@ -585,10 +585,10 @@ npf_replay_t *npf_replay_free(npf_replay_t *r)
         return NULL;
 }
 
-static int cmp_range(const void *a, const void *b)
+static int cmp_live(const void *a, const void *b)
 {
-        const npf_replay_range_t *x = a, *y = b;
-        return x->addr < y->addr ? -1 : x->addr > y->addr;
+        const npf_replay_live_t *x = a, *y = b;
+        return x->life.addr < y->life.addr ? -1 : x->life.addr > y->life.addr;
 }
 
 int npf_replay_state_at(const npf_snapshot_t *s, const npf_replay_t *r, int64_t index, npf_replay_state_t **ret)
@@ -606,15 +606,19 @@ int npf_replay_state_at(const npf_snapshot_t *s, const npf_replay_t *r, int64_t 
                 if ((e = undo_event(&u, i)) < 0)
                         goto out;
         e = -ENOMEM;
-        if (!(st = calloc(1, sizeof(*st))) || !(st->blocks = malloc((u.blocks.n + 1) * sizeof(*st->blocks))))
+        if (!(st = calloc(1, sizeof(*st))) || !(st->blocks = malloc((u.blocks.n + 1) * sizeof(*st->blocks))) ||
+            !(st->live = malloc((u.blocks.n + 1) * sizeof(*st->live))))
                 goto out;
         for (size_t i = 0; i < u.blocks.cap; i++) {
                 if (!u.blocks.slots[i].life)
                         continue;
                 const npf_replay_life_t *l = &u.lives[(u.blocks.slots[i].life & ~PENDING) - 1];
-                st->blocks[st->n_blocks++] = (npf_replay_range_t) { l->addr, l->footprint, l->stream };
+                st->live[st->n_blocks++] = (npf_replay_live_t) { *l, (u.blocks.slots[i].life & PENDING) != 0 };
         }
-        qsort(st->blocks, st->n_blocks, sizeof(*st->blocks), cmp_range);
+        qsort(st->live, st->n_blocks, sizeof(*st->live), cmp_live);
+        for (size_t i = 0; i < st->n_blocks; i++)
+                st->blocks[i] = (npf_replay_range_t) { st->live[i].life.addr, st->live[i].life.footprint,
+                                                       st->live[i].life.stream };
         st->segments = u.segs.v;
         st->n_segments = u.segs.n;
         u.segs.v = NULL;
@@ -633,6 +637,7 @@ npf_replay_state_t *npf_state_free(npf_replay_state_t *st)
                 return NULL;
         free(st->segments);
         free(st->blocks);
+        free(st->live);
         free(st);
         return NULL;
 }

@@ -93,11 +93,18 @@ typedef struct npf_replay {
         size_t workspace_events;        /* the leading triples, which describe dump time */
 } npf_replay_t;
 
+/* A block live after an event: its life (addr, size asked, footprint, stream, stack) and whether its free is pending. */
+typedef struct npf_replay_live {
+        npf_replay_life_t life;
+        bool pending;
+} npf_replay_live_t;
+
 /* The allocator's state after one event: segments by address, live blocks by address. */
 typedef struct npf_replay_state {
         npf_replay_range_t *segments;
         size_t n_segments;
         npf_replay_range_t *blocks;            /* allocated and pending-free blocks; stream unused */
+        npf_replay_live_t *live;               /* the same blocks, whole, in the same order */
         size_t n_blocks;
 } npf_replay_state_t;
 

@@ -19,6 +19,7 @@ Ends with "replay: N passed, N failed"; exits 1 when a check failed.
 """
 import csv
 import datetime
+import glob
 import json
 import os
 import pickle
@@ -1451,6 +1452,63 @@ def test_db():
           "exit %d, %s" % (t.rc, t.last))
 
 
+def split_check(name, path, args, want_pieces):
+    """Split @path with @args: each piece a pickle Python loads and npuprof-replay replays
+    without an inconsistency; their entries add up to the file's, device by device; each
+    piece ends in the state the next begins from; the pieces' timelines, one after the other,
+    are the file's."""
+    outdir = os.path.join(tmp, name + "-split")
+    sp = Run(["split", "-q", "-o", outdir] + args + [path], None)
+    pieces = sorted(glob.glob(os.path.join(outdir, "*.pickle")))
+    if not check(sp.rc == 0 and len(pieces) == want_pieces and sp.sanitizer_clean(),
+                 "%s: split into %d pieces" % (name, want_pieces), "exit %d, %s, %r" % (sp.rc, sp.last, pieces)):
+        return
+    whole = run(path)
+    runs = [run(piece) for piece in pieces]
+    check(all(r.rc == 0 and r.report is not None for r in runs), "%s: every piece replays" % name,
+          [r.last for r in runs])
+    for piece in pieces:
+        with open(piece, "rb") as f:
+            pickle.load(f)              # Python's own unpickler: a plain data pickle
+    if not all(r.report for r in runs):
+        return
+    eq("%s: no piece has an inconsistency" % name,
+       [d["inconsistencies"]["count"] for r in runs for d in r.devices()], [0] * sum(len(r.devices()) for r in runs))
+    for dev in [d["device"] for d in whole.devices()]:
+        ds = [next(d for d in r.devices() if d["device"] == dev) for r in runs]
+        wd = next(d for d in whole.devices() if d["device"] == dev)
+        eq("%s device %d: the pieces' entries add up to the file's" % (name, dev), sum(d["events"] for d in ds),
+           wd["events"])
+        eq("%s device %d: the first piece begins where the file does, each piece where the one before ends, "
+           "the last ends at the file's dump" % (name, dev),
+           [strip(d["start"]) for d in ds] + [strip(ds[-1]["dump"])],
+           [strip(wd["start"])] + [strip(d["dump"]) for d in ds[:-1]] + [strip(wd["dump"])])
+        eq("%s device %d: the pieces' timelines, one after the other, are the file's" % (name, dev),
+           [row[2:] for r in runs for row in r.timeline(dev)], [row[2:] for row in whole.timeline(dev)])
+
+
+def strip(state):
+    """A start or dump state without its segment count, which the start has not."""
+    return {k: v for k, v in state.items() if k != "segments"}
+
+
+def test_split():
+    S = 0x100000
+    s = snapshot([seg(S, 8192, [blk(S, 1024, "active_allocated", 1000, frames=F1), blk(S + 1024, 7168)])],
+                 [ev("alloc", S + 4096, 2048, frames=F2), ev("free_requested", S + 4096, 2048),
+                  ev("free_completed", S + 4096, 2048), ev("segment_alloc", 0x900000, 4096),
+                  ev("alloc", 0x900000, 512), ev("alloc", S, 1000, frames=F1), ev("free_requested", 0x900000, 512),
+                  ev("free_completed", 0x900000, 512), ev("segment_free", 0x900000, 4096)])
+    split_check("split", write("split.pkl", pickle.dumps(s, protocol=4)), ["--slices", "3"], 3)
+    if os.path.isdir(TESTDATA):
+        # 9,700 entries at most 3,000 to a piece: four pieces.
+        split_check("split real", os.path.join(TESTDATA, REAL[-1][1]), ["--max-entries", "3000"], 4)
+    u = Run(["split", "-q", write("split-usage.pkl", pickle.dumps(s, protocol=4))], None)
+    check(u.rc == 2 and "--slices" in u.last, "split: neither --slices nor --max-entries is a usage error", u.last)
+    u = Run(["--slices", "2", os.path.join(tmp, "split-usage.pkl")], None)
+    check(u.rc == 2 and "for split" in u.last, "--slices outside split is a usage error", u.last)
+
+
 def test_host_window():
     """A host window without the heap tracker: its trace.json samples the process's resident
     memory at every step ("memory" counter events), and memory.svg draws it over the window,
@@ -1536,7 +1594,7 @@ def main():
     try:
         for t in (test_real, test_actions, test_expandable, test_workspace, test_inconsistencies, test_ghosts,
                   test_leaks, test_top_sites, test_peak_state, test_legacy, test_times_and_free_delay, test_full_segments, test_rounding, test_plan, test_plan_order, test_plan_many_live, test_streams, test_two_devices,
-                  test_hostile, test_progress, test_host_window, test_db, test_forms):
+                  test_hostile, test_progress, test_host_window, test_db, test_split, test_forms):
             try:
                 t()
             except Exception as e:  # a broken test is a failed test, and the others still run
