@@ -36,7 +36,9 @@ check "the static library, the heap tracker, the headers and the man pages are t
 check "man npf_rank_open finds libnpuprof(3)" \
         sh -c "man -M '$dest/usr/share/man' 3 npf_rank_open 2>/dev/null | grep -q 'LIBNPUPROF(3)'"
 
-pc() { PKG_CONFIG_SYSROOT_DIR=$dest PKG_CONFIG_LIBDIR=$dest$libdir/pkgconfig:/usr/lib/$(dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null)/pkgconfig:/usr/share/pkgconfig pkg-config "$@"; }
+# The installed tree first, then the system's own .pc files (jansson's, which libnpuprof's names).
+system_pc=$(pkg-config --variable pc_path pkg-config)
+pc() { PKG_CONFIG_SYSROOT_DIR=$dest PKG_CONFIG_LIBDIR=$dest$libdir/pkgconfig:$system_pc pkg-config "$@"; }
 check "pkg-config knows libnpuprof $version" test "$(pc --modversion libnpuprof)" = "$version"
 check "its static flags name the private dependencies" sh -c "echo '$(pc --static --libs libnpuprof)' | grep -q -- -ljansson"
 
