@@ -125,6 +125,15 @@ static const name_value_t flag_names[] = {
         { NULL, 0 },
 };
 
+/* The entry of @t that names @s, in any letter case, or NULL. */
+static const name_value_t *find_name(const name_value_t *t, const char *s)
+{
+        for (; t->name; t++)
+                if (strcasecmp(s, t->name) == 0)
+                        return t;
+        return NULL;
+}
+
 static const char *name_of(const name_value_t *t, int32_t value)
 {
         for (; t->name; t++)
@@ -144,14 +153,12 @@ int npf_conf_level_parse(const char *s, int32_t *ret_level)
                 { "none", NPF_LEVEL_NONE }, { "-1", NPF_LEVEL_NONE }, { "0", NPF_LEVEL_0 }, { "1", NPF_LEVEL_1 },
                 { "2", NPF_LEVEL_2 }, { NULL, 0 },
         };
+        const name_value_t *e = find_name(level_names, s);
 
-        for (const name_value_t *t = level_names; t->name; t++)
-                if (strcasecmp(s, t->name) == 0)
-                        return *ret_level = t->value, 0;
-        for (const name_value_t *t = more; t->name; t++)
-                if (strcmp(s, t->name) == 0)
-                        return *ret_level = t->value, 0;
-        return -EINVAL;
+        if (!e && !(e = find_name(more, s)))
+                return -EINVAL;
+        *ret_level = e->value;
+        return 0;
 }
 
 const char *npf_conf_aic_name(int32_t aic_metrics)
@@ -328,14 +335,11 @@ static bool get_name_or(parse_t *p, const path_t *at, json_t *v, const name_valu
 {
         char names[320];
 
-        if (json_is_string(v)) {
-                const char *s = json_string_value(v);
-                for (const name_value_t *e = t; e->name; e++) {
-                        if (strcasecmp(s, e->name) == 0) {
-                                *ret = e->value;
-                                return true;
-                        }
-                }
+        const name_value_t *e = json_is_string(v) ? find_name(t, json_string_value(v)) : NULL;
+
+        if (e) {
+                *ret = e->value;
+                return true;
         }
         list_names(t, names, sizeof(names));
         error_at(p, at, "expected one of %s%s, found %s", names, also, FOUND(v));

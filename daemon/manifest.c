@@ -26,6 +26,7 @@ int npf_manifest_write_lost(int dfd, const npf_window_record_t *rec, const char 
         };
         npf_atomicfile_t f;
 
+        /* One there already (or a link): nothing to list or write; the rename would refuse it anyway. */
         if (faccessat(dfd, "manifest.json", F_OK, AT_SYMLINK_NOFOLLOW) == 0)
                 return -EEXIST;
         /* Never over a manifest the rank wrote after all; every file of a window is its rank's. */

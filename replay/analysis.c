@@ -576,17 +576,18 @@ static json_t *fragmentation(const npf_snapshot_t *s, const npf_replay_t *r, int
                 const npf_replay_range_t *g = &st->segments[i];
                 uint64_t cur = g->addr, end = g->addr + g->size;
                 reserved += g->size;
-                while (b < st->n_blocks && st->blocks[b].addr < g->addr)
+                while (b < st->n_blocks && st->live[b].life.addr < g->addr)
                         b++;
-                for (; b < st->n_blocks && st->blocks[b].addr < end; b++) {
-                        if (st->blocks[b].addr > cur) {
-                                uint64_t gap = st->blocks[b].addr - cur;
+                for (; b < st->n_blocks && st->live[b].life.addr < end; b++) {
+                        const npf_replay_life_t *l = &st->live[b].life;
+                        if (l->addr > cur) {
+                                uint64_t gap = l->addr - cur;
                                 free_bytes += gap;
                                 if (gap > largest)
                                         largest = gap;
                         }
-                        if (st->blocks[b].addr + st->blocks[b].size > cur)
-                                cur = st->blocks[b].addr + st->blocks[b].size;
+                        if (l->addr + l->footprint > cur)
+                                cur = l->addr + l->footprint;
                 }
                 if (end > cur) {
                         free_bytes += end - cur;
@@ -711,12 +712,10 @@ json_t *npf_analysis_device(const npf_snapshot_t *s, const npf_replay_t *r, cons
         /* The allocator's rounding: what the blocks hold beyond what was asked, at the allocated peak and at dump. */
         uint64_t pa = peak_alloc < 0 ? r->start_allocated : r->allocated[peak_alloc];
         uint64_t pr = peak_alloc < 0 ? r->start_requested : r->requested[peak_alloc];
-        size_t live_blocks, obeying;
-        npf_rounding_t rule = npf_replay_rounding(s, &live_blocks, &obeying);
         json_object_set_new(d, "rounding", json_pack("{s:s?,s:I,s:I,s:I,s:I,s:{s:o,s:o,s:o},s:{s:o,s:o,s:o}}",
-                                                     "rule", npf_rounding_name(rule),
-                                                     "live_blocks", (json_int_t) live_blocks,
-                                                     "obeying", (json_int_t) obeying,
+                                                     "rule", npf_rounding_name(r->rounding),
+                                                     "live_blocks", (json_int_t) r->rounding_blocks,
+                                                     "obeying", (json_int_t) r->rounding_obeying,
                                                      "inferred", (json_int_t) r->inferred_sizes,
                                                      "unsized", (json_int_t) r->unsized,
                                                      "at_peak", "allocated", u64(pa), "requested", u64(pr),

@@ -1,7 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 #include "replay/db.h"
+#include "lib/atomicfile.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
 #include <sqlite3.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -151,10 +154,10 @@ static int write_all(db_t *d, const npf_snapshot_t *s, npf_replay_t *const *repl
         int r;
 
         /*
-         * A file built once in one transaction, then renamed into place: it needs no journal,
-         * and the commit syncs it (synchronous=FULL) before the rename makes it the file.
+         * A file built once in one transaction, in a temporary that npf_atomicfile_commit()
+         * syncs and renames into place: it needs no journal and no sync of its own.
          */
-        if (sqlite3_exec(d->db, "PRAGMA journal_mode=OFF; PRAGMA synchronous=FULL; BEGIN;", NULL, NULL, NULL) !=
+        if (sqlite3_exec(d->db, "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; BEGIN;", NULL, NULL, NULL) !=
                     SQLITE_OK ||
             sqlite3_exec(d->db, schema, NULL, NULL, NULL) != SQLITE_OK)
                 return fail(d, "create the tables");
@@ -190,37 +193,50 @@ out:
 
 int npf_db_write(const char *path, const npf_snapshot_t *s, npf_replay_t *const *replays, size_t n, char *err)
 {
+        char *dcopy = strdup(path), *bcopy = strdup(path), *tmp = NULL;
         db_t d = { .err = err };
-        char *tmp = NULL;
-        int r;
+        npf_atomicfile_t f;
+        int dfd = -1, r;
 
-        if (asprintf(&tmp, "%s.tmp", path) < 0) {
+        if (!dcopy || !bcopy) {
+                r = -ENOMEM;
                 snprintf(err, NPF_DB_ERR_MAX, "out of memory");
-                return -ENOMEM;
-        }
-        if (unlink(tmp) < 0 && errno != ENOENT) {
-                r = -errno;
-                snprintf(err, NPF_DB_ERR_MAX, "cannot remove %s: %s", tmp, strerror(errno));
                 goto out;
         }
-        if (sqlite3_open_v2(tmp, &d.db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOFOLLOW, NULL) !=
-            SQLITE_OK) {
+        const char *dir = dirname(dcopy), *base = basename(bcopy);
+        if ((dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0) {
+                r = -errno;
+                snprintf(err, NPF_DB_ERR_MAX, "cannot open %s: %s", dir, strerror(errno));
+                goto out;
+        }
+        /* SQLite builds the database in the temporary that lib/atomicfile made, which then puts it in place. */
+        if ((r = npf_atomicfile_begin(&f, dfd, base, "tmp", 0644, 0)) < 0) {
+                snprintf(err, NPF_DB_ERR_MAX, "cannot %s %s/%s: %s", f.step, dir, npf_atomicfile_failed_name(&f),
+                         strerror(-r));
+                goto out;
+        }
+        if (asprintf(&tmp, "%s/%s", dir, f.tmp) < 0) {
+                tmp = NULL;
+                r = -ENOMEM;
+                snprintf(err, NPF_DB_ERR_MAX, "out of memory");
+        } else if (sqlite3_open_v2(tmp, &d.db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOFOLLOW, NULL) != SQLITE_OK) {
                 r = fail(&d, tmp);
-                goto out;
+        } else {
+                r = write_all(&d, s, replays, n);
         }
-        r = write_all(&d, s, replays, n);
-        if (sqlite3_close(d.db) != SQLITE_OK && r == 0)
+        if (d.db && sqlite3_close(d.db) != SQLITE_OK && r == 0)
                 r = fail(&d, "close");
-        d.db = NULL;
-        if (r == 0 && rename(tmp, path) < 0) {
-                r = -errno;
-                snprintf(err, NPF_DB_ERR_MAX, "cannot rename %s over %s: %s", tmp, path, strerror(errno));
+        if (r < 0) {
+                npf_atomicfile_abort(&f);
+        } else if ((r = npf_atomicfile_commit(&f, 0)) < 0) {
+                snprintf(err, NPF_DB_ERR_MAX, "cannot %s %s/%s: %s", f.step, dir, npf_atomicfile_failed_name(&f),
+                         strerror(-r));
         }
 out:
-        if (d.db)
-                sqlite3_close(d.db);
-        if (r < 0)
-                unlink(tmp);
+        if (dfd >= 0)
+                close(dfd);
         free(tmp);
+        free(dcopy);
+        free(bcopy);
         return r;
 }

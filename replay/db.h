@@ -29,7 +29,7 @@
 
 /*
  * npf_db_write() - write the @n replays of @s (each a device of it) into a new SQLite
- * database at @path, built beside it and renamed over it once complete.
+ * database at @path, built beside it and put in place whole (lib/atomicfile.h).
  * Return: 0; or -EIO (SQLite's message in @err, NPF_DB_ERR_MAX bytes), -ENOMEM, -errno.
  */
 int npf_db_write(const char *path, const npf_snapshot_t *s, npf_replay_t *const *replays, size_t n, char *err);

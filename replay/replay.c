@@ -533,7 +533,7 @@ int npf_replay_run(const npf_snapshot_t *s, int64_t device, bool strict, npf_rep
                      !(r->active = malloc(r->n * sizeof(uint64_t))) ||
                      !(r->reserved = malloc(r->n * sizeof(uint64_t)))))
                 goto fail;
-        r->rounding = u.rounding = npf_replay_rounding(s, NULL, NULL);
+        r->rounding = u.rounding = npf_replay_rounding(s, &r->rounding_blocks, &r->rounding_obeying);
         if ((e = dump_state(&u, true)) < 0)
                 goto fail;
         r->dump_allocated = u.allocated;
@@ -606,8 +606,7 @@ int npf_replay_state_at(const npf_snapshot_t *s, const npf_replay_t *r, int64_t 
                 if ((e = undo_event(&u, i)) < 0)
                         goto out;
         e = -ENOMEM;
-        if (!(st = calloc(1, sizeof(*st))) || !(st->blocks = malloc((u.blocks.n + 1) * sizeof(*st->blocks))) ||
-            !(st->live = malloc((u.blocks.n + 1) * sizeof(*st->live))))
+        if (!(st = calloc(1, sizeof(*st))) || !(st->live = malloc((u.blocks.n + 1) * sizeof(*st->live))))
                 goto out;
         for (size_t i = 0; i < u.blocks.cap; i++) {
                 if (!u.blocks.slots[i].life)
@@ -616,9 +615,6 @@ int npf_replay_state_at(const npf_snapshot_t *s, const npf_replay_t *r, int64_t 
                 st->live[st->n_blocks++] = (npf_replay_live_t) { *l, (u.blocks.slots[i].life & PENDING) != 0 };
         }
         qsort(st->live, st->n_blocks, sizeof(*st->live), cmp_live);
-        for (size_t i = 0; i < st->n_blocks; i++)
-                st->blocks[i] = (npf_replay_range_t) { st->live[i].life.addr, st->live[i].life.footprint,
-                                                       st->live[i].life.stream };
         st->segments = u.segs.v;
         st->n_segments = u.segs.n;
         u.segs.v = NULL;
@@ -636,7 +632,6 @@ npf_replay_state_t *npf_state_free(npf_replay_state_t *st)
         if (!st)
                 return NULL;
         free(st->segments);
-        free(st->blocks);
         free(st->live);
         free(st);
         return NULL;

@@ -80,7 +80,9 @@ typedef struct npf_replay {
         uint64_t *allocated, *requested, *active, *reserved;
         uint64_t start_allocated, start_requested, start_active, start_active_requested, start_reserved;
         uint64_t dump_allocated, dump_requested, dump_active, dump_active_requested, dump_reserved;
-        npf_rounding_t rounding;
+        npf_rounding_t rounding;        /* the snapshot's (npf_replay_rounding()) */
+        size_t rounding_blocks;         /* the snapshot's live blocks it was told by */
+        size_t rounding_obeying;        /* of them, those that obey it */
         size_t inferred_sizes;          /* re-created blocks sized by the rule */
         size_t unsized;                 /* re-created blocks with no rule: their requested size */
         size_t dump_segments;
@@ -103,8 +105,7 @@ typedef struct npf_replay_live {
 typedef struct npf_replay_state {
         npf_replay_range_t *segments;
         size_t n_segments;
-        npf_replay_range_t *blocks;            /* allocated and pending-free blocks; stream unused */
-        npf_replay_live_t *live;               /* the same blocks, whole, in the same order */
+        npf_replay_live_t *live;               /* allocated and pending-free blocks, by address */
         size_t n_blocks;
 } npf_replay_state_t;
 

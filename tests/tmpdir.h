@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* A cmocka fixture: a fresh directory under /tmp for each test, removed after it. */
+/* A cmocka fixture: a fresh directory under /tmp for each test, removed after it. Include it after <cmocka.h>. */
 #ifndef NPUPROF_TESTS_TMPDIR_H
 #define NPUPROF_TESTS_TMPDIR_H
 
