@@ -92,11 +92,13 @@ RANK_LIBS := $(shell pkg-config --libs jansson 2>/dev/null) -ldl -pthread
 DAEMON_OBJS := $(BUILD)/daemon/npuprofd.o $(BUILD)/daemon/daemon.o $(BUILD)/daemon/watch.o $(BUILD)/daemon/request.o \
                $(BUILD)/daemon/server.o $(BUILD)/daemon/sweep.o $(BUILD)/daemon/notify.o $(BUILD)/daemon/log.o \
                $(BUILD)/daemon/analyze.o $(BUILD)/daemon/fwshm.o $(BUILD)/daemon/manifest.o \
-               $(BUILD)/daemon/metricsfile.o $(BUILD)/daemon/windows.o $(BUILD)/daemon/metrics.o $(MANIFEST_OBJS)
+               $(BUILD)/daemon/keptfile.o $(BUILD)/daemon/fleet.o $(BUILD)/daemon/windows.o $(BUILD)/daemon/metrics.o \
+               $(MANIFEST_OBJS)
 
 NPUPROFD_OBJS   := $(DAEMON_OBJS) $(VIEW_OBJS) $(CONF_OBJS) $(SHM_OBJS)
 NPUPROFCTL_OBJS := $(BUILD)/client/npuprofctl.o $(BUILD)/client/validate.o $(BUILD)/client/ipc.o \
-                   $(BUILD)/client/status.o $(BUILD)/client/edit.o $(BUILD)/client/analyze.o $(VIEW_OBJS) $(CONF_OBJS) \
+                   $(BUILD)/client/status.o $(BUILD)/client/edit.o $(BUILD)/client/analyze.o $(BUILD)/client/fleet.o \
+                   $(VIEW_OBJS) $(CONF_OBJS) \
                    $(BUILD)/conf/write.o $(SHM_OBJS) $(BUILD)/lib/atomicfile.o
 
 # npuprof-replay: the analyzer, a program of its own that the daemon runs on each window.
@@ -127,6 +129,7 @@ UNIT_TESTS += $(BUILD)/tests/test-svg
 UNIT_TESTS += $(BUILD)/tests/test-pickle $(BUILD)/tests/test-value
 UNIT_TESTS += $(BUILD)/tests/test-trace $(BUILD)/tests/test-view
 UNIT_TESTS += $(BUILD)/tests/test-atomicfile $(BUILD)/tests/test-manifest $(BUILD)/tests/test-write
+UNIT_TESTS += $(BUILD)/tests/test-fleet
 # The stand-in for the CANN runtime, which cannot exist here: it records every call and
 # answers as CANN does. It and the acl backend's test are built against CANN's own headers
 # (shared/testdata/cann), and only where they are: without them the ACL tests are skipped.
@@ -258,6 +261,12 @@ $(BUILD)/tests/test-outroot: $(BUILD)/tests/test-outroot.o $(BUILD)/lib/outroot.
 	$(CC) $(LDFLAGS) -o $@ $^ $(CMOCKA_LIBS)
 
 $(BUILD)/tests/test-analyze: $(BUILD)/tests/test-analyze.o $(BUILD)/daemon/analyze.o $(BUILD)/lib/clock.o
+	$(CC) $(LDFLAGS) -o $@ $^ $(CMOCKA_LIBS) $(DAEMON_LIBS)
+
+# The fleet record from its writer (daemon/fleet) to its reader (client/fleet).
+$(BUILD)/tests/test-fleet: $(BUILD)/tests/test-fleet.o $(BUILD)/daemon/fleet.o $(BUILD)/daemon/keptfile.o \
+                           $(BUILD)/daemon/log.o $(BUILD)/client/fleet.o $(BUILD)/client/ipc.o $(BUILD)/lib/atomicfile.o \
+                           $(SHM_OBJS)
 	$(CC) $(LDFLAGS) -o $@ $^ $(CMOCKA_LIBS) $(DAEMON_LIBS)
 
 $(BUILD)/tests/test-atomicfile: $(BUILD)/tests/test-atomicfile.o $(BUILD)/lib/atomicfile.o

@@ -2,6 +2,7 @@
 /* npuprofctl: how a person talks to npuprof. */
 #include "client/analyze.h"
 #include "client/edit.h"
+#include "client/fleet.h"
 #include "client/status.h"
 #include "client/validate.h"
 #include "lib/outroot.h"
@@ -46,6 +47,10 @@ static void usage(FILE *f)
               "                             check profiler_config.json files (native, torch_npu or\n"
               "                             MindSpore keys) and print the effective window and\n"
               "                             settings, or every error with line, column and key\n"
+              "  fleet [--fleet-dir DIR] [--json] [--wait [--timeout S]]\n"
+              "                             every node's record in the fleet directory: who holds\n"
+              "                             the newest version of the file, who lags, is stale,\n"
+              "                             stopped or finds it invalid (exit 1 when any does)\n"
               "  analyze PATH [-o OUTDIR] [--json] [--strict]\n"
               "                             analyse a window directory, a memory snapshot or a trace\n"
               "                             now with npuprof-replay (report.json, report.txt,\n"
@@ -331,6 +336,8 @@ int main(int argc, char **argv)
         }
         if (strcmp(cmd, "start") == 0 || strcmp(cmd, "stop") == 0)
                 return cmd_edit(cargc, cargv, socket_path);
+        if (strcmp(cmd, "fleet") == 0)
+                return npf_cli_fleet(cargc, cargv, socket_path);
         for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
                 if (strcmp(cmd, commands[i].name) != 0)
                         continue;

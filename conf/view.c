@@ -8,16 +8,6 @@
 #include <string.h>
 #include <time.h>
 
-static const char *file_state_name(uint32_t s)
-{
-        switch (s) {
-        case NPF_FILE_VALID: return "valid";
-        case NPF_FILE_INVALID: return "invalid";
-        case NPF_FILE_MISSING: return "missing";
-        default: return "unknown";
-        }
-}
-
 json_t *npf_view_config(const npf_shm_ctl_t *ctl)
 {
         npf_shm_config_t *c = malloc(sizeof(*c));
@@ -56,7 +46,7 @@ json_t *npf_view_config(const npf_shm_ctl_t *ctl)
                       "published_unix_ms", c->args.generation ? json_integer((json_int_t) (c->args.published_ns / 1000000u))
                                                               : json_null(),
                       "valid", st.file_state == NPF_FILE_VALID,
-                      "state", file_state_name(st.file_state),
+                      "state", npf_shm_file_state_name(st.file_state),
                       "error", error,
                       "error_count", (json_int_t) st.error_count,
                       "dialect", c->args.generation ? json_string(npf_shm_dialect_name(c->args.dialect)) : json_null(),

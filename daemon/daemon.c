@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 #include "daemon/daemon.h"
 #include "daemon/analyze.h"
+#include "daemon/fleet.h"
 #include "daemon/log.h"
 #include "daemon/metrics.h"
-#include "daemon/metricsfile.h"
+#include "daemon/keptfile.h"
 #include "daemon/notify.h"
 #include "daemon/server.h"
 #include "daemon/sweep.h"
@@ -32,7 +33,8 @@ typedef struct daemon {
         npf_server_t *server;
         npf_analyze_t *analyze;         /* NULL once stopping */
         npf_fwshm_t *fwshm;            /* the frameworks' segments; NULL without --legacy, and once stopping */
-        npf_metrics_file_t *metrics;    /* NULL without --metrics-file, and once stopping */
+        npf_kept_file_t *metrics;       /* NULL without --metrics-file, and once stopping */
+        npf_fleet_t *fleet;             /* the node's fleet record; NULL without --fleet-dir, and once stopping */
         char *state_dir;                /* $STATE_DIRECTORY's first, from systemd; may be NULL */
         npf_notify_t notify;
         npf_sweep_t sweep;
@@ -44,6 +46,8 @@ typedef struct daemon {
         uint64_t published_ns;          /* CLOCK_REALTIME of the generation in force; 0: none */
         uint64_t reloads;
         npf_shm_status_t status;        /* what was last published of the file */
+        uint64_t read_hash, read_mtime_ns;      /* of the file as last read (watch) */
+        uint64_t in_force_hash;         /* of the bytes whose configuration is in force */
         uint64_t invalid_hash;          /* the broken version last counted */
         npf_log_once_t file_problem;    /* the file's problem last logged */
         bool ready;
@@ -142,6 +146,13 @@ static void finish_reload(daemon_t *d)
 static void on_request(npf_request_t *req, npf_command_t command, json_t *request, const npf_peer_t *peer,
                        void *data);
 
+/* What the metrics file and the fleet record hold may have changed: each writes if it did. */
+static void note_change(daemon_t *d)
+{
+        npf_kept_file_update(d->metrics);
+        npf_fleet_update(d->fleet);
+}
+
 static void on_config(npf_watch_t *w, const npf_watch_result_t *res, void *data)
 {
         daemon_t *d = data;
@@ -153,6 +164,8 @@ static void on_config(npf_watch_t *w, const npf_watch_result_t *res, void *data)
         memcpy(old_message, st->message, sizeof(old_message));
         snprintf(st->path, sizeof(st->path), "%s", d->opt.config_path);
         st->checked_ns = npf_clock_ns(CLOCK_REALTIME);
+        d->read_hash = res->content_hash;
+        d->read_mtime_ns = res->mtime_ns;
 
         if (res->rc == 0) {
                 bool fresh = differs_from_published(d, res->config);
@@ -161,11 +174,14 @@ static void on_config(npf_watch_t *w, const npf_watch_result_t *res, void *data)
                         char what[160];
                         if (npf_shm_publish_config(d->shm, res->config, &gen) == 0) {
                                 note_published(d);
+                                d->in_force_hash = res->content_hash;
                                 npf_windows_note_prof_dir(&d->windows, gen, res->config->prof_dir);
                                 describe_window(res->config, what, sizeof(what));
                                 npf_log(LOG_NOTICE, (int64_t) gen, NPF_LOG_NONE, "published generation %" PRIu64
                                         " (%s dialect): %s", gen, npf_shm_dialect_name(res->config->args.dialect), what);
                         }
+                } else {
+                        d->in_force_hash = res->content_hash;   /* the same configuration, maybe other bytes */
                 }
                 if (d->fwshm)
                         npf_fwshm_publish(d->fwshm, res->config, res->mtime_s);
@@ -218,7 +234,7 @@ static void on_config(npf_watch_t *w, const npf_watch_result_t *res, void *data)
                 st->changed_ns = st->checked_ns;
         npf_shm_publish_status(d->shm, st);
         update_notify_status(d);
-        npf_metrics_file_update(d->metrics);
+        note_change(d);
 
         if (!d->ready) {
                 d->ready = true;
@@ -242,7 +258,7 @@ static void on_analysis(const npf_analysis_event_t *ev, void *data)
         daemon_t *d = data;
 
         npf_windows_analysis_logged(&d->sweep, ev);
-        npf_metrics_file_update(d->metrics);
+        note_change(d);
 }
 
 static void on_sweep_timer(uv_timer_t *t);
@@ -263,7 +279,7 @@ static void sweep(daemon_t *d)
                 npf_log(LOG_INFO, NPF_LOG_NONE, NPF_LOG_NONE, "%u rank%s attached", d->sweep.attached,
                         d->sweep.attached == 1 ? "" : "s");
         update_notify_status(d);
-        npf_metrics_file_update(d->metrics);
+        note_change(d);
 
         if (d->stopping)
                 return;
@@ -293,7 +309,7 @@ static void start_reload(daemon_t *d, const char *why)
                 npf_notify_reloading(&d->notify);
         }
         npf_log(LOG_INFO, NPF_LOG_NONE, NPF_LOG_NONE, "reloading %s (%s)", d->opt.config_path, why);
-        npf_metrics_file_update(d->metrics);
+        note_change(d);
         npf_watch_reload(d->watch);
 }
 
@@ -321,7 +337,7 @@ static json_t *status_json(daemon_t *d)
 
         json_object_set_new(config, "path", json_string(d->opt.config_path));
         json_object_set_new(windows, "recent", npf_windows_history_json(&d->windows, &d->sweep, d->analyze, NPF_PROTO_STATUS_RECENT));
-        return json_pack("{s:{s:I, s:s, s:I, s:I, s:I, s:b, s:b, s:I, s:s, s:I, s:{s:I, s:I, s:I, s:I, s:I}, s:o}, "
+        return json_pack("{s:{s:I, s:s, s:I, s:I, s:I, s:b, s:b, s:I, s:s, s:I, s:{s:I, s:I, s:I, s:I, s:I}, s:o, s:o}, "
                          "s:{s:s, s:b}, s:o, s:o, s:o, s:o, s:I, s:o}",
                          "daemon",
                          "pid", (json_int_t) getpid(),
@@ -340,7 +356,8 @@ static json_t *status_json(daemon_t *d)
                          "evicted", (json_int_t) npf_server_evicted(d->server),
                          "shared_answers", (json_int_t) npf_server_shared(d->server),
                          "idle_timeout_ms", (json_int_t) d->opt.idle_ms,
-                         "metrics_file", d->metrics ? npf_metrics_file_status_json(d->metrics) : json_null(),
+                         "metrics_file", d->metrics ? npf_kept_file_status_json(d->metrics) : json_null(),
+                         "fleet", d->fleet ? npf_fleet_status_json(d->fleet) : json_null(),
                          "shm", "name", d->opt.shm_name, "adopted", npf_shm_adopted(d->shm),
                          "config", config,
                          "ranks", rank_table(d),
@@ -348,6 +365,26 @@ static json_t *status_json(daemon_t *d)
                          "analysis", analysis_summary(d),
                          "reloads", (json_int_t) d->reloads,
                          "legacy", d->fwshm ? npf_fwshm_status_json(d->fwshm) : json_null());
+}
+
+/* The node as its fleet record tells it (daemon/fleet.h). */
+static void fleet_node(void *data, npf_fleet_node_t *n)
+{
+        daemon_t *d = data;
+
+        n->stopping = d->stopping;
+        n->started_real_ns = d->started_real_ns;
+        n->config_path = d->opt.config_path;
+        n->file = &d->status;
+        n->read_hash = d->read_hash;
+        n->read_mtime_ns = d->read_mtime_ns;
+        n->generation = generation_in_force(d);
+        n->in_force_hash = d->in_force_hash;
+        n->published_ns = d->published_ns;
+        n->ranks = json_incref(rank_table(d));
+        n->outcomes = npf_sweep_outcomes_json(&d->sweep);
+        n->recent = npf_windows_history_json(&d->windows, &d->sweep, d->analyze, NPF_FLEET_RECENT);
+        n->analysis = analysis_summary(d);
 }
 
 /* The metrics text of the daemon as it is now (daemon/metrics.h). */
@@ -364,7 +401,7 @@ static char *metrics_text(daemon_t *d)
                 .sweep = &d->sweep,
                 .analysis = analysis,
                 .has_file = d->opt.metrics_path != NULL,
-                .file_errors = d->opt.metrics_path ? npf_metrics_file_errors(d->metrics) : 0,
+                .file_errors = d->opt.metrics_path ? npf_kept_file_errors(d->metrics) : 0,
         };
         char *text = npf_metrics_text(&m);
 
@@ -465,9 +502,12 @@ static void stop(daemon_t *d, const char *why)
         if (d->stopping)
                 return;
         d->stopping = true;
-        /* Its last write says npuprof_up 0, with the counts as they are, before anything closes. */
-        npf_metrics_file_close(d->metrics);
+        /* Their last writes say npuprof_up 0 and "stopped", with the counts as they are, before
+         * anything closes. */
+        npf_kept_file_close(d->metrics);
         d->metrics = NULL;
+        npf_fleet_close(d->fleet);
+        d->fleet = NULL;
         npf_notify_stopping(&d->notify);
         npf_log(LOG_NOTICE, NPF_LOG_NONE, NPF_LOG_NONE, "stopping (%s)", why);
         for (unsigned i = 0; i < d->n_reload_waiters; i++)
@@ -594,8 +634,8 @@ int npf_daemon_run(const npf_daemon_options_t *opt)
                 goto out;
         }
         if (opt->metrics_path) {
-                r = npf_metrics_file_new(d->loop, opt->metrics_path, opt->metrics_interval_ms, metrics_text_cb, d,
-                                         &d->metrics);
+                r = npf_kept_file_new(d->loop, opt->metrics_path, "the metrics file", opt->metrics_interval_ms,
+                                      metrics_text_cb, d, &d->metrics);
                 if (r < 0) {
                         npf_log(LOG_ERR, NPF_LOG_NONE, NPF_LOG_NONE, "cannot keep the metrics file %s: %s",
                                 opt->metrics_path, strerror(-r));
@@ -603,6 +643,17 @@ int npf_daemon_run(const npf_daemon_options_t *opt)
                 }
                 npf_log(LOG_INFO, NPF_LOG_NONE, NPF_LOG_NONE, "metrics written to %s on every change and every %.3g s",
                         opt->metrics_path, (double) opt->metrics_interval_ms / 1000.0);
+        }
+        if (opt->fleet_dir) {
+                r = npf_fleet_new(d->loop, opt->fleet_dir, opt->node_name, opt->fleet_interval_ms, fleet_node, d,
+                                  &d->fleet);
+                if (r < 0) {
+                        npf_log(LOG_ERR, NPF_LOG_NONE, NPF_LOG_NONE, "cannot keep the fleet record in %s: %s",
+                                opt->fleet_dir, strerror(-r));
+                        goto out;
+                }
+                npf_log(LOG_INFO, NPF_LOG_NONE, NPF_LOG_NONE, "fleet record %s/%s.json written on every change and "
+                        "every %.3g s", opt->fleet_dir, opt->node_name, (double) opt->fleet_interval_ms / 1000.0);
         }
         uv_timer_init(d->loop, &d->sweep_timer);
         d->sweep_timer.data = d;
@@ -635,6 +686,9 @@ int npf_daemon_run(const npf_daemon_options_t *opt)
 out:
         if (status != 0) {
                 /* A failed start: close what was opened, let the loop finish, keep the segment. */
+                d->stopping = true;
+                npf_kept_file_close(d->metrics);
+                d->metrics = NULL;
                 if (d->server)
                         npf_server_close(d->server);
                 if (d->watch)

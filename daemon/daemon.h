@@ -28,6 +28,9 @@ typedef struct npf_daemon_options {
         const char *output_root;
         const char *metrics_path;       /* --metrics-file; NULL: none */
         uint64_t metrics_interval_ms;
+        const char *fleet_dir;          /* --fleet-dir, absolute; NULL: no fleet record */
+        const char *node_name;          /* the record's name in it */
+        uint64_t fleet_interval_ms;
         unsigned poll_ms;
         bool inotify;
         int log_target;                 /* NPF_LOG_* */

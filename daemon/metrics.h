@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The daemon's Prometheus text exposition, format 0.0.4: what `npuprofctl metrics` shows
- * and --metrics-file holds (daemon/metricsfile.h). Nothing in it moves unless a count or a
+ * and --metrics-file holds (daemon/keptfile.h). Nothing in it moves unless a count or a
  * state does, so that an unchanged text means nothing to write.
  */
 #ifndef NPUPROF_DAEMON_METRICS_H

@@ -2,9 +2,10 @@
 /* npuprofd: the per-node daemon. Options here; the daemon itself is daemon/daemon.c. */
 #include "daemon/analyze.h"
 #include "daemon/daemon.h"
+#include "daemon/fleet.h"
 #include "daemon/fwshm.h"
 #include "daemon/log.h"
-#include "daemon/metricsfile.h"
+#include "daemon/keptfile.h"
 #include "lib/outroot.h"
 #include "lib/proc.h"
 #include "npuprof/protocol.h"
@@ -21,6 +22,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/un.h>
+#include <unistd.h>
 
 #define FD_RESERVE 64   /* descriptors kept for all but the clients: segment, watches, analyzers */
 
@@ -57,6 +59,12 @@ static void usage(FILE *f)
                 "                         it), at start, on every change and every --metrics-interval\n"
                 "  --metrics-interval S   rewrite it every S seconds at least (default %u; decimals\n"
                 "                         allowed, from 0.01 to %u)\n"
+                "  --fleet-dir DIR        keep this node's record in DIR/NAME.json, DIR absolute and\n"
+                "                         shared by the nodes, for `npuprofctl fleet`: replaced whole\n"
+                "                         on every change and every --fleet-interval\n"
+                "  --node-name NAME       the record's name (default: the host name); [A-Za-z0-9._-]\n"
+                "  --fleet-interval S     rewrite it every S seconds at least (default %u; decimals\n"
+                "                         allowed); a record older than %u intervals is stale\n"
                 "\n"
                 "Every window that ends done is analysed by npuprof-replay in a child process, into\n"
                 "WINDOW/analysis (report.json, report.txt, memory.svg), or $STATE_DIRECTORY/analysis/\n"
@@ -83,7 +91,8 @@ static void usage(FILE *f)
                 "Signals: SIGHUP reloads the file; SIGTERM and SIGINT stop. See npuprofd(8).\n",
                 NPF_ENV_SHM, NPF_SHM_NAME_DEFAULT, NPF_ENV_SOCKET, NPF_PROTO_SOCKET_DEFAULT, NPF_POLL_MS_DEFAULT,
                 NPF_POLL_MS_MIN, NPF_OUTPUT_ROOT_DEFAULT, NPF_STALL_MS_DEFAULT, NPF_PROTO_CLIENTS_MAX, FD_RESERVE,
-                NPF_PROTO_IDLE_MS, NPF_METRICS_INTERVAL_S_DEFAULT, NPF_METRICS_INTERVAL_S_MAX, NPF_ANALYZER_PATH,
+                NPF_PROTO_IDLE_MS, NPF_METRICS_INTERVAL_S_DEFAULT, NPF_KEPT_INTERVAL_S_MAX, NPF_FLEET_INTERVAL_S_DEFAULT,
+                NPF_FLEET_STALE_INTERVALS, NPF_ANALYZER_PATH,
                 NPF_ANALYZE_JOBS_DEFAULT, NPF_ANALYZE_JOBS_MAX, NPF_ANALYZE_TIMEOUT_S_DEFAULT, NPF_ANALYZE_NICE_DEFAULT,
                 NPF_FWSHM_REFRESH_S_DEFAULT);
 }
@@ -118,16 +127,16 @@ static int parse_int(const char *opt, const char *s, long long min, long long ma
         return 0;
 }
 
-/* --metrics-interval: seconds, decimals allowed, from 0.01. Return: 0, or -EINVAL with a message printed. */
-static int parse_interval(const char *s, uint64_t *ret_ms)
+/* --metrics-interval, --fleet-interval: seconds, decimals allowed, from 0.01. Return: 0, or -EINVAL. */
+static int parse_interval(const char *opt, const char *s, uint64_t *ret_ms)
 {
         char *end;
         errno = 0;
         double v = strtod(s, &end);
 
-        if (errno || end == s || *end || !(v >= 0.01 && v <= NPF_METRICS_INTERVAL_S_MAX)) {
-                fprintf(stderr, "npuprofd: --metrics-interval takes seconds from 0.01 to %u, not '%s'\n",
-                        NPF_METRICS_INTERVAL_S_MAX, s);
+        if (errno || end == s || *end || !(v >= 0.01 && v <= NPF_KEPT_INTERVAL_S_MAX)) {
+                fprintf(stderr, "npuprofd: %s takes seconds from 0.01 to %u, not '%s'\n", opt,
+                        NPF_KEPT_INTERVAL_S_MAX, s);
                 return -EINVAL;
         }
         *ret_ms = (uint64_t) (v * 1000.0 + 0.5);
@@ -174,7 +183,8 @@ int main(int argc, char **argv)
         enum { OPT_CONFIG = 256, OPT_SHM, OPT_SOCKET, OPT_GROUP, OPT_POLL, OPT_NO_INOTIFY, OPT_ROOT, OPT_STALL,
                OPT_MAX_CLIENTS, OPT_IDLE, OPT_LOG, OPT_ANALYZER, OPT_JOBS, OPT_TIMEOUT, OPT_MEMORY, OPT_NICE,
                OPT_LEGACY, OPT_LEGACY_GROUP, OPT_LEGACY_REFRESH, OPT_LEGACY_CLOCK, OPT_METRICS_FILE,
-               OPT_METRICS_INTERVAL, OPT_RANK_GROUP, OPT_HELP, OPT_VERSION };
+               OPT_METRICS_INTERVAL, OPT_RANK_GROUP, OPT_FLEET_DIR, OPT_NODE_NAME, OPT_FLEET_INTERVAL, OPT_HELP,
+               OPT_VERSION };
         static const struct option opts[] = {
                 { "config", required_argument, NULL, OPT_CONFIG },
                 { "shm-name", required_argument, NULL, OPT_SHM },
@@ -199,6 +209,9 @@ int main(int argc, char **argv)
                 { "legacy-clock-offset", required_argument, NULL, OPT_LEGACY_CLOCK },
                 { "metrics-file", required_argument, NULL, OPT_METRICS_FILE },
                 { "metrics-interval", required_argument, NULL, OPT_METRICS_INTERVAL },
+                { "fleet-dir", required_argument, NULL, OPT_FLEET_DIR },
+                { "node-name", required_argument, NULL, OPT_NODE_NAME },
+                { "fleet-interval", required_argument, NULL, OPT_FLEET_INTERVAL },
                 { "help", no_argument, NULL, OPT_HELP },
                 { "version", no_argument, NULL, OPT_VERSION },
                 { 0 },
@@ -211,6 +224,7 @@ int main(int argc, char **argv)
                 .output_root = NPF_OUTPUT_ROOT_DEFAULT,
                 .poll_ms = NPF_POLL_MS_DEFAULT,
                 .metrics_interval_ms = NPF_METRICS_INTERVAL_S_DEFAULT * 1000u,
+                .fleet_interval_ms = NPF_FLEET_INTERVAL_S_DEFAULT * 1000u,
                 .inotify = true,
                 .log_target = NPF_LOG_AUTO,
                 .stall_ms = NPF_STALL_MS_DEFAULT,
@@ -229,7 +243,7 @@ int main(int argc, char **argv)
                         .shm_dir = "/dev/shm",
                 },
         };
-        char err[NPF_SHM_ERR_MAX], sibling[PATH_MAX];
+        char err[NPF_SHM_ERR_MAX], sibling[PATH_MAX], host[HOST_NAME_MAX + 1];
 
         /* The analyzer beside this daemon (a build tree, the same bin directory) before the installed one. */
         if (npf_proc_sibling("npuprof-replay", sibling, sizeof(sibling)) == 0)
@@ -348,7 +362,27 @@ int main(int argc, char **argv)
                         break;
                 }
                 case OPT_METRICS_INTERVAL:
-                        if (parse_interval(optarg, &o.metrics_interval_ms) < 0)
+                        if (parse_interval("--metrics-interval", optarg, &o.metrics_interval_ms) < 0)
+                                return 2;
+                        break;
+                case OPT_FLEET_DIR:
+                        if (optarg[0] != '/') {
+                                fprintf(stderr, "npuprofd: --fleet-dir takes an absolute directory, not '%s'\n",
+                                        optarg);
+                                return 2;
+                        }
+                        o.fleet_dir = optarg;
+                        break;
+                case OPT_NODE_NAME:
+                        if (!npf_fleet_node_name_ok(optarg)) {
+                                fprintf(stderr, "npuprofd: --node-name takes 1 to %u of A-Z a-z 0-9 . _ -, not "
+                                        "starting with '.', not '%s'\n", NPF_FLEET_NODE_MAX - 1, optarg);
+                                return 2;
+                        }
+                        o.node_name = optarg;
+                        break;
+                case OPT_FLEET_INTERVAL:
+                        if (parse_interval("--fleet-interval", optarg, &o.fleet_interval_ms) < 0)
                                 return 2;
                         break;
                 case OPT_HELP:
@@ -392,6 +426,14 @@ int main(int argc, char **argv)
                 fprintf(stderr, "npuprofd: --output-root takes an absolute path without \"..\", not '%s'\n",
                         o.output_root);
                 return 2;
+        }
+        if (o.fleet_dir && !o.node_name) {
+                if (gethostname(host, sizeof(host)) < 0 || (host[sizeof(host) - 1] = '\0', !npf_fleet_node_name_ok(host))) {
+                        fprintf(stderr, "npuprofd: the host name '%s' cannot name a fleet record; give --node-name\n",
+                                host);
+                        return 2;
+                }
+                o.node_name = host;
         }
         /* A client that hangs up before its reply must cost a write error, not the daemon. */
         signal(SIGPIPE, SIG_IGN);

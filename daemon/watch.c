@@ -43,6 +43,7 @@ struct npf_watch {
         int rc;
         uint64_t hash;
         int64_t mtime_s;                /* of the reading that agreed with the one before */
+        uint64_t mtime_ns;
         npf_shm_config_t config;
         npf_conf_report_t report;
 };
@@ -92,6 +93,7 @@ static void read_work(uv_work_t *req)
                 const char *why = w->report.n_errors ? w->report.errors[0].message : "";
                 w->rc = r;
                 w->hash = fnv64(why, strlen(why));
+                w->mtime_ns = 0;
                 return;
         }
         if (!text) {
@@ -102,6 +104,7 @@ static void read_work(uv_work_t *req)
         }
         w->hash = fnv64(text, len);
         w->mtime_s = (int64_t) st.st_mtim.tv_sec;
+        w->mtime_ns = (uint64_t) st.st_mtim.tv_sec * 1000000000u + (uint64_t) st.st_mtim.tv_nsec;
         w->rc = npf_conf_parse(text, len, &w->config, &w->report);
         if (w->rc == 0 && w->root)
                 w->rc = npf_conf_confine(&w->config, text, len, w->root, &w->report) < 0 ? -EINVAL : 0;
@@ -181,6 +184,7 @@ static void read_done(uv_work_t *req, int status)
                         .report = &w->report,
                         .content_hash = w->hash,
                         .mtime_s = w->mtime_s,
+                        .mtime_ns = w->mtime_ns,
                 };
                 uv_timer_stop(&w->settle);
                 w->cb(w, &res, w->data);

@@ -33,6 +33,7 @@ typedef struct npf_watch_result {
         const npf_conf_report_t *report;
         uint64_t content_hash;          /* of the bytes read; of the reason when none could be */
         int64_t mtime_s;                /* the file's modification time, whole seconds, when rc == 0 */
+        uint64_t mtime_ns;              /* the same in nanoseconds, of the bytes read; 0: none could be */
 } npf_watch_result_t;
 
 typedef void (*npf_watch_cb)(npf_watch_t *w, const npf_watch_result_t *result, void *data);

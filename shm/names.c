@@ -52,3 +52,13 @@ const char *npf_shm_window_state_name(uint32_t state)
 
         return state < NPF_WINDOW__COUNT ? names[state] : "invalid";
 }
+
+const char *npf_shm_file_state_name(uint32_t file_state)
+{
+        switch (file_state) {
+        case NPF_FILE_VALID: return "valid";
+        case NPF_FILE_INVALID: return "invalid";
+        case NPF_FILE_MISSING: return "missing";
+        default: return "unknown";
+        }
+}

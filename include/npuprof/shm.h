@@ -446,13 +446,14 @@ static inline uint64_t npf_shm_generation(const npf_shm_ctl_t *ctl)
 /*
  * The canonical names of the segment's enumerations, as the protocol, the logs and the
  * manifests say them: "native", "torch_npu", "mindspore"; "LevelNone" to "Level2"; "auto",
- * "acl", "host"; "idle" to "lost". A value outside its enumeration is "unknown" (a dialect)
- * or "invalid".
+ * "acl", "host"; "idle" to "lost"; "valid", "invalid", "missing" (a file state). A value
+ * outside its enumeration is "unknown" (a dialect, a file state) or "invalid".
  */
 const char *npf_shm_dialect_name(uint32_t dialect);
 const char *npf_shm_level_name(int32_t level);
 const char *npf_shm_backend_name(uint32_t backend);
 const char *npf_shm_window_state_name(uint32_t state);
+const char *npf_shm_file_state_name(uint32_t file_state);
 
 /* ABI layout. Offsets are part of the contract; a change bumps NPF_SHM_ABI_VERSION. */
 _Static_assert(sizeof(npf_shm_args_t) == 192, "npf_shm_args_t size");

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-#include "daemon/metricsfile.h"
+#include "daemon/keptfile.h"
 #include "daemon/log.h"
 #include "lib/atomicfile.h"
 
@@ -16,16 +16,17 @@
 /* One write in the thread pool: it owns its text; @error is its outcome, as -errno. */
 typedef struct write_job {
         uv_work_t work;
-        npf_metrics_file_t *file;
+        npf_kept_file_t *file;
         char *text;
         int error;
         char what[PATH_MAX + 32];       /* the step that failed */
 } write_job_t;
 
-struct npf_metrics_file {
+struct npf_kept_file {
         uv_timer_t timer;
         char *path, *dir, *name;        /* the file, its directory and its name in it */
-        npf_metrics_text_fn text_fn;
+        const char *what;               /* the file in the log's words */
+        npf_kept_text_fn text_fn;
         void *data;
         char *written;                  /* the text of the last write queued */
         char *pending;                  /* a text waiting for the write in flight */
@@ -39,7 +40,7 @@ struct npf_metrics_file {
 };
 
 /* Replace the file at m->path by @text. Return: 0, or -errno with the step in @what. */
-static int replace_file(const npf_metrics_file_t *m, const char *text, char *what, size_t what_len)
+static int replace_file(const npf_kept_file_t *m, const char *text, char *what, size_t what_len)
 {
         npf_atomicfile_t f;
         int dfd = open(m->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), r;
@@ -64,7 +65,7 @@ static void on_work(uv_work_t *w)
         job->error = replace_file(job->file, job->text, job->what, sizeof(job->what));
 }
 
-static void maybe_free(npf_metrics_file_t *m)
+static void maybe_free(npf_kept_file_t *m)
 {
         if (!m->closing || m->busy || !m->timer_closed)
                 return;
@@ -76,12 +77,12 @@ static void maybe_free(npf_metrics_file_t *m)
         free(m);
 }
 
-static void queue_write(npf_metrics_file_t *m, char *text);
+static void queue_write(npf_kept_file_t *m, char *text);
 
 static void on_written(uv_work_t *w, int status)
 {
         write_job_t *job = w->data;
-        npf_metrics_file_t *m = job->file;
+        npf_kept_file_t *m = job->file;
         int error = status < 0 ? status : job->error;
 
         m->busy = false;
@@ -93,14 +94,14 @@ static void on_written(uv_work_t *w, int status)
                 snprintf(problem, sizeof(problem), "%s: %s", job->what, strerror(-error));
                 if (npf_log_once_new(&m->failure, problem))
                         npf_log(LOG_WARNING, NPF_LOG_NONE, NPF_LOG_NONE,
-                                "cannot write the metrics file %s: %s (tried again every %.3g s)", m->path,
+                                "cannot write %s %s: %s (tried again every %.3g s)", m->what, m->path,
                                 problem, (double) m->interval_ms / 1000.0);
         } else {
                 m->writes++;
                 m->last_error = 0;
                 m->failing = false;
                 if (npf_log_once_clear(&m->failure))
-                        npf_log(LOG_NOTICE, NPF_LOG_NONE, NPF_LOG_NONE, "the metrics file %s is written again",
+                        npf_log(LOG_NOTICE, NPF_LOG_NONE, NPF_LOG_NONE, "%s %s is written again", m->what,
                                 m->path);
         }
         free(job->text);
@@ -114,7 +115,7 @@ static void on_written(uv_work_t *w, int status)
 }
 
 /* Write @text (taken over): now, or after the write in flight. */
-static void queue_write(npf_metrics_file_t *m, char *text)
+static void queue_write(npf_kept_file_t *m, char *text)
 {
         write_job_t *job;
         char *copy = strdup(text);
@@ -148,7 +149,7 @@ static void queue_write(npf_metrics_file_t *m, char *text)
         m->busy = true;
 }
 
-static void write_now(npf_metrics_file_t *m)
+static void write_now(npf_kept_file_t *m)
 {
         char *text = m->text_fn(m->data);
 
@@ -161,10 +162,10 @@ static void on_interval(uv_timer_t *t)
         write_now(t->data);
 }
 
-int npf_metrics_file_new(uv_loop_t *loop, const char *path, uint64_t interval_ms, npf_metrics_text_fn text,
-                         void *data, npf_metrics_file_t **ret_file)
+int npf_kept_file_new(uv_loop_t *loop, const char *path, const char *what, uint64_t interval_ms,
+                      npf_kept_text_fn text, void *data, npf_kept_file_t **ret_file)
 {
-        npf_metrics_file_t *m = calloc(1, sizeof(*m));
+        npf_kept_file_t *m = calloc(1, sizeof(*m));
         const char *base = strrchr(path, '/');
 
         if (!m)
@@ -173,7 +174,7 @@ int npf_metrics_file_new(uv_loop_t *loop, const char *path, uint64_t interval_ms
                 free(m);
                 return -EINVAL;
         }
-        /* Its temporary is DIR/.NAME.tmp: hidden, and not *.prom, which the collector reads. */
+        /* Its temporary is DIR/.NAME.tmp: hidden, and not *.prom or *.json, which the readers take. */
         m->path = strdup(path);
         m->dir = base == path ? strdup("/") : strndup(path, (size_t) (base - path));
         m->name = strdup(base + 1);
@@ -184,6 +185,7 @@ int npf_metrics_file_new(uv_loop_t *loop, const char *path, uint64_t interval_ms
                 free(m);
                 return -ENOMEM;
         }
+        m->what = what;
         m->text_fn = text;
         m->data = data;
         m->interval_ms = interval_ms;
@@ -195,7 +197,7 @@ int npf_metrics_file_new(uv_loop_t *loop, const char *path, uint64_t interval_ms
         return 0;
 }
 
-void npf_metrics_file_update(npf_metrics_file_t *m)
+void npf_kept_file_update(npf_kept_file_t *m)
 {
         char *text;
 
@@ -211,12 +213,20 @@ void npf_metrics_file_update(npf_metrics_file_t *m)
                 queue_write(m, text);
 }
 
-uint64_t npf_metrics_file_errors(const npf_metrics_file_t *m)
+void npf_kept_file_put(npf_kept_file_t *m, char *text)
+{
+        if (!m || m->closing || m->failing || !text)
+                free(text);
+        else
+                queue_write(m, text);
+}
+
+uint64_t npf_kept_file_errors(const npf_kept_file_t *m)
 {
         return m ? m->errors : 0;
 }
 
-json_t *npf_metrics_file_status_json(const npf_metrics_file_t *m)
+json_t *npf_kept_file_status_json(const npf_kept_file_t *m)
 {
         const char *failure = npf_log_once_last(&m->failure);
 
@@ -227,13 +237,13 @@ json_t *npf_metrics_file_status_json(const npf_metrics_file_t *m)
 
 static void on_timer_closed(uv_handle_t *h)
 {
-        npf_metrics_file_t *m = h->data;
+        npf_kept_file_t *m = h->data;
 
         m->timer_closed = true;
         maybe_free(m);
 }
 
-void npf_metrics_file_close(npf_metrics_file_t *m)
+void npf_kept_file_close(npf_kept_file_t *m)
 {
         if (!m || m->closing)
                 return;

@@ -1,0 +1,584 @@
+/* SPDX-License-Identifier: MIT */
+#include "client/fleet.h"
+#include "client/ipc.h"
+#include "client/status.h"
+#include "lib/clock.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define WAIT_POLL_MS 250
+
+/* --- one record ------------------------------------------------------------------------ */
+
+json_t *npf_fleet_parse(const char *name, const char *bytes, size_t len, int64_t now_ms, char *why, size_t why_len)
+{
+        json_error_t e;
+        json_t *r = json_loadb(bytes, len, JSON_REJECT_DUPLICATES, &e);
+        json_int_t format = 0, written = 0, mtime = 0, generation = 0, attached = 0;
+        const char *node = NULL, *state = NULL, *path = NULL, *fstate = NULL, *hash = NULL;
+        json_t *error = NULL, *states = NULL, *wins = NULL, *recent = NULL;
+        double interval = 0;
+        size_t stem = strlen(name) - strlen(".json");
+
+        if (!r) {
+                if (len == 0)
+                        snprintf(why, why_len, "empty");
+                else if (e.position >= (int) len)
+                        snprintf(why, why_len, "truncated: %s at line %d, column %d", e.text, e.line, e.column);
+                else
+                        snprintf(why, why_len, "not JSON: %s at line %d, column %d", e.text, e.line, e.column);
+                return NULL;
+        }
+        if (json_unpack(r, "{s:I}", "format", &format) < 0 || format != NPF_FLEET_FORMAT) {
+                snprintf(why, why_len, "not a record of format %d (format %s)", NPF_FLEET_FORMAT,
+                         json_is_integer(json_object_get(r, "format")) ? "other" : "missing");
+                if (json_is_integer(json_object_get(r, "format")))
+                        snprintf(why, why_len, "a record of format %lld; this npuprofctl reads format %d",
+                                 (long long) format, NPF_FLEET_FORMAT);
+                json_decref(r);
+                return NULL;
+        }
+        if (json_unpack_ex(r, &e, 0, "{s:s, s:s, s:I, s:F, s:{s:s, s:s, s:s, s:I, s:o}, s:{s:I}, s:{s:I, s:o}, "
+                           "s:{s:o, s:o}}",
+                           "node", &node, "state", &state, "written_unix_ms", &written, "interval_s", &interval,
+                           "file", "path", &path, "state", &fstate, "hash", &hash, "mtime_ns", &mtime, "error", &error,
+                           "in_force", "generation", &generation,
+                           "ranks", "attached", &attached, "states", &states,
+                           "windows", "outcomes", &wins, "recent", &recent) < 0) {
+                snprintf(why, why_len, "not a whole record: %s", e.text);
+                json_decref(r);
+                return NULL;
+        }
+        if (strlen(node) != stem || strncmp(node, name, stem) != 0) {
+                snprintf(why, why_len, "the record of node '%.64s', not of '%.*s'", node, (int) stem, name);
+        } else if (strcmp(state, "running") != 0 && strcmp(state, "stopped") != 0) {
+                snprintf(why, why_len, "state '%.32s' is neither running nor stopped", state);
+        } else if (!json_is_object(states) || !json_is_object(wins) || !json_is_array(recent) ||
+                   (!json_is_null(error) && !json_is_object(error))) {
+                snprintf(why, why_len, "ranks.states, windows.outcomes, windows.recent or file.error has the wrong type");
+        } else if (!(interval > 0 && interval <= 86400)) {
+                snprintf(why, why_len, "interval_s %g is not from 0 to a day", interval);
+        } else if (written > now_ms + NPF_FLEET_FUTURE_MS) {
+                snprintf(why, why_len, "written %.0f s in the future (is this node's clock or its clock right?)",
+                         (double) (written - now_ms) / 1000.0);
+        } else {
+                return r;
+        }
+        json_decref(r);
+        return NULL;
+}
+
+/* Read DIR/@name, at most NPF_FLEET_RECORD_MAX bytes. Return: the record, or NULL with @why. */
+static json_t *read_record(int dfd, const char *name, int64_t now_ms, char *why, size_t why_len)
+{
+        /* O_NONBLOCK: a FIFO planted in the directory must not hang the reader. */
+        int fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+        static char buf[NPF_FLEET_RECORD_MAX + 1];
+        struct stat st;
+        size_t len = 0;
+        ssize_t n;
+
+        if (fd < 0) {
+                snprintf(why, why_len, "cannot be opened: %s", errno == ELOOP ? "a symbolic link" : strerror(errno));
+                return NULL;
+        }
+        if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+                snprintf(why, why_len, "not a regular file");
+                close(fd);
+                return NULL;
+        }
+        while (len < sizeof(buf) && (n = read(fd, buf + len, sizeof(buf) - len)) != 0) {
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n < 0) {
+                        snprintf(why, why_len, "cannot be read: %s", strerror(errno));
+                        close(fd);
+                        return NULL;
+                }
+                len += (size_t) n;
+        }
+        close(fd);
+        if (len > NPF_FLEET_RECORD_MAX) {
+                snprintf(why, why_len, "larger than a record's %d KiB", NPF_FLEET_RECORD_MAX / 1024);
+                return NULL;
+        }
+        return npf_fleet_parse(name, buf, len, now_ms, why, why_len);
+}
+
+/* --- the fleet --------------------------------------------------------------------------- */
+
+/* The newest version of one configuration file, and the generation its holders give it. */
+typedef struct version {
+        const char *path, *hash;
+        json_int_t mtime_ns;
+        json_int_t generation;          /* -1: its holders give it different generations */
+        unsigned nodes;
+} version_t;
+
+static int cmp_name(const void *a, const void *b)
+{
+        const json_t *x = *(json_t *const *) a, *y = *(json_t *const *) b;
+
+        return strcmp(json_string_value(json_object_get(x, "node")), json_string_value(json_object_get(y, "node")));
+}
+
+static const char *file_key(const json_t *record, const char *key)
+{
+        return json_string_value(json_object_get(json_object_get(record, "file"), key));
+}
+
+static json_int_t file_mtime(const json_t *record)
+{
+        return json_integer_value(json_object_get(json_object_get(record, "file"), "mtime_ns"));
+}
+
+static version_t *version_of(version_t *v, size_t n, const char *path)
+{
+        for (size_t i = 0; i < n; i++)
+                if (strcmp(v[i].path, path) == 0)
+                        return &v[i];
+        return NULL;
+}
+
+static bool same_version(const json_t *record, const version_t *v)
+{
+        return file_mtime(record) == v->mtime_ns && strcmp(file_key(record, "hash"), v->hash) == 0;
+}
+
+/* The ranks of a record summed up: attached, collecting, the range of their steps. */
+static json_t *ranks_summary(const json_t *record)
+{
+        const json_t *ranks = json_object_get(record, "ranks");
+        json_t *states = json_object_get(ranks, "states"), *s, *min = json_null(), *max = json_null();
+        json_int_t collecting = 0, stalled = 0;
+        const char *state;
+
+        json_object_foreach(states, state, s) {
+                json_t *lo = json_object_get(s, "step_min"), *hi = json_object_get(s, "step_max");
+                json_int_t count = json_integer_value(json_object_get(s, "count"));
+                if (strcmp(state, "collecting") == 0 || strcmp(state, "flushing") == 0)
+                        collecting += count;
+                if (strcmp(state, "stalled") == 0)
+                        stalled += count;
+                if (json_is_integer(lo) && (json_is_null(min) || json_integer_value(lo) < json_integer_value(min)))
+                        min = lo;
+                if (json_is_integer(hi) && (json_is_null(max) || json_integer_value(hi) > json_integer_value(max)))
+                        max = hi;
+        }
+        return json_pack("{s:O, s:I, s:I, s:O, s:O}", "attached", json_object_get(ranks, "attached"), "collecting",
+                         collecting, "stalled", stalled, "step_min", min, "step_max", max);
+}
+
+json_t *npf_fleet_judge(const char *dir, int64_t now_ms)
+{
+        json_t *unreadable = json_array(), *records = json_array();
+        DIR *d = opendir(dir);
+        struct dirent *de;
+        char why[256];
+
+        if (!d) {
+                int e = errno;
+                json_decref(unreadable);
+                json_decref(records);
+                errno = e;
+                return NULL;
+        }
+        while ((de = readdir(d))) {
+                size_t n = strlen(de->d_name);
+                if (de->d_name[0] == '.' || n <= strlen(".json") || strcmp(de->d_name + n - 5, ".json") != 0)
+                        continue;
+                json_t *r = read_record(dirfd(d), de->d_name, now_ms, why, sizeof(why));
+                if (r)
+                        json_array_append_new(records, r);
+                else
+                        json_array_append_new(unreadable, json_pack("{s:s, s:s}", "file", de->d_name, "reason", why));
+        }
+        closedir(d);
+
+        /* Sorted by node name, so that the table and every list read in one order. */
+        size_t n = json_array_size(records);
+        json_t **sorted = calloc(n ? n : 1, sizeof(*sorted));
+        version_t *newest = calloc(n ? n : 1, sizeof(*newest));
+        size_t n_versions = 0;
+        for (size_t i = 0; i < n; i++)
+                sorted[i] = json_array_get(records, i);
+        qsort(sorted, n, sizeof(*sorted), cmp_name);
+
+        /* The newest version of each file: the latest mtime, the greater hash between equals. */
+        for (size_t i = 0; i < n; i++) {
+                const char *path = file_key(sorted[i], "path"), *hash = file_key(sorted[i], "hash");
+                json_int_t mtime = file_mtime(sorted[i]);
+                version_t *v = version_of(newest, n_versions, path);
+                if (!v) {
+                        v = &newest[n_versions++];
+                        *v = (version_t) { .path = path, .hash = hash, .mtime_ns = mtime };
+                } else if (mtime > v->mtime_ns || (mtime == v->mtime_ns && strcmp(hash, v->hash) > 0)) {
+                        v->hash = hash;
+                        v->mtime_ns = mtime;
+                }
+        }
+        for (size_t i = 0; i < n; i++) {
+                version_t *v = version_of(newest, n_versions, file_key(sorted[i], "path"));
+                json_int_t g = json_integer_value(json_object_get(json_object_get(sorted[i], "in_force"), "generation"));
+                if (!same_version(sorted[i], v))
+                        continue;
+                v->generation = v->nodes++ == 0 || v->generation == g ? g : -1;
+        }
+
+        json_t *nodes = json_array(), *lagging = json_array(), *stale = json_array(), *stopped = json_array(),
+               *invalid = json_array(), *versions = json_array();
+        for (size_t i = 0; i < n; i++) {
+                json_t *r = sorted[i];
+                const char *node = json_string_value(json_object_get(r, "node"));
+                json_int_t written = json_integer_value(json_object_get(r, "written_unix_ms"));
+                double interval_s = json_real_value(json_object_get(r, "interval_s"));
+                json_int_t age = now_ms > written ? now_ms - written : 0;
+                bool is_stopped = strcmp(json_string_value(json_object_get(r, "state")), "stopped") == 0;
+                bool is_stale = !is_stopped && (double) age > NPF_FLEET_STALE_INTERVALS * interval_s * 1000.0;
+                bool is_lagging = !same_version(r, version_of(newest, n_versions, file_key(r, "path")));
+                bool is_invalid = strcmp(file_key(r, "state"), "valid") != 0;
+                json_t *file = json_object_get(r, "file");
+
+                if (is_lagging)
+                        json_array_append_new(lagging, json_string(node));
+                if (is_stale)
+                        json_array_append_new(stale, json_string(node));
+                if (is_stopped)
+                        json_array_append_new(stopped, json_string(node));
+                if (is_invalid)
+                        json_array_append_new(invalid, json_string(node));
+                json_array_append_new(nodes, json_pack(
+                        "{s:s, s:s, s:O, s:O, s:{s:O, s:O, s:O, s:O, s:O}, s:I, s:f, s:b, s:b, s:b, s:b, s:o, s:O, "
+                        "s:O, s:O}",
+                        "node", node,
+                        "state", json_string_value(json_object_get(r, "state")),
+                        "generation", json_object_get(json_object_get(r, "in_force"), "generation"),
+                        "daemon", json_object_get(r, "daemon"),
+                        "file", "path", json_object_get(file, "path"), "state", json_object_get(file, "state"),
+                        "hash", json_object_get(file, "hash"), "mtime_ns", json_object_get(file, "mtime_ns"),
+                        "error", json_object_get(file, "error"),
+                        "age_ms", age,
+                        "interval_s", interval_s,
+                        "lagging", is_lagging, "stale", is_stale, "stopped", is_stopped, "invalid", is_invalid,
+                        "ranks", ranks_summary(r),
+                        "windows", json_object_get(json_object_get(r, "windows"), "outcomes"),
+                        "recent", json_object_get(json_object_get(r, "windows"), "recent"),
+                        "analysis", json_object_get(r, "analysis") ? json_object_get(r, "analysis") : json_null()));
+        }
+        for (size_t i = 0; i < n_versions; i++)
+                json_array_append_new(versions, json_pack("{s:s, s:s, s:I, s:I, s:o}", "path", newest[i].path, "hash",
+                                                          newest[i].hash, "mtime_ns", newest[i].mtime_ns, "nodes",
+                                                          (json_int_t) newest[i].nodes, "generation",
+                                                          newest[i].generation >= 0 ? json_integer(newest[i].generation)
+                                                                                   : json_null()));
+        json_t *fleet = json_pack("{s:s, s:o, s:O, s:o, s:o, s:o, s:o, s:o, s:o}", "dir", dir, "nodes", nodes,
+                                  "generation", n_versions == 1 ? json_object_get(json_array_get(versions, 0), "generation")
+                                                                : json_null(),
+                                  "newest", versions, "lagging", lagging, "stale", stale, "stopped", stopped,
+                                  "invalid", invalid, "unreadable", unreadable);
+        free(sorted);
+        free(newest);
+        json_decref(records);
+        return fleet;
+}
+
+int npf_fleet_verdict(const json_t *fleet)
+{
+        static const char *const lists[] = { "lagging", "stale", "stopped", "invalid" };
+
+        if (json_array_size(json_object_get(fleet, "nodes")) == 0)
+                return 1;
+        for (size_t i = 0; i < sizeof(lists) / sizeof(lists[0]); i++)
+                if (json_array_size(json_object_get(fleet, lists[i])) > 0)
+                        return 1;
+        return 0;
+}
+
+/* --- the table --------------------------------------------------------------------------- */
+
+static void format_age(json_int_t ms, char *buf, size_t len)
+{
+        if (ms < 10000)
+                snprintf(buf, len, "%.1fs", (double) ms / 1000.0);
+        else if (ms < 120000)
+                snprintf(buf, len, "%llds", (long long) ms / 1000);
+        else if (ms < 7200000)
+                snprintf(buf, len, "%lldm", (long long) ms / 60000);
+        else
+                snprintf(buf, len, "%lldh", (long long) ms / 3600000);
+}
+
+static void format_utc(json_int_t ns, char *buf, size_t len)
+{
+        time_t t = (time_t) (ns / 1000000000);
+        struct tm tm;
+
+        if (ns <= 0 || !gmtime_r(&t, &tm) || !strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm))
+                snprintf(buf, len, "never read");
+}
+
+/* The names in @list, comma-separated, at most @max of them. */
+static void print_names(const json_t *list, size_t max)
+{
+        size_t i;
+        json_t *s;
+
+        json_array_foreach(list, i, s) {
+                if (i == max) {
+                        printf(", and %zu more", json_array_size(list) - max);
+                        break;
+                }
+                printf("%s%s", i ? ", " : "", json_string_value(s));
+        }
+}
+
+static void print_fleet(const json_t *fleet)
+{
+        const json_t *nodes = json_object_get(fleet, "nodes"), *versions = json_object_get(fleet, "newest");
+        static const char *const lists[] = { "lagging", "stale", "stopped", "invalid" };
+        size_t i;
+        json_t *n, *v;
+
+        if (json_array_size(nodes))
+                printf("%-20s %-8s %5s  %-8s %-8s %9s %-17s %-11s %6s  %s\n", "NODE", "STATE", "GEN", "VERSION",
+                       "FILE", "RANKS", "STEPS", "WINDOWS", "AGE", "");
+        json_array_foreach(nodes, i, n) {
+                const json_t *file = json_object_get(n, "file"), *ranks = json_object_get(n, "ranks");
+                const json_t *wins = json_object_get(n, "windows"), *error = json_object_get(file, "error");
+                char steps[48] = "-", age[16], rk[32], win[48];
+                format_age(json_integer_value(json_object_get(n, "age_ms")), age, sizeof(age));
+                if (json_is_integer(json_object_get(ranks, "step_min")))
+                        snprintf(steps, sizeof(steps), "%lld..%lld",
+                                 (long long) json_integer_value(json_object_get(ranks, "step_min")),
+                                 (long long) json_integer_value(json_object_get(ranks, "step_max")));
+                snprintf(rk, sizeof(rk), "%lld/%lld", (long long) json_integer_value(json_object_get(ranks, "collecting")),
+                         (long long) json_integer_value(json_object_get(ranks, "attached")));
+                snprintf(win, sizeof(win), "%lld/%lld/%lld", (long long) json_integer_value(json_object_get(wins, "done")),
+                         (long long) json_integer_value(json_object_get(wins, "failed")),
+                         (long long) json_integer_value(json_object_get(wins, "lost")));
+                printf("%-20s %-8s %5lld  %-8.8s %-8s %9s %-17s %-11s %6s ", json_string_value(json_object_get(n, "node")),
+                       json_string_value(json_object_get(n, "state")),
+                       (long long) json_integer_value(json_object_get(n, "generation")),
+                       json_string_value(json_object_get(file, "hash")), json_string_value(json_object_get(file, "state")),
+                       rk, steps, win, age);
+                if (json_is_true(json_object_get(n, "lagging")))
+                        printf(" LAGGING");
+                if (json_is_true(json_object_get(n, "stale")))
+                        printf(" STALE");
+                if (json_is_true(json_object_get(n, "stopped")))
+                        printf(" STOPPED");
+                if (json_is_object(error))
+                        printf(" %lld:%lld: %s%s%s", (long long) json_integer_value(json_object_get(error, "line")),
+                               (long long) json_integer_value(json_object_get(error, "column")),
+                               json_string_value(json_object_get(error, "key")),
+                               *json_string_value(json_object_get(error, "key")) ? ": " : "",
+                               json_string_value(json_object_get(error, "message")));
+                printf("\n");
+        }
+        json_array_foreach(versions, i, v) {
+                char when[32];
+                format_utc(json_integer_value(json_object_get(v, "mtime_ns")), when, sizeof(when));
+                printf("newest: %s version %.8s, modified %s, held by %lld of %zu node%s", json_string_value(json_object_get(v, "path")),
+                       json_string_value(json_object_get(v, "hash")), when,
+                       (long long) json_integer_value(json_object_get(v, "nodes")), json_array_size(nodes),
+                       json_array_size(nodes) == 1 ? "" : "s");
+                if (json_is_integer(json_object_get(v, "generation")))
+                        printf(" as generation %lld", (long long) json_integer_value(json_object_get(v, "generation")));
+                printf("\n");
+        }
+        json_array_foreach(json_object_get(fleet, "unreadable"), i, v)
+                printf("unreadable: %s: %s\n", json_string_value(json_object_get(v, "file")),
+                       json_string_value(json_object_get(v, "reason")));
+        if (json_array_size(nodes) == 0) {
+                printf("%s: no node keeps a record here\n", json_string_value(json_object_get(fleet, "dir")));
+                return;
+        }
+        printf("%zu node%s: ", json_array_size(nodes), json_array_size(nodes) == 1 ? "" : "s");
+        if (npf_fleet_verdict(fleet) == 0) {
+                printf("every node agrees\n");
+                return;
+        }
+        for (size_t k = 0; k < sizeof(lists) / sizeof(lists[0]); k++) {
+                const json_t *list = json_object_get(fleet, lists[k]);
+                printf("%s%zu %s", k ? "; " : "", json_array_size(list), lists[k]);
+                if (json_array_size(list)) {
+                        printf(" (");
+                        print_names(list, 8);
+                        printf(")");
+                }
+        }
+        printf("\n");
+}
+
+/* --- the command ------------------------------------------------------------------------- */
+
+static void fleet_help(void)
+{
+        printf("Usage: npuprofctl fleet [--fleet-dir DIR] [--json] [--wait [--timeout S]]\n\n"
+               "Every node's record in DIR, the directory the daemons keep them in (npuprofd\n"
+               "--fleet-dir; default: the local daemon's): a line per node with its state, the\n"
+               "generation in force, the version of the file it read and whether it is valid,\n"
+               "ranks collecting/attached, the range of their steps, windows done/failed/lost\n"
+               "and the record's age. A node is LAGGING when it read another version of the file\n"
+               "than the newest (the latest modified) any node read, STALE when its record is\n"
+               "older than %d of its intervals, STOPPED when its daemon stopped, and invalid when\n"
+               "it finds the file invalid or missing. --json: {dir, nodes, generation, newest,\n"
+               "lagging, stale, stopped, invalid, unreadable}. --wait: read DIR again until every\n"
+               "node agrees, printing who is still behind, at most S seconds with --timeout.\n"
+               "Exit: 0 every node agrees, 1 one does not (or --wait timed out), 2 usage, 3 DIR\n"
+               "cannot be read.\n", NPF_FLEET_STALE_INTERVALS);
+}
+
+/* The fleet directory the daemon on @socket_path keeps its record in, into @buf. Return: 0, or 3. */
+static int daemon_fleet_dir(const char *socket_path, char *buf, size_t len)
+{
+        json_t *reply = NULL;
+        char err[256];
+        const char *dir;
+
+        if (npf_ipc_call(socket_path, "status", NPF_IPC_TIMEOUT_MS, &reply, err) < 0) {
+                fprintf(stderr, "npuprofctl fleet: no --fleet-dir, and the daemon that would name it is not "
+                        "reachable: %s\n", err);
+                return NPF_EXIT_UNREACHABLE;
+        }
+        dir = json_string_value(json_object_get(
+                json_object_get(json_object_get(json_object_get(reply, "result"), "daemon"), "fleet"), "dir"));
+        if (!dir) {
+                fprintf(stderr, "npuprofctl fleet: the daemon on %s keeps no fleet record (npuprofd --fleet-dir); "
+                        "give --fleet-dir DIR\n", socket_path);
+                json_decref(reply);
+                return NPF_EXIT_UNREACHABLE;
+        }
+        snprintf(buf, len, "%s", dir);
+        json_decref(reply);
+        return 0;
+}
+
+/* One line naming who is behind and why, when it differs from @last (updated). */
+static void print_behind(const json_t *fleet, char **last)
+{
+        static const char *const lists[] = { "lagging", "stale", "stopped", "invalid" };
+        char *line = NULL;
+        size_t len = 0;
+        FILE *f = open_memstream(&line, &len);
+
+        if (!f)
+                return;
+        fprintf(f, "waiting for");
+        if (json_array_size(json_object_get(fleet, "nodes")) == 0)
+                fprintf(f, " a first record");
+        for (size_t k = 0, said = 0; k < sizeof(lists) / sizeof(lists[0]); k++) {
+                const json_t *list = json_object_get(fleet, lists[k]);
+                size_t i;
+                json_t *s;
+                if (!json_array_size(list))
+                        continue;
+                fprintf(f, "%s %zu %s:", said++ ? ";" : "", json_array_size(list), lists[k]);
+                json_array_foreach(list, i, s)
+                        fprintf(f, "%s %s", i ? "," : "", json_string_value(s));
+        }
+        fclose(f);
+        if (!*last || strcmp(*last, line) != 0) {
+                printf("%s\n", line);
+                fflush(stdout);
+                free(*last);
+                *last = line;
+        } else {
+                free(line);
+        }
+}
+
+int npf_cli_fleet(int argc, char **argv, const char *socket_path)
+{
+        enum { OPT_DIR = 256, OPT_JSON, OPT_WAIT, OPT_TIMEOUT, OPT_HELP };
+        static const struct option opts[] = {
+                { "fleet-dir", required_argument, NULL, OPT_DIR },
+                { "json", no_argument, NULL, OPT_JSON },
+                { "wait", no_argument, NULL, OPT_WAIT },
+                { "timeout", required_argument, NULL, OPT_TIMEOUT },
+                { "help", no_argument, NULL, OPT_HELP },
+                { 0 },
+        };
+        char daemon_dir[4096], *end, *last = NULL;
+        const char *dir = NULL;
+        bool json = false, wait = false;
+        double timeout_s = -1;
+        int c, status;
+
+        argv[0] = (char *) "npuprofctl fleet";         /* getopt's messages name it */
+        optind = 1;
+        while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+                switch (c) {
+                case OPT_DIR: dir = optarg; break;
+                case OPT_JSON: json = true; break;
+                case OPT_WAIT: wait = true; break;
+                case OPT_TIMEOUT:
+                        errno = 0;
+                        timeout_s = strtod(optarg, &end);
+                        if (errno || end == optarg || *end || !(timeout_s >= 0 && timeout_s <= 1e9)) {
+                                fprintf(stderr, "npuprofctl fleet: --timeout takes seconds, not '%s'\n", optarg);
+                                return 2;
+                        }
+                        break;
+                case OPT_HELP:
+                        fleet_help();
+                        return 0;
+                default:
+                        return 2;
+                }
+        }
+        if (optind < argc) {
+                fprintf(stderr, "npuprofctl fleet: unexpected argument '%s'\n", argv[optind]);
+                return 2;
+        }
+        if (timeout_s >= 0 && !wait) {
+                fprintf(stderr, "npuprofctl fleet: --timeout goes with --wait\n");
+                return 2;
+        }
+        if (!dir) {
+                if ((status = daemon_fleet_dir(socket_path, daemon_dir, sizeof(daemon_dir))) != 0)
+                        return status;
+                dir = daemon_dir;
+        }
+
+        uint64_t deadline = npf_clock_ns(CLOCK_MONOTONIC) + (uint64_t) (timeout_s * 1e9);
+        json_t *fleet;
+        for (;;) {
+                fleet = npf_fleet_judge(dir, (int64_t) (npf_clock_ns(CLOCK_REALTIME) / 1000000u));
+                if (!fleet) {
+                        fprintf(stderr, "npuprofctl fleet: cannot read %s: %s\n", dir, strerror(errno));
+                        free(last);
+                        return NPF_EXIT_UNREACHABLE;
+                }
+                status = npf_fleet_verdict(fleet);
+                if (!wait || status == 0 || (timeout_s >= 0 && npf_clock_ns(CLOCK_MONOTONIC) >= deadline))
+                        break;
+                if (!json)
+                        print_behind(fleet, &last);
+                json_decref(fleet);
+                nanosleep(&(struct timespec) { .tv_nsec = WAIT_POLL_MS * 1000000L }, NULL);
+        }
+        free(last);
+        if (json) {
+                char *s = json_dumps(fleet, JSON_COMPACT);
+                if (s)
+                        puts(s);
+                free(s);
+        } else {
+                print_fleet(fleet);
+        }
+        json_decref(fleet);
+        return status;
+}
