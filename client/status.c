@@ -263,6 +263,19 @@ static void print_fwshm(json_t *fwshm)
                        (long long) num(fwshm, "maps_unreadable"));
 }
 
+/* A file the daemon keeps (the metrics file, the fleet record): where, how often, how it goes. */
+static void print_kept(const char *label, json_t *k)
+{
+        if (!json_is_object(k))
+                return;
+        printf("%s %s, every %g s, %lld write%s", label, str(k, "path", "?"),
+               json_real_value(json_object_get(k, "interval_s")), (long long) num(k, "writes"),
+               num(k, "writes") == 1 ? "" : "s");
+        if (num(k, "errors"))
+                printf(", %lld failed (last: %s)", (long long) num(k, "errors"), str(k, "last_error", "none since"));
+        printf("\n");
+}
+
 /* The rank table in @o, sent as rows, made an object per rank (null if unreadable). */
 static void expand_ranks(json_t *o)
 {
@@ -344,6 +357,8 @@ int npf_cli_status(const char *socket_path, const char *shm_name, bool json)
                 print_windows(json_object_get(res, "windows"));
                 print_analyses(json_object_get(res, "analysis"));
                 print_fwshm(json_object_get(res, "legacy"));
+                print_kept("metrics:", json_object_get(dm, "metrics_file"));
+                print_kept("fleet:  ", json_object_get(dm, "fleet"));
         }
         json_decref(reply);
         return 0;
