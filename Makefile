@@ -349,6 +349,8 @@ bench: all $(BENCH) $(BENCH_DAEMON) $(BENCH_RANK) $(BENCH_REPLAY) $(BENCH_SNAPSH
 	@echo
 	@$(BENCH_DAEMON) $(BUILD)/npuprofd
 	@echo
+	@$(PYTHON) bench/bench-fleet.py $(BUILD)
+	@echo
 	@$(BENCH_REPLAY) $(BENCH_SNAPSHOT) $(BUILD)/npuprof-replay "$$($(PYTHON) bench/replay-baseline.py $(BENCH_SNAPSHOT))"
 
 # --- fuzzing (libFuzzer: clang only, always with ASan and UBSan) --------------------------
