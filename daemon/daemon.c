@@ -266,7 +266,8 @@ static void on_sweep_timer(uv_timer_t *t);
 /*
  * Sweep the rank table. While ranks are attached the sweep runs every poll interval; with
  * none, it costs an idle node no wake-up of its own: the watchdog tick sweeps (or, without
- * a watchdog, a slow timer), and every status request does.
+ * a watchdog, a slow timer), and every status request does; with a fleet record, at least
+ * every interval of the record.
  */
 static void sweep(daemon_t *d)
 {
@@ -284,6 +285,9 @@ static void sweep(daemon_t *d)
         if (d->stopping)
                 return;
         period = d->sweep.attached ? d->opt.poll_ms : d->notify.watchdog_usec ? 0 : NPF_IDLE_SWEEP_MS;
+        /* A fleet record is as fresh as its interval: new ranks are looked for that often too. */
+        if (!d->sweep.attached && d->fleet && (!period || d->opt.fleet_interval_ms < period))
+                period = d->opt.fleet_interval_ms;
         if (period != uv_timer_get_repeat(&d->sweep_timer) || !uv_is_active((uv_handle_t *) &d->sweep_timer)) {
                 uv_timer_stop(&d->sweep_timer);
                 if (period)

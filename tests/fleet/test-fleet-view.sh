@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # npuprofctl fleet: three real npuprofd, one per "node" (their own segment, socket and node
 # name), watching ONE profiler_config.json by polling as on NFS and keeping their records
-# in ONE fleet directory; two real train-loop ranks on node-1. Driven with the real
+# in ONE fleet directory; two real train-loop ranks on node-3. Driven with the real
 # npuprofctl: all agree after an edit; a SIGSTOPped daemon lags after the next edit and is
 # stale after three intervals (exit 1); after SIGCONT it catches up and `fleet --wait`
 # returns; files that are not records are listed and ignored; a broken file makes every
@@ -46,18 +46,14 @@ start_node() {
         local k=$1
         "$npuprofd" --config "$conf" --shm-name "npftest-fleetview-$$-$k" --socket "$(sock_of "$k")" --no-inotify \
                 --poll-interval 100 --output-root "$out" --analyze-jobs 0 --log stderr \
-                --fleet-dir "$fleet" --node-name "node-$k" --fleet-interval 0.5 2>>"$tmp/node$k.log" &
+                --fleet-dir "$fleet" --node-name "node-$k" --fleet-interval 0.5 \
+                --metrics-file "$tmp/node$k.prom" --metrics-interval 0.25 2>>"$tmp/node$k.log" &
         dpid[$k]=$!
         all_pids+=("${dpid[$k]}")
 }
 
 save '{ "start_step": 100000, "steps": 2 }'
 for k in 1 2 3; do start_node "$k"; done
-for r in 0 1; do
-        "$trainloop" --rank "$r" --steps 100000 --step-ms 20 --busy 0 --shm-name "npftest-fleetview-$$-1" \
-                --backend host >"$tmp/rank$r.out" 2>&1 &
-        all_pids+=($!)
-done
 
 eventually "three daemons, one file: every node agrees (exit 0)" exits 0 fl
 check "the table names the three nodes and says they agree" \
@@ -73,16 +69,31 @@ check "without --fleet-dir, the directory is the local daemon's" \
 check "status tells the daemon's fleet record" \
         npf_json_holds 'import json, sys; o = json.loads(sys.argv[2])' \
         'o["daemon"]["fleet"]["node"] == "node-1" and o["daemon"]["fleet"]["dir"] == "'"$fleet"'"' ctl 1 status --json
-eventually "node-1's record: 2 ranks stepping" \
-        fj 'node["node-1"]["ranks"]["attached"] == 2 and node["node-1"]["ranks"]["step_min"] >= 1 and
+# Two ranks on node-3, which nobody asks anything from now on: its record alone tells of them.
+for r in 0 1; do
+        "$trainloop" --rank "$r" --steps 100000 --step-ms 20 --busy 0 --shm-name "npftest-fleetview-$$-3" \
+                --backend host >"$tmp/rank$r.out" 2>&1 &
+        all_pids+=($!)
+done
+eventually "node-3's record: 2 ranks stepping, found without a request to its daemon" \
+        fj 'node["node-3"]["ranks"]["attached"] == 2 and node["node-3"]["ranks"]["step_min"] >= 1 and
             node["node-2"]["ranks"]["attached"] == 0'
-# A window 150 steps (3 s) ahead of the ranks, opened with the real npuprofctl start.
-at=$(ctl 1 ranks --json | python3 -c 'import json, sys; print(max(r["step"] for r in json.load(sys.stdin)["ranks"]) + 150)')
-ctl 1 start --at "$at" --steps 2 >/dev/null
-eventually "node-1's record: the window done on both ranks, each in the newest windows with its directory" \
-        fj 'node["node-1"]["windows"]["done"] == 2 and len(node["node-1"]["recent"]) == 2 and
+# A window 150 steps (3 s) ahead of the ranks, as their record says, opened with the real
+# npuprofctl start editing the file itself.
+at=$(fl --json | python3 -c 'import json, sys; print(max(n["ranks"]["step_max"] or 0 for n in json.load(sys.stdin)["nodes"]) + 150)')
+timeout 10 "$npuprofctl" start --config "$conf" --at "$at" --steps 2 >/dev/null
+eventually "node-3's record: the window done on both ranks, each in the newest windows with its directory" \
+        fj 'node["node-3"]["windows"]["done"] == 2 and len(node["node-3"]["recent"]) == 2 and
             all(w["outcome"] == "done" and w["start_step"] == '"$at"' and w["output"].startswith("'"$out"'")
-                for w in node["node-1"]["recent"]) and node["node-2"]["windows"]["done"] == 0'
+                for w in node["node-3"]["recent"]) and node["node-2"]["windows"]["done"] == 0'
+# A node without ranks sweeps at its record's interval (0.5 s), not at the idle 10 s, so a
+# record never waits 10 s to tell of ranks come or gone: as node_exporter reads it.
+sweeps() { sed -n 's/^npuprof_sweeps_total \([0-9]*\)$/\1/p' "$tmp/node$1.prom"; }
+s0=$(sweeps 2)
+wait_ms=8000
+eventually "an idle node with a fleet record sweeps at the record's interval (4 sweeps within 8 s)" \
+        sh -c "[ \"\$(sed -n 's/^npuprof_sweeps_total \([0-9]*\)\$/\1/p' '$tmp/node2.prom')\" -ge $((s0 + 4)) ]"
+wait_ms=15000
 check "no record is larger than 64 KiB" sh -c "[ -z \"\$(find '$fleet' -name '*.json' -size +64k)\" ]"
 
 # A daemon stopped by SIGSTOP (hung, swapped out, its node paused) misses the next edit.
