@@ -385,7 +385,7 @@ static void fleet_node(void *data, npf_fleet_node_t *n)
         n->generation = generation_in_force(d);
         n->in_force_hash = d->in_force_hash;
         n->published_ns = d->published_ns;
-        n->ranks = json_incref(rank_table(d));
+        n->ranks = rank_table(d);
         n->outcomes = npf_sweep_outcomes_json(&d->sweep);
         n->recent = npf_windows_history_json(&d->windows, &d->sweep, d->analyze, NPF_FLEET_RECENT);
         n->analysis = analysis_summary(d);

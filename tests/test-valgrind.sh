@@ -26,7 +26,7 @@ wait_ms=30000           # everything runs 20 to 50 times slower under memcheck
 vg_opts=(--tool=memcheck --leak-check=full --errors-for-leak-kinds=definite --show-leak-kinds=definite
          --error-exitcode=99 --track-origins=yes --num-callers=30)
 conf=$tmp/profiler_config.json shm=npftest-v-$$ sock=$tmp/npuprofd.sock root=$tmp/out
-mkdir -p "$root" "$tmp/vg"
+mkdir -p "$root" "$tmp/vg" "$tmp/fleet"
 printf '{ "start_step": 3, "steps": 2, "output_dir": "%s" }\n' "$root" >"$conf"
 
 # vg NAME CMD...: CMD under memcheck, its report in $tmp/vg/NAME.log; its exit status.
@@ -49,9 +49,11 @@ def A(r):
 jw() { npf_json_holds "$py_windows" "$1" plain_ctl windows --json; }
 step_json() { npf_json_holds 'import json, sys; o = json.loads(sys.argv[2])' "$1" plain_ctl status --json; }
 
-# The daemon, analysing with the real analyzer (not under memcheck: it is not the daemon).
+# The daemon, analysing with the real analyzer (not under memcheck: it is not the daemon),
+# keeping a fleet record.
 valgrind "${vg_opts[@]}" --log-file="$tmp/vg/daemon.log" "$npuprofd" --config "$conf" --shm-name "$shm" --socket "$sock" --log stderr --output-root "$root" \
-        --poll-interval 200 --analyzer "$analyzer" 2>"$tmp/daemon.err" &
+        --poll-interval 200 --analyzer "$analyzer" --fleet-dir "$tmp/fleet" --node-name vg --fleet-interval 0.2 \
+        2>"$tmp/daemon.err" &
 dpid=$!
 all_pids+=("$dpid")
 if wait_for plain_ctl status >/dev/null 2>&1; then ok "the daemon starts under memcheck"
@@ -60,7 +62,8 @@ else fail "the daemon starts under memcheck" "$(tail -n 20 "$tmp/daemon.err" "$t
 # Every command, valid and refused, each under memcheck.
 i=0
 for args in "status" "status --json" "ranks" "ranks --json" "windows" "windows --json" "config" "metrics" \
-            "validate $conf" "validate --json $conf" "nonsense" "start --at x" "--help"; do
+            "validate $conf" "validate --json $conf" "fleet" "fleet --json" "fleet --fleet-dir $tmp/fleet --wait --timeout 0.3" \
+            "nonsense" "start --at x" "--help"; do
         i=$((i + 1))
         # shellcheck disable=SC2086 # the words are the command's
         ctl "cmd$i" $args >/dev/null 2>&1
