@@ -192,9 +192,10 @@ $(BUILD)/libnpuprof.a: $(RANK_OBJS) $(SHM_OBJS)
 	rm -f $@
 	ar rcs $@ $^
 
-# The heap tracker for profile_memory, preloaded into a training process (LD_PRELOAD).
+# The heap tracker for profile_memory, preloaded into a training process (LD_PRELOAD). Its
+# soname is its name: it is preloaded by that name, never linked against.
 $(BUILD)/libnpuprof-heap.so: $(BUILD)/rank/heap.o
-	$(CC) $(LDFLAGS) -shared -o $@ $^ -ldl
+	$(CC) $(LDFLAGS) -shared -Wl,-soname,libnpuprof-heap.so -o $@ $^ -ldl
 
 # -rdynamic: the heap tracker's call stacks name the example's own functions.
 $(BUILD)/train-loop: $(BUILD)/examples/train-loop.o $(BUILD)/libnpuprof.a
@@ -413,7 +414,7 @@ install: all install-systemd
 	install -m 0755 $(BUILD)/npuprofctl $(BUILD)/npuprof-replay $(DESTDIR)$(BINDIR)/
 	install -m 0755 $(BUILD)/npuprofd $(DESTDIR)$(SBINDIR)/
 	install -m 0644 docs/npuprofctl.1 docs/npuprof-replay.1 $(DESTDIR)$(MANDIR)/man1/
-	install -m 0644 docs/libnpuprof.3 $(DESTDIR)$(MANDIR)/man3/
+	install -m 0644 docs/libnpuprof.3 docs/libnpuprof-heap.3 $(DESTDIR)$(MANDIR)/man3/
 	for f in $(RANK_API); do echo '.so man3/libnpuprof.3' > $(DESTDIR)$(MANDIR)/man3/$$f.3; done
 	install -m 0644 docs/profiler_config.json.5 $(DESTDIR)$(MANDIR)/man5/
 	install -m 0644 docs/npuprofd.8 $(DESTDIR)$(MANDIR)/man8/
@@ -452,7 +453,8 @@ RANK_API := npf_rank_open npf_rank_step npf_rank_step_call npf_rank_fail npf_ran
 uninstall:
 	rm -f $(DESTDIR)$(BINDIR)/npuprofctl $(DESTDIR)$(BINDIR)/npuprof-replay $(DESTDIR)$(SBINDIR)/npuprofd
 	rm -f $(DESTDIR)$(MANDIR)/man1/npuprofctl.1 $(DESTDIR)$(MANDIR)/man1/npuprof-replay.1 \
-		$(DESTDIR)$(MANDIR)/man3/libnpuprof.3 $(DESTDIR)$(MANDIR)/man5/profiler_config.json.5 \
+		$(DESTDIR)$(MANDIR)/man3/libnpuprof.3 $(DESTDIR)$(MANDIR)/man3/libnpuprof-heap.3 \
+		$(DESTDIR)$(MANDIR)/man5/profiler_config.json.5 \
 		$(DESTDIR)$(MANDIR)/man8/npuprofd.8 $(RANK_API:%=$(DESTDIR)$(MANDIR)/man3/%.3)
 	rm -f $(DESTDIR)$(LIBDIR)/libnpuprof.so.$(VERSION) $(DESTDIR)$(LIBDIR)/libnpuprof.so.0 \
 		$(DESTDIR)$(LIBDIR)/libnpuprof.so $(DESTDIR)$(LIBDIR)/libnpuprof.a $(DESTDIR)$(LIBDIR)/libnpuprof-heap.so \

@@ -35,6 +35,10 @@ check "the static library, the heap tracker, the headers and the man pages are t
 
 check "man npf_rank_open finds libnpuprof(3)" \
         sh -c "man -M '$dest/usr/share/man' 3 npf_rank_open 2>/dev/null | grep -q 'LIBNPUPROF(3)'"
+check "man libnpuprof-heap finds the heap tracker's page" \
+        sh -c "man -M '$dest/usr/share/man' 3 libnpuprof-heap 2>/dev/null | grep -q 'NPUPROF_HEAP_MIN_BYTES'"
+check "the heap tracker's soname is the name it is preloaded by, libnpuprof-heap.so" \
+        sh -c "objdump -p '$dest$libdir/libnpuprof-heap.so' | grep -q 'SONAME *libnpuprof-heap.so$'"
 
 # The installed tree first, then the system's own .pc files (jansson's, which libnpuprof's names).
 system_pc=$(pkg-config --variable pc_path pkg-config)
