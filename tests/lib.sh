@@ -26,6 +26,15 @@ npf_harness() {
         trap 'exit 130' INT TERM HUP
 }
 
+# npf_plain_only SUITE BUILD WHY: a suite of the plain build only (the packaging suites): with
+# another (a sanitizer's, build/address), it says so and why, and counts as skipped.
+npf_plain_only() {
+        [ "$2" = build ] || [ "$2" = "$npf_top/build" ] && return 0
+        echo "$1: $3 (this is $2)"
+        exit 77
+}
+npf_top=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+
 ok()   { passed=$((passed + 1)); echo "ok   $1"; }
 fail() { failed=$((failed + 1)); echo "FAIL $1"; [ -n "${2:-}" ] && sed 's/^/     | /' <<<"$2"; return 0; }
 skip() { echo "skip $1"; }

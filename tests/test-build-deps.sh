@@ -7,11 +7,8 @@
 set -u
 build=${1:?usage: tests/test-build-deps.sh BUILD_DIR}
 here=$(cd "$(dirname "$0")/.." && pwd)
-if [ "$build" != build ] && [ "$build" != "$here/build" ]; then
-        echo "test-build-deps: tests the plain build only (this is $build)"
-        exit 77
-fi
 . "$here/tests/lib.sh"
+npf_plain_only test-build-deps "$build" "tests the plain build only"
 npf_harness build-deps
 bin=$tmp/bin asked=$tmp/asked
 mkdir -p "$bin"

@@ -7,11 +7,8 @@
 set -u
 build=${1:?usage: tests/test-install.sh BUILD_DIR}
 here=$(cd "$(dirname "$0")/.." && pwd)
-if [ "$build" != build ] && [ "$build" != "$here/build" ]; then
-        echo "test-install: installs the plain build only (this is $build)"
-        exit 77
-fi
 . "$here/tests/lib.sh"
+npf_plain_only test-install "$build" "installs the plain build only"
 npf_harness install
 dest=$tmp/root
 

@@ -5,7 +5,7 @@ The library is found, in this order:
   1. $NPUPROF_LIB, a path to the shared object (an error if it cannot be loaded);
   2. the build tree's build/libnpuprof.so, when the package runs from the source tree
      (python/npuprof/../../build/libnpuprof.so);
-  3. the system's libnpuprof.so.0 (as `make install` puts it in $(LIBDIR));
+  3. the system's libnpuprof.so.0 (Debian's libnpuprof0, or `make install` in $(LIBDIR));
   4. $(LIBDIR)/libnpuprof.so.0 next to an installed package
      ($(PREFIX)/lib/python3/dist-packages/npuprof/../../../libnpuprof.so.0), for a PREFIX
      that is not on the loader's path.
@@ -205,7 +205,7 @@ def load():
             try:
                 lib = ctypes.CDLL(path)
             except OSError as e:
-                errors.append("%s: %s" % (path, e))
+                errors.append(str(e) if path in str(e) else "%s: %s" % (path, e))
                 continue
             try:
                 _lib = _bind(lib)
@@ -214,9 +214,20 @@ def load():
                 continue
             _lib_path = path
             return _lib
-        hint = "set NPUPROF_LIB to the path of libnpuprof.so, or run `make build/libnpuprof.so`"
-        raise LibraryNotFound(_errno.ENOENT, "libnpuprof not found (%s); %s" % (
-            "; ".join(errors) if errors else "searched " + ", ".join(paths), hint))
+        raise LibraryNotFound(_errno.ENOENT, _not_found(paths, errors, explicit))
+
+
+def _not_found(paths, errors, explicit):
+    """What LibraryNotFound says: what was tried, and what to do about it."""
+    tried = "; ".join(errors) if errors else "looked for " + ", ".join(paths)
+    if explicit:
+        return ("npuprof: NPUPROF_LIB names a library that cannot be loaded (%s). Set NPUPROF_LIB to "
+                "the path of libnpuprof.so.0 (build/libnpuprof.so in npuprof's source tree), or unset it "
+                "to use the one installed on the system." % tried)
+    return ("npuprof: libnpuprof.so.0 is not installed (%s). Install it: Debian's package libnpuprof0 "
+            "(`make deb` in npuprof's source tree builds it: apt install ./build/deb/libnpuprof0_*.deb), "
+            "or `make install` in that tree; or set NPUPROF_LIB to its path, e.g. "
+            "NPUPROF_LIB=/path/to/npuprof/build/libnpuprof.so (`make` builds it)." % tried)
 
 
 def library_path():
