@@ -25,6 +25,10 @@ SYSCONFDIR ?= /etc
 UNITDIR    ?= $(or $(shell pkg-config --variable=systemdsystemunitdir systemd 2>/dev/null),/lib/systemd/system)
 SYSUSERSDIR ?= /usr/lib/sysusers.d
 TMPFILESDIR ?= /usr/lib/tmpfiles.d
+# Where bash-completion loads completions on demand: its own directory for its own prefix,
+# else PREFIX's, which it searches too (through XDG_DATA_DIRS).
+COMPLETIONSDIR ?= $(if $(filter $(PREFIX),$(shell pkg-config --variable=prefix bash-completion 2>/dev/null)),$(shell \
+                  pkg-config --variable=completionsdir bash-completion),$(PREFIX)/share/bash-completion/completions)
 DESTDIR    ?=
 CC         ?= cc
 CLANG      ?= clang
@@ -432,6 +436,9 @@ install: all install-systemd
 		$(DESTDIR)$(PYTHONDIR)/npuprof/
 	install -m 0644 include/npuprof/shm.h include/npuprof/rank.h include/npuprof/protocol.h \
 		$(DESTDIR)$(INCLUDEDIR)/npuprof/
+	install -d $(DESTDIR)$(COMPLETIONSDIR)
+	install -m 0644 client/npuprofctl.bash-completion $(DESTDIR)$(COMPLETIONSDIR)/npuprofctl
+	install -m 0644 replay/npuprof-replay.bash-completion $(DESTDIR)$(COMPLETIONSDIR)/npuprof-replay
 
 install-systemd:
 	install -d $(DESTDIR)$(UNITDIR) $(DESTDIR)$(SYSUSERSDIR) $(DESTDIR)$(TMPFILESDIR) $(DESTDIR)$(SYSCONFDIR)/npuprof
@@ -468,6 +475,7 @@ uninstall:
 	-rmdir $(DESTDIR)$(PYTHONDIR)/npuprof 2>/dev/null
 	rm -f $(DESTDIR)$(UNITDIR)/npuprofd.service $(DESTDIR)$(UNITDIR)/npuprofd.socket \
 		$(DESTDIR)$(SYSUSERSDIR)/npuprof.conf $(DESTDIR)$(TMPFILESDIR)/npuprof.conf
+	rm -f $(DESTDIR)$(COMPLETIONSDIR)/npuprofctl $(DESTDIR)$(COMPLETIONSDIR)/npuprof-replay
 
 clean:
 	rm -rf build

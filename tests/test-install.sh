@@ -36,6 +36,9 @@ check "man libnpuprof-heap finds the heap tracker's page" \
         sh -c "man -M '$dest/usr/share/man' 3 libnpuprof-heap 2>/dev/null | grep -q 'NPUPROF_HEAP_MIN_BYTES'"
 check "the heap tracker's soname is the name it is preloaded by, libnpuprof-heap.so" \
         sh -c "objdump -p '$dest$libdir/libnpuprof-heap.so' | grep -q 'SONAME *libnpuprof-heap.so$'"
+completions=$(pkg-config --variable=completionsdir bash-completion 2>/dev/null || echo /usr/share/bash-completion/completions)
+check "the bash completions are in $completions" \
+        test -f "$dest$completions/npuprofctl" -a -f "$dest$completions/npuprof-replay"
 
 # The installed tree first, then the system's own .pc files (jansson's, which libnpuprof's names).
 system_pc=$(pkg-config --variable pc_path pkg-config)
