@@ -7,6 +7,7 @@
 #   make fuzz                 fuzz the configuration, request, pickle, snapshot and trace readers (FUZZ_SECONDS=60 each)
 #   make SANITIZER=address|undefined|thread check
 #   make install PREFIX=/usr/local DESTDIR= [LIBDIR=]   (make uninstall, the same)
+#   make deb                  Debian packages (debian/) into build/deb/
 
 PREFIX     ?= /usr/local
 BINDIR     ?= $(PREFIX)/bin
@@ -163,7 +164,7 @@ FUZZ_PICKLE := build/fuzz/fuzz-pickle
 FUZZ_SNAPSHOT := build/fuzz/fuzz-snapshot
 FUZZ_PROTO := build/fuzz/fuzz-proto
 
-.PHONY: all check demo bench fuzz fuzz-check install uninstall clean help
+.PHONY: all check demo bench fuzz fuzz-check install uninstall deb clean help
 all: $(PROGRAMS)
 
 $(BUILD)/%.o: %.c
@@ -476,6 +477,12 @@ uninstall:
 	rm -f $(DESTDIR)$(UNITDIR)/npuprofd.service $(DESTDIR)$(UNITDIR)/npuprofd.socket \
 		$(DESTDIR)$(SYSUSERSDIR)/npuprof.conf $(DESTDIR)$(TMPFILESDIR)/npuprof.conf
 	rm -f $(DESTDIR)$(COMPLETIONSDIR)/npuprofctl $(DESTDIR)$(COMPLETIONSDIR)/npuprof-replay
+
+# Debian packages of this tree (debian/), built by dpkg-buildpackage in a copy of it under
+# DEBDIR, where the .deb files land: the checkout keeps no build products of theirs.
+DEBDIR ?= build/deb
+deb:
+	scripts/build-deb $(DEBDIR)
 
 clean:
 	rm -rf build

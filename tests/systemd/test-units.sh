@@ -15,12 +15,26 @@
 # gives a private shm name), WatchdogSec=3s.  A drop-in adds BindReadOnlyPaths= for the
 # private config directory, which PrivateTmp=yes would otherwise hide, and LimitCORE=0.
 #
+# NPUPROF_ROOT=DIR tests an installed tree's units, files and binaries instead (with
+# NPUPROFD and NPUPROFCTL naming its binaries).
+#
 # Run as root.  Exit 0 when every check passed, 1 otherwise, 77 when it cannot run here.
 
 set -u
 
 top=$(cd "$(dirname "$0")/../.." && pwd)
 units_src=$top/systemd
+unit_dir=$units_src etc_dir=$units_src/etc
+sysusers_conf=$units_src/sysusers.d/npuprof.conf tmpfiles_conf=$units_src/tmpfiles.d/npuprof.conf
+# NPUPROF_ROOT may name an installed tree instead (tests/test-deb.sh: the package installed
+# into a scratch root): its units, sysusers.d and tmpfiles.d files and /etc/npuprof.
+if [ -n "${NPUPROF_ROOT:-}" ]; then
+    root=$(readlink -f -- "$NPUPROF_ROOT")
+    unit_dir=$root/lib/systemd/system
+    [ -e "$unit_dir/npuprofd.service" ] || unit_dir=$root/usr/lib/systemd/system
+    etc_dir=$root/etc/npuprof
+    sysusers_conf=$root/usr/lib/sysusers.d/npuprof.conf tmpfiles_conf=$root/usr/lib/tmpfiles.d/npuprof.conf
+fi
 # NPUPROFD and NPUPROFCTL may name other binaries (an installed build, say).
 npuprofd=${NPUPROFD:-$top/build/npuprofd}
 npuprofctl=${NPUPROFCTL:-$top/build/npuprofctl}
@@ -81,9 +95,9 @@ wait_for() {
 [ -x "$npuprofd" ] || fail "npuprofd built" "$npuprofd is missing (run make)"
 
 mkdir "$tmp/verify"
-sed "s|^ExecStart=/usr/sbin/npuprofd|ExecStart=$npuprofd|" "$units_src/npuprofd.service" \
+sed "s|^ExecStart=/usr/sbin/npuprofd|ExecStart=$npuprofd|" "$unit_dir/npuprofd.service" \
     > "$tmp/verify/npuprofd.service"
-cp "$units_src/npuprofd.socket" "$tmp/verify/"
+cp "$unit_dir/npuprofd.socket" "$tmp/verify/"
 if [ -x "$npuprofd" ]; then
     out=$(systemd-analyze verify --man=no "$tmp/verify/npuprofd.service" \
           "$tmp/verify/npuprofd.socket" 2>&1)
@@ -96,7 +110,7 @@ if [ -x "$npuprofd" ]; then
     fi
 fi
 
-out=$(systemd-analyze security --offline=true --no-pager "$units_src/npuprofd.service" 2>&1)
+out=$(systemd-analyze security --offline=true --no-pager "$unit_dir/npuprofd.service" 2>&1)
 line=$(grep 'Overall exposure level' <<<"$out")
 rating=$(sed -n 's/.*Overall exposure level for [^:]*: *[0-9.]* *\([A-Z]*\).*/\1/p' <<<"$line")
 echo "#   ${line#→ }"
@@ -108,7 +122,7 @@ esac
 
 if [ -x "$npuprofctl" ]; then
     check "etc/profiler_config.json is valid" \
-        "$npuprofctl" validate "$units_src/etc/profiler_config.json" >/dev/null
+        "$npuprofctl" validate "$etc_dir/profiler_config.json" >/dev/null
 fi
 
 if [ ! -x "$npuprofd" ] || [ ! -x "$npuprofctl" ]; then
@@ -120,7 +134,7 @@ fi
 # ---------------------------------------------------------------------------------------
 # (b) under a real systemd
 
-getent passwd npuprof >/dev/null || systemd-sysusers "$units_src/sysusers.d/npuprof.conf"
+getent passwd npuprof >/dev/null || systemd-sysusers "$sysusers_conf"
 user_exists() { getent passwd npuprof >/dev/null; }
 check "user npuprof exists" user_exists
 
@@ -140,7 +154,7 @@ for u in systemd-journald.service systemd-journald.socket systemd-journald-dev-l
 done
 printf '[Unit]\nDescription=npuprof test target\nWants=%s\n' "$wants" > "$units/npf-test.target"
 
-cp "$units_src/etc/profiler_config.json" "$conf/"
+cp "$etc_dir/profiler_config.json" "$conf/"
 printf 'NPUPROFD_OPTS="--shm-name %s --output-root /var/lib/npuprof/output"\n' "$shm_name" \
     > "$conf/npuprofd.conf"
 # The unit runs as npuprof with PrivateTmp=yes: a checkout under /tmp is hidden from it, one
@@ -152,14 +166,14 @@ chmod -R a+rX "$conf"
 sed -e "s|^ExecStart=/usr/sbin/npuprofd --config /etc/npuprof/profiler_config.json |ExecStart=$npuprofd --config $conf/profiler_config.json |" \
     -e "s|^EnvironmentFile=.*|EnvironmentFile=$conf/npuprofd.conf|" \
     -e "s|^WatchdogSec=.*|WatchdogSec=3s|" \
-    "$units_src/npuprofd.service" > "$units/npuprofd.service"
-cp "$units_src/npuprofd.socket" "$units/"
+    "$unit_dir/npuprofd.service" > "$units/npuprofd.service"
+cp "$unit_dir/npuprofd.socket" "$units/"
 # LimitCORE=0: the watchdog's SIGABRT must not leave a core dump of the test on the host.
 printf '[Service]\nBindReadOnlyPaths=%s\nLimitCORE=0\n' "$conf" \
     > "$units/npuprofd.service.d/test.conf"
 
 # The test copy differs from the shipped unit in exactly those three lines.
-changed=$(diff "$units_src/npuprofd.service" "$units/npuprofd.service" | grep -c '^>')
+changed=$(diff "$unit_dir/npuprofd.service" "$units/npuprofd.service" | grep -c '^>')
 check "test unit = shipped unit but ExecStart, EnvironmentFile, WatchdogSec" \
     test "$changed" = 3
 grep -q "^ExecStart=$npuprofd " "$units/npuprofd.service" || fail "ExecStart rewritten"
@@ -195,7 +209,7 @@ if ! wait_for 20 find_pid1 || ! wait_for 30 target_up; then
 fi
 ok "systemd runs as PID 1 of private namespaces (pid $sd outside)"
 
-ns systemd-tmpfiles --create "$units_src/tmpfiles.d/npuprof.conf"
+ns systemd-tmpfiles --create "$tmpfiles_conf"
 check "tmpfiles.d creates /var/lib/npuprof/output 1777" \
     test "$(ns stat -c '%a %U' /var/lib/npuprof/output)" = "1777 npuprof"
 
