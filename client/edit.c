@@ -68,9 +68,13 @@ int npf_edit_replace(const char *path, const char *text, size_t len, unsigned mo
                 snprintf(err, NPF_EDIT_ERR_MAX, "cannot create a temporary file in %s: %s", dir, strerror(-r));
                 goto out;
         }
-        /* The file's owner and mode stay. The owner first: changing it may clear set-id bits that the mode restores. */
-        if ((uid != (unsigned) getuid() || gid != (unsigned) getgid()) && fchown(f.fd, uid, gid) < 0)
-                (void) fchown(f.fd, (uid_t) -1, gid);  /* a member of the group may still keep it */
+        /* The file's owner and mode stay. The owner first: changing it may clear set-id bits that
+         * the mode restores. Who may not give it its owner may still keep its group (a member of
+         * it); who may do neither makes the file theirs, as any editor would. */
+        if ((uid != (unsigned) getuid() || gid != (unsigned) getgid()) && fchown(f.fd, uid, gid) < 0 &&
+            fchown(f.fd, (uid_t) -1, gid) < 0) {
+                /* the file becomes ours: nothing else to do */
+        }
         if (fchmod(f.fd, mode & 07777) < 0) {
                 r = -errno;
                 snprintf(err, NPF_EDIT_ERR_MAX, "cannot set the mode of %s/%s: %s", dir, f.tmp, strerror(errno));
