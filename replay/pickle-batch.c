@@ -93,9 +93,11 @@ struct npf__pickle_batch {
         struct batch_group {            /* MARK ... APPENDS: Python's batches of 1,000 */
                 size_t end;             /* n_entries after it */
                 size_t appends;         /* the offset of its APPENDS, for messages */
+                bool direct;            /* its dicts go to the caller's direct reader */
         } groups[BATCH_GROUPS_MAX];
         size_t n_groups;
         /* Handed to the lane: */
+        const npf_pickle_direct_t *direct;
         npf_vtree_t *tree;
         npf_value_t list;               /* what the APPENDS add to */
         size_t at;                      /* the APPENDS being built */
@@ -411,6 +413,16 @@ static const uint8_t *batch_list(vm_t *vm, batch_t *b, const uint8_t *q)
         return q;
 }
 
+/* The entry @e, read up to its SETITEMS (or SETITEM) at @q, counted. Return: the input after it. */
+static const uint8_t *entry_end(batch_t *b, struct batch_dict *e, const uint8_t *q)
+{
+        e->n = (uint32_t) (b->n_pairs - e->first) / 2;
+        e->n_lists = (uint32_t) (b->n_lists - e->first_list);
+        e->n_dicts = (uint32_t) (b->n_dicts - e->first_dict);
+        b->n_entries++;
+        return q + 1;
+}
+
 /* An entry of the batch, @q at its EMPTY_DICT: MARK pairs SETITEMS or a pair and SETITEM,
  * a value a scalar or a list. Return: as batch_get(). */
 static const uint8_t *batch_entry(vm_t *vm, batch_t *b, const uint8_t *q)
@@ -447,11 +459,376 @@ static const uint8_t *batch_entry(vm_t *vm, batch_t *b, const uint8_t *q)
         }
         if (!q || (single && b->n_pairs == e->first))
                 return NULL;
-        e->n = (uint32_t) (b->n_pairs - e->first) / 2;
-        e->n_lists = (uint32_t) (b->n_lists - e->first_list);
-        e->n_dicts = (uint32_t) (b->n_dicts - e->first_dict);
+        return entry_end(b, e, q);
+}
+
+/*
+ * The direct reader's dicts. Where every dict of a group has the shape the caller's direct
+ * reader takes (npf_pickle_direct_t), the group is read here, tighter than by batch_entry():
+ * keys are memo reads of strings set before the batch (their numbers remembered by slot),
+ * values scalars or lists of records, no frame dict inline. A key's number rides in the
+ * rkind of its str in pairs[], which a str does not use, until the dict is built.
+ */
+
+/* The memo index of BINGET or LONG_BINGET at @q, where 5 bytes are left. Return: the input
+ * after it, or NULL for any other opcode. */
+static inline const uint8_t *direct_index(const uint8_t *q, uint64_t *ret)
+{
+        if (*q == 'h') {
+                *ret = q[1];
+                return q + 2;
+        }
+        if (*q == 'j') {
+                *ret = npf__pickle_le(q + 1, 4);
+                return q + 5;
+        }
+        return NULL;
+}
+
+/* A key at @q, a str, with its number: nearly always a memo read of a str set before the
+ * batch, whose number is remembered by slot (the opcodes forget it when they set the slot
+ * again). Return: the input after it, or NULL. */
+static inline const uint8_t *direct_key_get(vm_t *vm, batch_t *b, const uint8_t *q, npf_value_t *ret)
+{
+        const uint8_t *after;
+        uint64_t slot;
+
+        if (vm->end - q < 5)
+                return NULL;
+        if (!(after = direct_index(q, &slot)) || slot >= b->old_slots) {
+                /* A str of its own (and its memo put), or one this batch or the batch being
+                 * built put, not remembered: the first ones. */
+                if (!(after = batch_scalar(vm, b, q, ret, AT_KEY)) || ret->kind != NPF_V_STR)
+                        return NULL;
+                unsigned n = vm->direct->key(vm->direct->userdata, ret->as.s, ret->len);
+                ret->rkind = (uint16_t) (n < NPF_PICKLE_DIRECT_KEYS ? n : 0);
+                return after;
+        }
+        q = after;
+        struct npf__pickle_key *c = &vm->keys[slot % NPF__PICKLE_KEYS];
+        if (c->slot != slot + 1) {
+                npf_value_t k = b->memo[slot];
+                if (k.kind != NPF_V_STR)
+                        return NULL;
+                unsigned n = vm->direct->key(vm->direct->userdata, k.as.s, k.len);
+                k.rkind = (uint16_t) (n < NPF_PICKLE_DIRECT_KEYS ? n : 0);
+                *c = (struct npf__pickle_key) { slot + 1, k };
+        }
+        *ret = c->key;
+        return q;
+}
+
+/* MEMOIZE of the container @ref @index at @q, if there is one; else as batch_put(). */
+static inline const uint8_t *direct_put(const vm_t *vm, batch_t *b, const uint8_t *q, enum batch_ref ref,
+                                        size_t index)
+{
+        /* MEMOIZE sets the next slot, which no slot of the batch is above. */
+        if (q < vm->end && *q == 0x94 && b->n_local < BATCH_SLOTS_MAX && b->memo_len < NPF_PICKLE_MEMO_MAX &&
+            b->memo_len <= (uint64_t) (vm->end - vm->base) && b->n_puts < b->cap_puts && b->n_local < b->cap_local) {
+                b->local[b->n_local++] = (npf_value_t) { .kind = BATCH_CONTAINER, .rkind = (uint16_t) ref,
+                                                         .as.u = index };
+                b->puts[b->n_puts++] = (struct batch_put) { .slot = b->memo_len++, .ref = ref, .index = (uint32_t) index };
+                return q + 1;
+        }
+        return batch_put(vm, b, q, ref, index, (npf_value_t) { 0 });
+}
+
+/* A list as a value of a dict for the direct reader, @q after its EMPTY_LIST: memo reads of
+ * records, nearly always, or what batch_list() takes. Return: as batch_get(). */
+static const uint8_t *direct_list(vm_t *vm, batch_t *b, const uint8_t *q)
+{
+        const uint8_t *end = vm->end, *r, *after;
+        struct batch_list *l;
+        uint64_t slot;
+        bool marked, single;
+
+        if (!ROOM(b, lists))
+                return NULL;
+        l = &b->lists[b->n_lists];
+        *l = (struct batch_list) { .first = (uint32_t) b->n_items, .at = (uint32_t) b->n_pairs - 1 };
+        if (!(q = direct_put(vm, b, q, REF_LIST, b->n_lists)) || !(r = batch_frames(vm, q)))
+                return NULL;
+        marked = *r == '(';
+        /* One item and APPEND; a memo read not followed by APPEND is the next key. */
+        single = end - r >= 6 && (after = direct_index(r, &slot)) && *after == 'a';
+        if (marked || single || *r == '}') {
+                for (q = marked ? r + 1 : r;;) {
+                        if (!ROOM(b, items))
+                                return NULL;
+                        /* Nearly always: a frame read before the batch, in the memo as a record. */
+                        if (end - q >= 5 && (after = direct_index(q, &slot)) && slot < b->old_slots &&
+                            b->memo[slot].kind == NPF_V_RECORD) {
+                                b->items[b->n_items++] = b->memo[slot];
+                                q = after;
+                        } else {
+                                if (marked && q < end && *q == 0x95 && !(q = batch_frames(vm, q)))
+                                        return NULL;
+                                if (q == end)
+                                        return NULL;
+                                if (marked && *q == 'e')
+                                        break;
+                                if (!(q = batch_item(vm, b, q)))
+                                        return NULL;
+                        }
+                        if (!marked)
+                                break;
+                }
+                if (q == end || *q != (marked ? 'e' : 'a'))
+                        return NULL;
+                q++;
+        }       /* else the empty list, and @q what follows it */
+        l->n = (uint32_t) (b->n_items - l->first);
+        b->n_lists++;
+        return q;
+}
+
+/* A value of a dict for the direct reader, not a list: BININT1, BININT2, BININT, a LONG1 of
+ * up to 7 bytes that is not negative, or a memo read of a str set before the batch, at once;
+ * anything else as batch_scalar() reads it. Return: as batch_get(). */
+static inline const uint8_t *direct_scalar(vm_t *vm, batch_t *b, const uint8_t *q, npf_value_t *ret)
+{
+        const uint8_t *after;
+        uint64_t slot;
+
+        if (vm->end - q >= 10) {
+                switch (*q) {
+                case 'K':
+                        *ret = (npf_value_t) { .kind = NPF_V_INT, .as.i = q[1] };
+                        return q + 2;
+                case 'M':
+                        *ret = (npf_value_t) { .kind = NPF_V_INT, .as.i = (int64_t) npf__pickle_le(q + 1, 2) };
+                        return q + 3;
+                case 'J':
+                        *ret = (npf_value_t) { .kind = NPF_V_INT, .as.i = (int32_t) (uint32_t) npf__pickle_le(q + 1, 4) };
+                        return q + 5;
+                case 0x8a:
+                        if (q[1] >= 1 && q[1] <= 7 && !(q[1 + q[1]] & 0x80)) {
+                                /* The 8 bytes at q + 2, of which the first q[1] are the number. */
+                                uint64_t u = npf__pickle_le(q + 2, 8) & (~UINT64_C(0) >> (64 - 8 * q[1]));
+                                *ret = (npf_value_t) { .kind = NPF_V_INT, .as.i = (int64_t) u };
+                                return q + 2 + q[1];
+                        }
+                        break;
+                case 'h':
+                case 'j':
+                        if ((after = direct_index(q, &slot)) && slot < b->old_slots &&
+                            b->memo[slot].kind == NPF_V_STR) {
+                                *ret = b->memo[slot];
+                                return after;
+                        }
+                        break;
+                }
+        }
+        return batch_scalar(vm, b, q, ret, AT_KEY);
+}
+
+static const uint8_t *direct_entry_slow(vm_t *vm, batch_t *b, const uint8_t *q);
+
+#define FAST_PAIRS 64u                  /* room direct_entry_fast() asks for */
+#define FAST_ITEMS 256u
+
+/*
+ * The direct reader's dict as Python writes nearly every trace entry, read in one loop with
+ * its state in registers: EMPTY_DICT MEMOIZE MARK, keys read from the memo, values BININT1,
+ * BININT2, BININT, a short LONG1 that is not negative, a memo read of a str, or a list
+ * (EMPTY_LIST MEMOIZE MARK, memo reads of records, APPENDS), then SETITEMS; no FRAME. What
+ * it reads is what direct_entry() would read. Return: the input after the dict, or NULL,
+ * having read nothing, for direct_entry() to read it.
+ */
+static const uint8_t *direct_entry_fast(vm_t *vm, batch_t *b, const uint8_t *q)
+{
+        const npf_pickle_direct_t *d = vm->direct;
+        const uint8_t *const end = vm->end;
+        const npf_value_t *const memo = b->memo;
+        const uint64_t old = b->old_slots;
+        npf_value_t *const pairs = b->pairs, *const items = b->items;
+        size_t n_pairs = b->n_pairs, n_items = b->n_items;
+        const size_t first_pair = n_pairs, pairs_end = n_pairs + 2 * FAST_PAIRS, items_end = n_items + FAST_ITEMS;
+        uint64_t slot, dict_slot = b->memo_len;
+        uint32_t present = 0;
+        bool list = false;
+
+        if (end - q < 3 || q[1] != 0x94 || q[2] != '(' || b->n_local + 2 > BATCH_SLOTS_MAX ||
+            dict_slot + 2 > NPF_PICKLE_MEMO_MAX || dict_slot + 2 > (uint64_t) (end - vm->base))
+                return NULL;
+        for (q += 3;;) {
+                /* Every opcode below and its argument fit in the 10 bytes checked here. */
+                if (end - q < 10 || n_pairs == pairs_end)
+                        return NULL;
+                if (*q == 'u')
+                        break;
+                /* The key: its str and number, remembered by slot. */
+                if (!(q = direct_index(q, &slot)))
+                        return NULL;
+                const struct npf__pickle_key *c = &vm->keys[slot % NPF__PICKLE_KEYS];
+                if (c->slot != slot + 1 || end - q < 10)
+                        return NULL;
+                unsigned k = c->key.rkind;
+                npf_value_t *v = &pairs[n_pairs + 1];
+                pairs[n_pairs] = c->key;
+                n_pairs += 2;
+                present |= UINT32_C(1) << k;
+                switch (*q) {
+                case 'K':
+                        *v = (npf_value_t) { .kind = NPF_V_INT, .as.i = q[1] };
+                        q += 2;
+                        break;
+                case 'M':
+                        *v = (npf_value_t) { .kind = NPF_V_INT, .as.i = (int64_t) npf__pickle_le(q + 1, 2) };
+                        q += 3;
+                        break;
+                case 'J':
+                        *v = (npf_value_t) { .kind = NPF_V_INT, .as.i = (int32_t) (uint32_t) npf__pickle_le(q + 1, 4) };
+                        q += 5;
+                        break;
+                case 0x8a:
+                        if (q[1] < 1 || q[1] > 7 || (q[1 + q[1]] & 0x80))
+                                return NULL;
+                        *v = (npf_value_t) { .kind = NPF_V_INT,
+                                             .as.u = npf__pickle_le(q + 2, 8) & (~UINT64_C(0) >> (64 - 8 * q[1])) };
+                        q += 2 + q[1];
+                        break;
+                case 'h':
+                case 'j':
+                        q = direct_index(q, &slot);
+                        if (slot >= old || memo[slot].kind != NPF_V_STR)
+                                return NULL;
+                        *v = memo[slot];
+                        break;
+                case ']':
+                        if (list || !(d->lists >> k & 1) || q[1] != 0x94)
+                                return NULL;
+                        list = true;
+                        *v = (npf_value_t) { .kind = NPF_V_LIST };
+                        b->lists[b->n_lists] = (struct batch_list) { .first = (uint32_t) n_items,
+                                                                     .at = (uint32_t) (n_pairs - 1) };
+                        if (q[2] != '(') {
+                                /* The empty list, before the next key or SETITEMS. */
+                                if (q[2] != 'h' && q[2] != 'j' && q[2] != 'u')
+                                        return NULL;
+                                if (q[2] != 'u' && *direct_index(q + 2, &slot) == 'a')
+                                        return NULL;    /* one item and APPEND */
+                                b->lists[b->n_lists].n = 0;
+                                q += 2;
+                                break;
+                        }
+                        for (q += 3;;) {
+                                const uint8_t *next;
+                                if (end - q < 5 || n_items == items_end)
+                                        return NULL;
+                                if (!(next = direct_index(q, &slot)))
+                                        break;
+                                if (slot >= old || memo[slot].kind != NPF_V_RECORD)
+                                        return NULL;
+                                items[n_items++] = memo[slot];
+                                q = next;
+                        }
+                        if (*q++ != 'e')
+                                return NULL;
+                        b->lists[b->n_lists].n = (uint32_t) (n_items - b->lists[b->n_lists].first);
+                        break;
+                default:
+                        return NULL;
+                }
+                if ((d->strings >> k & 1) && v->kind != NPF_V_STR)
+                        return NULL;
+        }
+        if (n_pairs == first_pair || (present & d->required) != d->required)
+                return NULL;
+        /* Read: the dict's memo put, then its list's. */
+        b->entries[b->n_entries] = (struct batch_dict) { .first = (uint32_t) first_pair,
+                                                         .n = (uint32_t) (n_pairs - first_pair) / 2,
+                                                         .first_list = (uint32_t) b->n_lists, .n_lists = list,
+                                                         .first_dict = (uint32_t) b->n_dicts };
+        b->local[b->n_local++] = (npf_value_t) { .kind = BATCH_CONTAINER, .rkind = REF_ENTRY, .as.u = b->n_entries };
+        b->puts[b->n_puts++] = (struct batch_put) { .slot = b->memo_len++, .ref = REF_ENTRY,
+                                                    .index = (uint32_t) b->n_entries };
+        if (list) {
+                b->local[b->n_local++] = (npf_value_t) { .kind = BATCH_CONTAINER, .rkind = REF_LIST, .as.u = b->n_lists };
+                b->puts[b->n_puts++] = (struct batch_put) { .slot = b->memo_len++, .ref = REF_LIST,
+                                                            .index = (uint32_t) b->n_lists };
+                b->n_lists++;
+        }
         b->n_entries++;
+        b->n_pairs = n_pairs;
+        b->n_items = n_items;
         return q + 1;
+}
+
+/* Room for direct_entry_fast() to read a dict. Return: false if there is none. */
+static bool direct_room(batch_t *b)
+{
+        return ROOM(b, entries) && ROOM(b, lists) &&
+               batch_room((void **) &b->puts, &b->cap_puts, b->n_puts + 2, sizeof(*b->puts)) &&
+               batch_room((void **) &b->local, &b->cap_local, b->n_local + 2, sizeof(*b->local)) &&
+               batch_room((void **) &b->pairs, &b->cap_pairs, b->n_pairs + 2 * FAST_PAIRS, sizeof(*b->pairs)) &&
+               batch_room((void **) &b->items, &b->cap_items, b->n_items + FAST_ITEMS, sizeof(*b->items));
+}
+
+/* A dict for the direct reader, @q at its EMPTY_DICT. Return: as batch_get(). */
+static const uint8_t *direct_entry(vm_t *vm, batch_t *b, const uint8_t *q)
+{
+        const uint8_t *fast;
+
+        if (direct_room(b) && (fast = direct_entry_fast(vm, b, q)))
+                return fast;
+        return direct_entry_slow(vm, b, q);
+}
+
+/* A dict for the direct reader, @q at its EMPTY_DICT, in any of the shapes it takes.
+ * Return: as batch_get(). */
+static const uint8_t *direct_entry_slow(vm_t *vm, batch_t *b, const uint8_t *q)
+{
+        const npf_pickle_direct_t *d = vm->direct;
+        struct batch_dict *e;
+        uint32_t present = 0;
+        bool single;
+
+        if (!ROOM(b, entries))
+                return NULL;
+        e = &b->entries[b->n_entries];
+        *e = (struct batch_dict) { .first = (uint32_t) b->n_pairs, .first_list = (uint32_t) b->n_lists,
+                                   .first_dict = (uint32_t) b->n_dicts };
+        if (!(q = direct_put(vm, b, q + 1, REF_ENTRY, b->n_entries)) || !(q = batch_frames(vm, q)))
+                return NULL;
+        single = *q != '(';
+        q += !single;
+        for (;;) {
+                if (q < vm->end && *q == 0x95 && !(q = batch_frames(vm, q)))
+                        return NULL;
+                if (q == vm->end)
+                        return NULL;
+                if (*q == (single ? 's' : 'u'))
+                        break;
+                if ((single && b->n_pairs > e->first) ||
+                    !batch_room((void **) &b->pairs, &b->cap_pairs, b->n_pairs + 2, sizeof(*b->pairs)))
+                        return NULL;
+                npf_value_t *kv = &b->pairs[b->n_pairs];
+                if (!(q = direct_key_get(vm, b, q, kv)) || !(q = batch_frames(vm, q)))
+                        return NULL;
+                unsigned k = kv->rkind;
+                b->n_pairs += 2;
+                if (*q == ']') {
+                        if (!(d->lists >> k & 1))
+                                return NULL;
+                        kv[1] = (npf_value_t) { .kind = NPF_V_LIST };      /* made when built */
+                        q = direct_list(vm, b, q + 1);
+                } else if ((d->lists >> k & 1) && (*q == 'h' || *q == 'j')) {
+                        /* A list read before, as the frames of an earlier entry (torch shares
+                         * them between an entry and the next), or what it became. */
+                        q = batch_get(vm, b, q, &kv[1], AT_ENTRY_VALUE);
+                } else {
+                        q = direct_scalar(vm, b, q, &kv[1]);
+                        if (q && (kv[1].kind > NPF_V_BYTES || ((d->strings >> k & 1) && kv[1].kind != NPF_V_STR)))
+                                return NULL;    /* a container, or not the str it must be */
+                }
+                if (!q)
+                        return NULL;
+                present |= UINT32_C(1) << k;
+        }
+        if ((single && b->n_pairs == e->first) || (present & d->required) != d->required)
+                return NULL;
+        return entry_end(b, e, q);
 }
 
 /* An error of batch_build() as the opcodes word it: the tree's with the offset of APPENDS,
@@ -485,6 +862,52 @@ static npf_value_t *batch_at(npf_value_t *v, size_t i)
         return v ? v + i : NULL;
 }
 
+/* What the direct reader keeps: the container the opcodes would have built, of @kind with
+ * the @n values at @items, complete and not offered again. */
+static int direct_kept(batch_t *b, npf_vkind_t kind, npf_value_t *items, size_t n, npf_value_t *ret)
+{
+        npf_value_t c;
+        int r;
+
+        if ((r = npf_vtree_container(b->tree, kind, &c)) < 0 ||
+            (n && (r = npf_vtree_append(b->tree, c, items, n, b->err, sizeof(b->err))) < 0))
+                return batch_fail(b, r);
+        c.as.c->complete = 1;
+        *ret = c;
+        return 0;
+}
+
+/* A list of the direct reader's, the @n values at @items: what the caller's reader makes
+ * of it, or the list itself, complete, where it keeps it. */
+static int direct_build_list(batch_t *b, npf_value_t *items, size_t n, npf_value_t *ret)
+{
+        int r;
+
+        if (n == 0 || !b->direct->list)
+                return batch_complete(b, NPF_V_LIST, items, n, ret);
+        r = b->direct->list(b->direct->userdata, items, n, ret, b->err, sizeof(b->err));
+        return r != 0 ? (r < 0 ? batch_fail(b, r) : 0) : direct_kept(b, NPF_V_LIST, items, n, ret);
+}
+
+/* A dict of the direct reader's, its @n pairs at @pairs (each key's number in its rkind):
+ * what the caller's reader makes of it, or the dict itself, complete, where it keeps it. */
+static int direct_build(batch_t *b, npf_value_t *pairs, size_t n, npf_value_t *ret)
+{
+        npf_value_t by_key[NPF_PICKLE_DIRECT_KEYS];
+        uint32_t present = 0;
+        int r;
+
+        batch_unalias(b, pairs, 2 * n);
+        for (size_t i = 0; i < n; i++) {
+                unsigned k = pairs[2 * i].rkind;
+                pairs[2 * i].rkind = 0;
+                by_key[k] = pairs[2 * i + 1];
+                present |= UINT32_C(1) << k;
+        }
+        r = b->direct->dict(b->direct->userdata, pairs, n, by_key, present, ret, b->err, sizeof(b->err));
+        return r != 0 ? (r < 0 ? batch_fail(b, r) : 0) : direct_kept(b, NPF_V_DICT, pairs, 2 * n, ret);
+}
+
 /*
  * Makes what was read, in the order of the opcodes, and APPENDS it into the list; the memo
  * puts are batch_put_memo()'s. Both run on the lane while the reader reads the next batch:
@@ -508,15 +931,24 @@ static int batch_build(batch_t *b)
                         for (uint32_t i = e->first_list; i < e->first_list + e->n_lists; i++) {
                                 npf_value_t *items = batch_at(b->items, b->lists[i].first);
                                 batch_unalias(b, items, b->lists[i].n);
-                                if ((r = batch_complete(b, NPF_V_LIST, items, b->lists[i].n,
-                                                        &b->pairs[b->lists[i].at])) < 0)
+                                if (b->groups[g].direct)
+                                        r = direct_build_list(b, items, b->lists[i].n, &b->pairs[b->lists[i].at]);
+                                else
+                                        r = batch_complete(b, NPF_V_LIST, items, b->lists[i].n,
+                                                           &b->pairs[b->lists[i].at]);
+                                if (r < 0)
                                         return r;
                         }
                 }
                 for (size_t k = from; k < b->groups[g].end; k++) {
                         npf_value_t *pairs = batch_at(b->pairs, b->entries[k].first);
-                        batch_unalias(b, pairs, 2 * b->entries[k].n);
-                        if ((r = batch_complete(b, NPF_V_DICT, pairs, 2 * b->entries[k].n, &b->done[k])) < 0)
+                        if (b->groups[g].direct)
+                                r = direct_build(b, pairs, b->entries[k].n, &b->done[k]);
+                        else {
+                                batch_unalias(b, pairs, 2 * b->entries[k].n);
+                                r = batch_complete(b, NPF_V_DICT, pairs, 2 * b->entries[k].n, &b->done[k]);
+                        }
+                        if (r < 0)
                                 return r;
                 }
                 r = npf_vtree_append(b->tree, b->list, b->done + from, b->groups[g].end - from, b->err,
@@ -607,7 +1039,19 @@ static int batch_read(vm_t *vm)
         b->memo = vm->tree->memo;
         for (;;) {
                 batch_mark_t m = batch_mark(b);
-                while ((q = batch_frames(vm, q)) && *q == '}')
+                const uint8_t *start = q;
+                bool direct = false;
+                if (vm->direct) {
+                        while ((q = batch_frames(vm, q)) && *q == '}')
+                                if (!(q = direct_entry(vm, b, q)))
+                                        break;
+                        direct = q && *q == 'e' && b->n_entries > m.n_entries;
+                        if (!direct) {
+                                batch_undo(b, &m);
+                                q = start;
+                        }
+                }
+                while (!direct && (q = batch_frames(vm, q)) && *q == '}')
                         if (!(q = batch_entry(vm, b, q)))
                                 break;
                 /* The stack the opcodes would need is at most what the batch holds. */
@@ -617,7 +1061,8 @@ static int batch_read(vm_t *vm)
                         batch_undo(b, &m);
                         break;
                 }
-                b->groups[b->n_groups++] = (struct batch_group) { .end = b->n_entries, .appends = (size_t) (q - vm->base) };
+                b->groups[b->n_groups++] = (struct batch_group) { .end = b->n_entries, .appends = (size_t) (q - vm->base),
+                                                                  .direct = direct };
                 after = ++q;
                 if (b->n_groups == BATCH_GROUPS_MAX || !npf__pickle_batch_begins(vm, q))
                         break;
@@ -636,6 +1081,7 @@ static int batch_read(vm_t *vm)
                 vm->lane_tried = true;
         }
         b->tree = vm->tree;
+        b->direct = vm->direct;
         b->list = list;
         vm->building = b;
         npf_lane_run(vm->lane, batch_build_on_lane, b);

@@ -5,7 +5,8 @@
  * dicts and APPENDS. Such batches are read here in one loop, not opcode by opcode, and built
  * into the tree on a lane (beside.h) while the reader reads on. The tree ends as the opcodes
  * run one by one would leave it; the reduce callback is offered the same containers in the
- * same order, on the lane's thread, never beside a call of the reader's.
+ * same order, on the lane's thread, never beside a call of the reader's. With a caller's
+ * direct reader (npf_pickle_direct_t), the dicts it takes go to it instead, unbuilt.
  */
 #ifndef NPUPROF_REPLAY_PICKLE_BATCH_H
 #define NPUPROF_REPLAY_PICKLE_BATCH_H

@@ -9,6 +9,7 @@
 #define NPUPROF_REPLAY_PICKLE_INTERNAL_H
 
 #include "replay/beside.h"
+#include "replay/pickle.h"
 #include "replay/value.h"
 
 #include <endian.h>
@@ -16,6 +17,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+
+#define NPF__PICKLE_KEYS 64u             /* key numbers remembered, by memo slot */
 
 /* A batch of the fast path, read or being built: pickle-batch.c's. */
 typedef struct npf__pickle_batch npf__pickle_batch_t;
@@ -36,7 +39,21 @@ typedef struct npf__pickle_vm {
         npf__pickle_batch_t *building;          /* the other built on the lane, or NULL */
         npf_lane_t *lane;
         bool lane_tried;
+        const npf_pickle_direct_t *direct;      /* the caller's reader of dicts, or NULL */
+        struct npf__pickle_key {                /* its keys, by the memo slot that names them */
+                uint64_t slot;                  /* + 1; 0: empty */
+                npf_value_t key;                /* the str, its number in rkind */
+        } keys[NPF__PICKLE_KEYS];
 } npf__pickle_vm_t;
+
+/* Forgets the key number of memo slot @slot, which the opcodes set again. */
+static inline void npf__pickle_keys_forget(npf__pickle_vm_t *vm, uint64_t slot)
+{
+        struct npf__pickle_key *k = &vm->keys[slot % NPF__PICKLE_KEYS];
+
+        if (k->slot == slot + 1)
+                k->slot = 0;
+}
 
 /*
  * npf__pickle_fail() - write "offset N: " and the message of @fmt into @vm->err, N the offset

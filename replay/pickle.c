@@ -326,6 +326,7 @@ static int memo_put(vm_t *vm, uint64_t idx)
                                         (size_t) (vm->end - vm->base));
         if ((r = npf_vtree_memo_put(vm->tree, idx, vm->stack[vm->sp - 1])) < 0)
                 return npf__pickle_fail(vm, r, "out of memory");
+        npf__pickle_keys_forget(vm, idx);
         return 0;
 }
 
@@ -645,8 +646,16 @@ op_refused:
 int npf_pickle_load(const void *buf, size_t len, npf_vtree_t *tree, unsigned flags, npf_input_progress_cb progress,
                     void *userdata, npf_value_t *ret, char *err)
 {
+        return npf_pickle_load_direct(buf, len, tree, flags, NULL, progress, userdata, ret, err);
+}
+
+int npf_pickle_load_direct(const void *buf, size_t len, npf_vtree_t *tree, unsigned flags,
+                           const npf_pickle_direct_t *direct, npf_input_progress_cb progress, void *userdata,
+                           npf_value_t *ret, char *err)
+{
         vm_t vm = { .base = buf, .p = buf, .end = (const uint8_t *) buf + len, .tree = tree, .err = err,
-                    .batches = !(flags & NPF_PICKLE_OPCODES_ONLY) };
+                    .batches = !(flags & NPF_PICKLE_OPCODES_ONLY),
+                    .direct = flags & NPF_PICKLE_NO_DIRECT ? NULL : direct };
         npf_value_t root;
         int r;
 

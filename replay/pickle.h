@@ -24,6 +24,8 @@
 /* npf_pickle_load() @flags. */
 #define NPF_PICKLE_OPCODES_ONLY 0x1u    /* run every opcode one by one, without the fast path for
                                          * batches of dicts: for tests that compare the two */
+#define NPF_PICKLE_NO_DIRECT 0x2u       /* the fast path without a caller's direct reader of dicts
+                                         * (npf_pickle_load_direct()), for the same tests */
 
 /*
  * npf_pickle_load() - read the pickle in @buf (@len bytes) into @tree.
@@ -40,5 +42,43 @@
  */
 int npf_pickle_load(const void *buf, size_t len, npf_vtree_t *tree, unsigned flags, npf_input_progress_cb progress,
                     void *userdata, npf_value_t *ret, char *err);
+
+#define NPF_PICKLE_DIRECT_KEYS 32u      /* key numbers a direct reader gives, 0 included */
+
+/*
+ * A caller's reader of one shape of flat dict, the millions of a snapshot's trace entries:
+ * in a batch of dicts, a dict whose keys are strings, whose values are numbers, strings,
+ * None, booleans or, under @lists keys, lists (of records or of flat dicts: the frames of a
+ * stack) or a list read before, and that has the @required keys, with a str under each of
+ * the @strings keys it has, is handed to @dict as it is read, without being built: by key
+ * number, besides its pairs. What its lists hold, then its lists, go first, as they complete,
+ * to the reduce callback (a list to @list, where there is one), as the opcodes would have
+ * it. Anything else is read as it would be without a direct reader.
+ */
+typedef struct npf_pickle_direct {
+        /* The number of the key @s (@len bytes), below NPF_PICKLE_DIRECT_KEYS; 0 for any key
+         * the caller does not read, whose value must then be no list. Called for a key as
+         * it is read, nearly always once for each memo slot that names one; pure. */
+        unsigned (*key)(void *userdata, const char *s, size_t len);
+        /*
+         * What the reduce callback would do with the dict: @pairs its @n keys and values, in
+         * order, each list as it was reduced; @by_key[k] the value of key number k (the last
+         * when it repeats) for each bit k of @present, the other slots undefined.
+         * Return: 1 with the record in @ret, 0 to keep the dict, or a negative errno with a
+         * sentence in @err (@err_size bytes). Called on the lane, as the reduce callback is.
+         */
+        int (*dict)(void *userdata, const npf_value_t *pairs, size_t n, const npf_value_t *by_key, uint32_t present,
+                    npf_value_t *ret, char *err, size_t err_size);
+        /* What the reduce callback would do with a list of the @n values at @items (n > 0,
+         * each to be resolved), as @dict returns; NULL: the reduce callback is offered it. */
+        int (*list)(void *userdata, const npf_value_t *items, size_t n, npf_value_t *ret, char *err, size_t err_size);
+        uint32_t required, strings, lists;      /* bit k: key number k */
+        void *userdata;
+} npf_pickle_direct_t;
+
+/* npf_pickle_load() with a direct reader of dicts; @direct may be NULL. Context: as npf_pickle_load(). */
+int npf_pickle_load_direct(const void *buf, size_t len, npf_vtree_t *tree, unsigned flags,
+                           const npf_pickle_direct_t *direct, npf_input_progress_cb progress, void *userdata,
+                           npf_value_t *ret, char *err);
 
 #endif /* NPUPROF_REPLAY_PICKLE_H */

@@ -68,9 +68,11 @@ static const char *const key_names[K__COUNT] = {
 
 /* The values of the keys above in one dict, read in one pass; a later duplicate wins. */
 typedef struct fields {
-        npf_value_t v[K__COUNT];
+        const npf_value_t *v;   /* K__COUNT of them, by key */
         unsigned present;       /* 1 << key */
 } fields_t;
+
+_Static_assert(K__COUNT <= NPF_PICKLE_DIRECT_KEYS, "the keys are numbered for the pickle reader's direct path");
 
 static bool field(const fields_t *f, enum key k, npf_value_t *ret)
 {
@@ -78,6 +80,15 @@ static bool field(const fields_t *f, enum key k, npf_value_t *ret)
                 return false;
         *ret = f->v[k];
         return true;
+}
+
+/* The key named @s (@len bytes), K_OTHER for one not read. */
+static enum key key_named(const char *s, size_t len)
+{
+        for (int i = K_OTHER + 1; i < K__COUNT; i++)
+                if (strlen(key_names[i]) == len && memcmp(key_names[i], s, len) == 0)
+                        return (enum key) i;
+        return K_OTHER;
 }
 
 /* Which key @k is. A pickle names each key by the same bytes every time (the memo hands out
@@ -96,10 +107,7 @@ static enum key key_of(loader_t *l, npf_value_t k)
                 if (!c->s)
                         break;
         }
-        enum key key = K_OTHER;
-        for (int i = K_OTHER + 1; i < K__COUNT; i++)
-                if (npf_value_streq(k, key_names[i]))
-                        key = (enum key) i;
+        enum key key = key_named(k.as.s, k.len);
         *c = (struct seen_key) { k.as.s, k.len, (uint8_t) key };
         return key;
 }
@@ -158,15 +166,22 @@ static npf_mem_action_t action_of(loader_t *l, npf_value_t v)
         return a;
 }
 
-/* A key's value as an unsigned integer; @what and @idx name the place in messages. */
-static int get_u64(npf_value_t v, const char *key, const char *what, size_t idx, uint64_t *ret, char *err)
-{
-        int64_t i;
+static int get_u64_other(npf_value_t v, const char *key, const char *what, size_t idx, uint64_t *ret, char *err);
 
+/* A key's value as an unsigned integer; @what and @idx name the place in messages. */
+static inline int get_u64(npf_value_t v, const char *key, const char *what, size_t idx, uint64_t *ret, char *err)
+{
         if (v.kind == NPF_V_INT && !v.flags) {         /* nearly always */
                 *ret = (uint64_t) v.as.i;
                 return 0;
         }
+        return get_u64_other(v, key, what, idx, ret, err);
+}
+
+static int get_u64_other(npf_value_t v, const char *key, const char *what, size_t idx, uint64_t *ret, char *err)
+{
+        int64_t i;
+
         if (npf_value_uint64(v, ret))
                 return 0;
         /* Streams and pool ids may be negative handles: keep their bits. */
@@ -284,9 +299,9 @@ static int reduce_frame(loader_t *l, const fields_t *f, npf_value_t *ret, char *
         return 1;
 }
 
-static int reduce_stack(loader_t *l, npf_value_t list, npf_value_t *ret, char *err)
+/* A list's @n items at @items: a stack if every one is a frame. */
+static int reduce_frames(loader_t *l, const npf_value_t *items, size_t n, npf_value_t *ret, char *err)
 {
-        size_t n = npf_value_len(list);
         int64_t id;
 
         if (n > l->cap_frames) {
@@ -296,7 +311,6 @@ static int reduce_stack(loader_t *l, npf_value_t list, npf_value_t *ret, char *e
                 l->frames = p;
                 l->cap_frames = n;
         }
-        const npf_value_t *items = npf_value_items(list);
         for (size_t i = 0; i < n; i++) {
                 npf_value_t f = npf_value_resolve(items[i]);
                 if (!is_record(f, R_FRAME))
@@ -307,6 +321,11 @@ static int reduce_stack(loader_t *l, npf_value_t list, npf_value_t *ret, char *e
                 return say(err, (int) id, "out of memory");
         *ret = record(R_STACK, (uint64_t) id);
         return 1;
+}
+
+static int reduce_stack(loader_t *l, npf_value_t list, npf_value_t *ret, char *err)
+{
+        return reduce_frames(l, npf_value_items(list), npf_value_len(list), ret, err);
 }
 
 static int reduce_block(loader_t *l, const fields_t *f, npf_value_t *ret, char *err)
@@ -366,13 +385,27 @@ static int reduce_block(loader_t *l, const fields_t *f, npf_value_t *ret, char *
         return 1;
 }
 
-/* The reduce callback: decides by shape, since a container does not know where it sits.
- * One pass over the keys: action (a str) makes an entry; filename and line a frame; state
- * and size a block. */
+/* What a dict is, by shape, since a container does not know where it sits: action (a str)
+ * makes an entry; filename and line a frame; state and size a block. */
+static int reduce_fields(loader_t *l, const fields_t *f, npf_value_t *ret, char *err)
+{
+#define HAS(k) (f->present & 1u << (k))
+        if (HAS(K_ACTION) && f->v[K_ACTION].kind == NPF_V_STR)
+                return reduce_event(l, f, ret, err);
+        if (HAS(K_FILENAME) && HAS(K_LINE))
+                return reduce_frame(l, f, ret, err);
+        if (HAS(K_STATE) && HAS(K_SIZE))
+                return reduce_block(l, f, ret, err);
+#undef HAS
+        return 0;
+}
+
+/* The reduce callback: a list of frames makes a stack; a dict's keys are read in one pass. */
 static int reduce(void *userdata, const npf_value_t *v, npf_value_t *ret, char *err, size_t err_size)
 {
         loader_t *l = userdata;
-        fields_t f;
+        npf_value_t by_key[K__COUNT];
+        fields_t f = { by_key, 0 };
 
         (void) err_size;        /* every message here is at most NPF_SNAPSHOT_ERR_MAX <= err_size */
         if (v->kind == NPF_V_LIST || v->kind == NPF_V_TUPLE)
@@ -380,22 +413,40 @@ static int reduce(void *userdata, const npf_value_t *v, npf_value_t *ret, char *
                                                                                       : 0;
         if (v->kind != NPF_V_DICT)
                 return 0;
-        f.present = 0;
         const npf_value_t *items = npf_value_items(*v);
         for (size_t i = 0, n = npf_value_len(*v); i < n; i++) {
                 enum key key = key_of(l, npf_value_resolve(items[2 * i]));
-                f.v[key] = npf_value_resolve(items[2 * i + 1]);
+                by_key[key] = npf_value_resolve(items[2 * i + 1]);
                 f.present |= 1u << key;
         }
-#define HAS(k) (f.present & 1u << (k))
-        if (HAS(K_ACTION) && f.v[K_ACTION].kind == NPF_V_STR)
-                return reduce_event(l, &f, ret, err);
-        if (HAS(K_FILENAME) && HAS(K_LINE))
-                return reduce_frame(l, &f, ret, err);
-        if (HAS(K_STATE) && HAS(K_SIZE))
-                return reduce_block(l, &f, ret, err);
-#undef HAS
-        return 0;
+        return reduce_fields(l, &f, ret, err);
+}
+
+/* The pickle reader's direct path (npf_pickle_direct_t): a trace entry read without being
+ * built, its keys numbered as key_of() numbers them. */
+static unsigned direct_key(void *userdata, const char *s, size_t len)
+{
+        (void) userdata;
+        return key_named(s, len);
+}
+
+/* A list of records: reduce() makes a stack of one whose first record is a frame. */
+static int direct_list(void *userdata, const npf_value_t *items, size_t n, npf_value_t *ret, char *err,
+                       size_t err_size)
+{
+        (void) err_size;
+        return is_record(npf_value_resolve(items[0]), R_FRAME) ? reduce_frames(userdata, items, n, ret, err) : 0;
+}
+
+static int direct_dict(void *userdata, const npf_value_t *pairs, size_t n, const npf_value_t *by_key,
+                       uint32_t present, npf_value_t *ret, char *err, size_t err_size)
+{
+        fields_t f = { by_key, present };
+
+        (void) pairs;
+        (void) n;
+        (void) err_size;
+        return reduce_fields(userdata, &f, ret, err);
 }
 
 /* --- the document ------------------------------------------------------------------------- */
@@ -596,6 +647,12 @@ static int read_document(loader_t *l, npf_value_t root, char *err)
 int npf_snapshot_loadb(const void *buf, size_t len, npf_input_progress_cb progress, void *userdata,
                        npf_snapshot_t **ret, char *err)
 {
+        return npf_snapshot_loadb_flags(buf, len, 0, progress, userdata, ret, err);
+}
+
+int npf_snapshot_loadb_flags(const void *buf, size_t len, unsigned flags, npf_input_progress_cb progress,
+                             void *userdata, npf_snapshot_t **ret, char *err)
+{
         loader_t l = { 0 };
         npf_vtree_t *tree = NULL;
         npf_value_t root;
@@ -617,7 +674,12 @@ int npf_snapshot_loadb(const void *buf, size_t len, npf_input_progress_cb progre
                 r = npf_jsontree_load(buf, len, tree, progress, userdata, &root, err, NPF_SNAPSHOT_ERR_MAX);
         } else if (len >= 2 && (unsigned char) p[0] == 0x80) {
                 l.s->format = "pickle";
-                r = npf_pickle_load(buf, len, tree, 0, progress, userdata, &root, err);
+                /* A dict with an action (a str) is a trace entry, whatever else it holds. */
+                const npf_pickle_direct_t direct = {
+                        .key = direct_key, .dict = direct_dict, .list = direct_list, .userdata = &l,
+                        .required = 1u << K_ACTION, .strings = 1u << K_ACTION, .lists = 1u << K_FRAMES,
+                };
+                r = npf_pickle_load_direct(buf, len, tree, flags, &direct, progress, userdata, &root, err);
         } else {
                 r = say(err, -EINVAL, "neither a pickle (it would start with byte 0x80) nor JSON");
         }

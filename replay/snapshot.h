@@ -103,6 +103,10 @@ int npf_snapshot_load(const char *path, npf_input_progress_cb progress, void *us
                       char *err);
 int npf_snapshot_loadb(const void *buf, size_t len, npf_input_progress_cb progress, void *userdata,
                        npf_snapshot_t **ret, char *err);
+/* npf_snapshot_loadb() with npf_pickle_load()'s @flags for a pickle (NPF_PICKLE_OPCODES_ONLY,
+ * NPF_PICKLE_NO_DIRECT), for tests that compare the reader's paths: the result is the same. */
+int npf_snapshot_loadb_flags(const void *buf, size_t len, unsigned flags, npf_input_progress_cb progress,
+                             void *userdata, npf_snapshot_t **ret, char *err);
 
 npf_snapshot_t *npf_snapshot_free(npf_snapshot_t *s);
 

@@ -72,8 +72,18 @@ static const npf_value_t untouched = { .kind = 0xee, .flags = 0xee, .rkind = 0xe
  * read past its end) into a new tree with @reduce, and check what every result promises: 0
  * and a root, or a negative errno, a terminated non-empty message and the root untouched.
  */
+static int load_direct(loaded_t *l, const void *data, size_t len, unsigned flags, npf_vtree_reduce_cb reduce,
+                       void *userdata, const npf_pickle_direct_t *direct);
+
 static int load_flags(loaded_t *l, const void *data, size_t len, unsigned flags, npf_vtree_reduce_cb reduce,
                       void *userdata)
+{
+        return load_direct(l, data, len, flags, reduce, userdata, NULL);
+}
+
+/* load_flags() with a direct reader of dicts (npf_pickle_load_direct()). */
+static int load_direct(loaded_t *l, const void *data, size_t len, unsigned flags, npf_vtree_reduce_cb reduce,
+                       void *userdata, const npf_pickle_direct_t *direct)
 {
         *l = (loaded_t) { .buf = malloc(len ? len : 1), .root = untouched };
         assert_non_null(l->buf);
@@ -82,7 +92,7 @@ static int load_flags(loaded_t *l, const void *data, size_t len, unsigned flags,
         l->tree = npf_vtree_new(reduce, userdata);
         assert_non_null(l->tree);
         memset(l->err, 'x', sizeof(l->err));
-        l->rc = npf_pickle_load(l->buf, len, l->tree, flags, NULL, NULL, &l->root, l->err);
+        l->rc = npf_pickle_load_direct(l->buf, len, l->tree, flags, direct, NULL, NULL, &l->root, l->err);
         if (l->rc < 0) {
                 assert_non_null(memchr(l->err, '\0', sizeof(l->err)));
                 assert_true(l->err[0] != '\0');
@@ -1671,42 +1681,95 @@ static int reduce_offered(void *userdata, const npf_value_t *v, npf_value_t *ret
         return 1;
 }
 
-/* @data read with the batch fast path and with the opcodes one by one: the same result, the
- * same error, the same containers offered in the same order. Return: the containers the tree
- * made with the fast path, and without it in @ret_opcodes_made (0 when the read failed). */
+/* The direct reader of the tests: what reduce_offered() does, offered a container that holds
+ * the dict's pairs or the list's items, as npf_vtree_complete_items() offers one. */
+static int offer_as_container(void *userdata, npf_vkind_t kind, const npf_value_t *items, size_t n,
+                              npf_value_t *ret, char *err, size_t err_size)
+{
+        npf_container_t c = { .kind = (uint8_t) kind, .complete = 1 };
+        npf_value_t v = { .kind = (uint8_t) kind, .as.c = &c };
+
+        c.u.list.items = (npf_value_t *) items;
+        c.u.list.n = c.u.list.cap = (uint32_t) n;
+        return reduce_offered(userdata, &v, ret, err, err_size);
+}
+
+static unsigned direct_key(void *userdata, const char *s, size_t len)
+{
+        static const char *const keys[] = { "action", "fail", "filename", "frames" };
+
+        (void) userdata;
+        for (unsigned k = 0; k < N_OF(keys); k++)
+                if (strlen(keys[k]) == len && memcmp(keys[k], s, len) == 0)
+                        return k + 1;
+        return 0;
+}
+
+static size_t direct_dicts;     /* read by the direct path, for tests that want it taken */
+
+static int direct_dict(void *userdata, const npf_value_t *pairs, size_t n, const npf_value_t *by_key,
+                       uint32_t present, npf_value_t *ret, char *err, size_t err_size)
+{
+        (void) by_key;
+        assert_true(present & 1u << 1);
+        direct_dicts++;
+        return offer_as_container(userdata, NPF_V_DICT, pairs, 2 * n, ret, err, err_size);
+}
+
+static int direct_list(void *userdata, const npf_value_t *items, size_t n, npf_value_t *ret, char *err,
+                       size_t err_size)
+{
+        return offer_as_container(userdata, NPF_V_LIST, items, n, ret, err, err_size);
+}
+
+/*
+ * @data read with the batch fast path and a direct reader of dicts with "action", with the
+ * batch fast path alone, and with the opcodes one by one: the same result, the same error,
+ * the same containers offered in the same order. Return: the containers the tree made with
+ * the fast path alone, and with the opcodes in @ret_opcodes_made (0 when the read failed).
+ */
 static size_t assert_as_opcodes(const char *name, const unsigned char *data, size_t len, bool keep_text,
                                 size_t *ret_opcodes_made)
 {
-        offered_t o[2] = { 0 };
-        canon_t root[2] = { 0 };
-        loaded_t l[2];
-        size_t made[2] = { 0 };
+        static const char *const path[] = { "the direct path", "the fast path", "the opcodes" };
+        offered_t o[3] = { 0 };
+        canon_t root[3] = { 0 };
+        loaded_t l[3];
+        size_t made[3] = { 0 };
 
-        for (int k = 0; k < 2; k++) {
+        for (int k = 0; k < 3; k++) {
+                npf_pickle_direct_t direct = {
+                        .key = direct_key, .dict = direct_dict, .list = k == 0 ? direct_list : NULL,
+                        .required = 1u << 1, .lists = 1u << 4, .userdata = &o[k],
+                };
                 o[k].c = (canon_t) { .text = keep_text ? calloc(1, 1) : NULL, .cap = 1, .hash = FNV_OFFSET };
                 root[k] = (canon_t) { .text = keep_text ? calloc(1, 1) : NULL, .cap = 1, .hash = FNV_OFFSET };
-                if (load_flags(&l[k], data, len, k ? NPF_PICKLE_OPCODES_ONLY : 0, reduce_offered, &o[k]) == 0) {
+                if (load_direct(&l[k], data, len, k == 2 ? NPF_PICKLE_OPCODES_ONLY : 0, reduce_offered, &o[k],
+                                k == 0 ? &direct : NULL) == 0) {
                         canon_value(&root[k], npf_value_resolve(l[k].root), 0);
                         made[k] = npf_vtree_containers_made(l[k].tree);
                 }
         }
-        if (l[0].rc != l[1].rc || (l[0].rc < 0 && strcmp(l[0].err, l[1].err) != 0))
-                fail_msg("%s (%zu bytes): the fast path returns %d \"%s\", the opcodes %d \"%s\"", name, len, l[0].rc,
-                         l[0].rc < 0 ? l[0].err : "", l[1].rc, l[1].rc < 0 ? l[1].err : "");
-        if (o[0].c.len != o[1].c.len || o[0].c.hash != o[1].c.hash || o[0].records != o[1].records ||
-            (keep_text && strcmp(o[0].c.text, o[1].c.text) != 0))
-                fail_msg("%s (%zu bytes): the containers offered differ (%zu against %zu bytes of text)%s%.200s%s%.200s",
-                         name, len, o[0].c.len, o[1].c.len, keep_text ? "\n  fast:    " : "",
-                         keep_text ? o[0].c.text : "", keep_text ? "\n  opcodes: " : "", keep_text ? o[1].c.text : "");
-        if (root[0].len != root[1].len || root[0].hash != root[1].hash)
-                fail_msg("%s (%zu bytes): the trees differ", name, len);
         for (int k = 0; k < 2; k++) {
+                if (l[k].rc != l[2].rc || (l[k].rc < 0 && strcmp(l[k].err, l[2].err) != 0))
+                        fail_msg("%s (%zu bytes): %s returns %d \"%s\", the opcodes %d \"%s\"", name, len, path[k],
+                                 l[k].rc, l[k].rc < 0 ? l[k].err : "", l[2].rc, l[2].rc < 0 ? l[2].err : "");
+                if (o[k].c.len != o[2].c.len || o[k].c.hash != o[2].c.hash || o[k].records != o[2].records ||
+                    (keep_text && strcmp(o[k].c.text, o[2].c.text) != 0))
+                        fail_msg("%s (%zu bytes): the containers offered by %s differ (%zu against %zu bytes of "
+                                 "text)%s%.200s%s%.200s", name, len, path[k], o[k].c.len, o[2].c.len,
+                                 keep_text ? "\n  fast:    " : "", keep_text ? o[k].c.text : "",
+                                 keep_text ? "\n  opcodes: " : "", keep_text ? o[2].c.text : "");
+                if (root[k].len != root[2].len || root[k].hash != root[2].hash)
+                        fail_msg("%s (%zu bytes): the trees of %s and the opcodes differ", name, len, path[k]);
+        }
+        for (int k = 0; k < 3; k++) {
                 unload(&l[k]);
                 free(o[k].c.text);
                 free(root[k].text);
         }
-        *ret_opcodes_made = made[1];
-        return made[0];
+        *ret_opcodes_made = made[2];
+        return made[1];
 }
 
 static void test_batches_as_opcodes(void **state)
@@ -1746,9 +1809,12 @@ static void test_batches_as_opcodes_across_handoffs(void **state)
         unsigned char *p = read_file(NPF_PICKLE_HANDOFF, &len);
 
         (void) state;
+        direct_dicts = 0;
         fast_made = assert_as_opcodes("handoff.pkl", p, len, false, &opcodes_made);
-        /* 9,500 entries and their stacks, none built in the tree. */
+        /* 9,500 entries and their stacks, none built in the tree; the direct path reads them. */
         assert_true(opcodes_made - fast_made >= 9500);
+        if (direct_dicts < 9500)
+                fail_msg("handoff.pkl: %zu dicts by the direct path", direct_dicts);
         free(p);
 }
 
@@ -1764,8 +1830,12 @@ static void test_batches_as_opcodes_snapshots(void **state)
 
                 snprintf(path, sizeof(path), "%s/%s", FX_SNAPSHOT_DIR, fx_snapshots[i].name);
                 unsigned char *p = read_file(path, &len);
+                direct_dicts = 0;
                 fast_made = assert_as_opcodes(fx_snapshots[i].name, p, len, false, &opcodes_made);
                 assert_true(fast_made < opcodes_made);
+                /* Nearly every trace entry goes by the direct path. */
+                if (direct_dicts < 7000)
+                        fail_msg("%s: %zu dicts by the direct path", fx_snapshots[i].name, direct_dicts);
                 free(p);
         }
 }

@@ -5,8 +5,10 @@
  * terminated message and leaves the result alone; a success is a tree that every accessor
  * walks consistently. A reduce callback turns some containers into records on the way, as
  * the snapshot reader does, and refuses others, so that both paths are fuzzed too.
- * Every input is read twice, with the batch fast path and with the opcodes one by one: the
- * two must offer the same containers to the callback in the same order and end the same.
+ * Every input is read three times, with the batch fast path and a direct reader of the dicts
+ * with "action" (npf_pickle_load_direct(), as the snapshot reader has one), with the batch
+ * fast path alone and with the opcodes one by one: the three must offer the same containers
+ * to the callback in the same order and end the same.
  */
 #include "replay/pickle.h"
 #include "replay/value.h"
@@ -95,6 +97,47 @@ static int reduce(void *userdata, const npf_value_t *v, npf_value_t *ret, char *
                 return 1;
         }
         return 0;
+}
+
+/* The direct reader: what reduce() does, offered a container holding the dict's pairs or the
+ * list's items, as npf_vtree_complete_items() offers one. */
+static int offer_as_container(void *userdata, npf_vkind_t kind, const npf_value_t *items, size_t n,
+                              npf_value_t *ret, char *err, size_t err_size)
+{
+        npf_container_t c = { .kind = (uint8_t) kind, .complete = 1 };
+        npf_value_t v = { .kind = (uint8_t) kind, .as.c = &c };
+
+        c.u.list.items = (npf_value_t *) items;
+        c.u.list.n = c.u.list.cap = (uint32_t) n;
+        return reduce(userdata, &v, ret, err, err_size);
+}
+
+static unsigned direct_key(void *userdata, const char *s, size_t len)
+{
+        static const char *const keys[] = { "action", "fail", "filename", "frames" };
+
+        (void) userdata;
+        for (unsigned k = 0; k < sizeof(keys) / sizeof(keys[0]); k++)
+                if (strlen(keys[k]) == len && memcmp(keys[k], s, len) == 0)
+                        return k + 1;
+        return 0;
+}
+
+static int direct_dict(void *userdata, const npf_value_t *pairs, size_t n, const npf_value_t *by_key,
+                       uint32_t present, npf_value_t *ret, char *err, size_t err_size)
+{
+        (void) by_key;
+        if (!(present & 1u << 1))
+                abort();
+        return offer_as_container(userdata, NPF_V_DICT, pairs, 2 * n, ret, err, err_size);
+}
+
+static int direct_list(void *userdata, const npf_value_t *items, size_t n, npf_value_t *ret, char *err,
+                       size_t err_size)
+{
+        if (n == 0)
+                abort();
+        return offer_as_container(userdata, NPF_V_LIST, items, n, ret, err, err_size);
 }
 
 static bool is_container(npf_value_t v)
@@ -245,8 +288,12 @@ typedef struct read {
         uint64_t shape;
 } read_t;
 
-static void read_once(const uint8_t *data, size_t size, unsigned flags, read_t *r)
+static void read_once(const uint8_t *data, size_t size, unsigned flags, bool direct, read_t *r)
 {
+        const npf_pickle_direct_t d = {
+                .key = direct_key, .dict = direct_dict, .list = direct_list, .userdata = &r->f,
+                .required = 1u << 1, .lists = 1u << 4,
+        };
         static const npf_value_t untouched = { .kind = 0xee, .flags = 0xee, .rkind = 0xeeee, .len = 0xeeeeeeee };
         npf_value_t root = untouched;
         npf_vtree_t *t;
@@ -255,7 +302,7 @@ static void read_once(const uint8_t *data, size_t size, unsigned flags, read_t *
         if (!(t = npf_vtree_new(reduce, &r->f)))
                 abort();
         memset(r->err, 'x', sizeof(r->err));
-        r->rc = npf_pickle_load(data, size, t, flags, NULL, NULL, &root, r->err);
+        r->rc = npf_pickle_load_direct(data, size, t, flags, direct ? &d : NULL, NULL, NULL, &root, r->err);
         if (r->rc == 0) {
                 sink = walk(root, &r->f, &r->shape);
                 (void) npf_vtree_bytes(t);
@@ -274,18 +321,25 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-        static read_t fast, opcodes;
+        static read_t reads[3], *const opcodes = &reads[2];
+        static const char *const path[] = { "the direct path", "the batch fast path" };
 
-        read_once(data, size, 0, &fast);
-        read_once(data, size, NPF_PICKLE_OPCODES_ONLY, &opcodes);
-        if (fast.rc != opcodes.rc || strcmp(fast.err, opcodes.err) != 0 || fast.f.offered != opcodes.f.offered ||
-            fast.f.records != opcodes.f.records || fast.f.log != opcodes.f.log || fast.shape != opcodes.shape) {
-                fprintf(stderr, "the batch fast path and the opcodes differ: rc %d / %d, \"%s\" / \"%s\", offered "
-                        "%zu / %zu, records %zu / %zu, log %016llx / %016llx, shape %016llx / %016llx\n", fast.rc,
-                        opcodes.rc, fast.err, opcodes.err, fast.f.offered, opcodes.f.offered, fast.f.records,
-                        opcodes.f.records, (unsigned long long) fast.f.log, (unsigned long long) opcodes.f.log,
-                        (unsigned long long) fast.shape, (unsigned long long) opcodes.shape);
-                abort();
+        read_once(data, size, 0, true, &reads[0]);
+        read_once(data, size, 0, false, &reads[1]);
+        read_once(data, size, NPF_PICKLE_OPCODES_ONLY, false, opcodes);
+        for (int k = 0; k < 2; k++) {
+                const read_t *fast = &reads[k];
+                if (fast->rc != opcodes->rc || strcmp(fast->err, opcodes->err) != 0 ||
+                    fast->f.offered != opcodes->f.offered || fast->f.records != opcodes->f.records ||
+                    fast->f.log != opcodes->f.log || fast->shape != opcodes->shape) {
+                        fprintf(stderr, "%s and the opcodes differ: rc %d / %d, \"%s\" / \"%s\", offered %zu / %zu, "
+                                "records %zu / %zu, log %016llx / %016llx, shape %016llx / %016llx\n", path[k],
+                                fast->rc, opcodes->rc, fast->err, opcodes->err, fast->f.offered, opcodes->f.offered,
+                                fast->f.records, opcodes->f.records, (unsigned long long) fast->f.log,
+                                (unsigned long long) opcodes->f.log, (unsigned long long) fast->shape,
+                                (unsigned long long) opcodes->shape);
+                        abort();
+                }
         }
         return 0;
 }
