@@ -273,71 +273,136 @@ int npf_report_snapshot_text(FILE *f, const json_t *snap)
         return ferror(f) ? -EIO : 0;
 }
 
-int npf_report_timeline_header(FILE *f)
+/* The decimal digits of @v. */
+static unsigned dec_digits(uint64_t v)
 {
-        return fputs("device,index,action,addr,size,stream,allocated,requested,active,reserved,time_us\n", f) < 0 ? -EIO
-                                                                                                          : 0;
+        static const uint64_t pow10[20] = {
+                1ull, 10ull, 100ull, 1000ull, 10000ull, 100000ull, 1000000ull, 10000000ull, 100000000ull,
+                1000000000ull, 10000000000ull, 100000000000ull, 1000000000000ull, 10000000000000ull,
+                100000000000000ull, 1000000000000000ull, 10000000000000000ull, 100000000000000000ull,
+                1000000000000000000ull, 10000000000000000000ull,
+        };
+        /* 1233/4096 is log10(2): the digits of 2^k, give or take one, which the table settles. */
+        unsigned d = (64 - (unsigned) __builtin_clzll(v | 1)) * 1233 >> 12;
+
+        if (v < 10)
+                return 1;
+        return d + (d < 20 && v >= pow10[d]);
 }
 
-/* @v in @base (10 or 16, lower-case) at @p; the end returned. */
-static char *put_u64(char *p, uint64_t v, unsigned base)
+/* @v in decimal at @p, two digits at a time from the right; the end returned. */
+static char *put_dec(char *p, uint64_t v)
 {
-        char tmp[20], *s = tmp + sizeof(tmp);
+        static const char pairs[201] = "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+                                       "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+                                       "8081828384858687888990919293949596979899";
+        char *end = p + dec_digits(v), *q = end;
 
-        do {
-                *--s = "0123456789abcdef"[v % base];
-                v /= base;
-        } while (v);
-        memcpy(p, s, (size_t) (tmp + sizeof(tmp) - s));
-        return p + (tmp + sizeof(tmp) - s);
+        while (v >= 100) {
+                q -= 2;
+                memcpy(q, pairs + 2 * (v % 100), 2);
+                v /= 100;
+        }
+        if (v >= 10)
+                memcpy(q - 2, pairs + 2 * v, 2);
+        else
+                q[-1] = (char) ('0' + v);
+        return end;
+}
+
+/* @v in lower-case hexadecimal at @p; the end returned. */
+static char *put_hex(char *p, uint64_t v)
+{
+        unsigned n = (67 - (unsigned) __builtin_clzll(v | 1)) / 4;
+
+        for (unsigned i = n; i-- > 0; v >>= 4)
+                p[i] = "0123456789abcdef"[v & 15];
+        return p + n;
 }
 
 static char *put_i64(char *p, int64_t v)
 {
         if (v < 0)
                 *p++ = '-';
-        return put_u64(p, v < 0 ? (uint64_t) 0 - (uint64_t) v : (uint64_t) v, 10);
+        return put_dec(p, v < 0 ? (uint64_t) 0 - (uint64_t) v : (uint64_t) v);
+}
+
+/* A number's text, kept while the rows repeat it (a stream, the reserved bytes). */
+typedef struct cached {
+        uint64_t v;
+        uint8_t len;
+        bool set;
+        char s[22];
+} cached_t;
+
+static char *put_cached(char *p, cached_t *c, uint64_t v, bool hex)
+{
+        if (!c->set || c->v != v) {
+                c->v = v;
+                c->set = true;
+                c->len = (uint8_t) ((hex ? put_hex(c->s, v) : put_dec(c->s, v)) - c->s);
+        }
+        memcpy(p, c->s, sizeof(c->s));          /* whole: a fixed size copies fastest */
+        return p + c->len;
 }
 
 /* One row per event, formatted by hand: printf's cost was most of the time of a
- * two-million-row file. stdio buffers the rows. */
-int npf_report_timeline(FILE *f, const npf_replay_t *r)
+ * two-million-row file. */
+size_t npf_report_timeline_rows(char *buf, size_t size, const npf_replay_t *r, size_t *index)
 {
-        for (size_t i = 0; i < r->n; i++) {
+        char device[24], *p = buf;
+        size_t dlen = (size_t) (put_i64(device, r->device) - device), i = *index;
+        cached_t stream = { 0 }, reserved = { 0 };
+
+        device[dlen++] = ',';
+        /* Every number of a row is at most 20 characters and its action at most 18, with room
+         * left for put_cached()'s whole copies: NPF_REPORT_TIMELINE_ROW_MAX bounds a row. */
+        for (; i < r->n && (size_t) (buf + size - p) >= NPF_REPORT_TIMELINE_ROW_MAX; i++) {
                 const npf_mem_event_t *e = &r->events[i];
                 const char *action = npf_action_name(e->action);
                 size_t alen = strlen(action);
-                char row[10 * 22 + 32], *p = row;       /* ten numbers, the action (at most 18) */
 
-                p = put_i64(p, r->device);
-                *p++ = ',';
-                p = put_u64(p, i, 10);
+                memcpy(p, device, dlen);
+                p = put_dec(p + dlen, i);
                 *p++ = ',';
                 memcpy(p, action, alen);
                 p += alen;
                 memcpy(p, ",0x", 3);
-                p += 3;
-                p = put_u64(p, e->addr, 16);
+                p = put_hex(p + 3, e->addr);
                 *p++ = ',';
-                p = put_u64(p, e->size, 10);
+                p = put_dec(p, e->size);
                 memcpy(p, ",0x", 3);
-                p += 3;
-                p = put_u64(p, e->stream, 16);
+                p = put_cached(p + 3, &stream, e->stream, true);
                 *p++ = ',';
-                p = put_u64(p, r->allocated[i], 10);
+                p = put_dec(p, r->allocated[i]);
                 *p++ = ',';
-                p = put_u64(p, r->requested[i], 10);
+                p = put_dec(p, r->requested[i]);
                 *p++ = ',';
-                p = put_u64(p, r->active[i], 10);
+                p = put_dec(p, r->active[i]);
                 *p++ = ',';
-                p = put_u64(p, r->reserved[i], 10);
+                p = put_cached(p, &reserved, r->reserved[i], false);
                 *p++ = ',';
                 if (e->time_us != NPF_TIME_UNKNOWN)
                         p = put_i64(p, e->time_us);
                 *p++ = '\n';
-                if (fwrite_unlocked(row, 1, (size_t) (p - row), f) != (size_t) (p - row))
-                        return -EIO;
         }
+        *index = i;
+        return (size_t) (p - buf);
+}
+
+int npf_report_timeline(FILE *f, const npf_replay_t *r)
+{
+        size_t size = (size_t) 1 << 20, i = 0;
+        char *buf = malloc(size);
+
+        if (!buf)
+                return -ENOMEM;
+        while (i < r->n) {
+                size_t n = npf_report_timeline_rows(buf, size, r, &i);
+                if (fwrite_unlocked(buf, 1, n, f) != n)
+                        break;
+        }
+        free(buf);
         return ferror(f) ? -EIO : 0;
 }
 

@@ -16,11 +16,20 @@
 int npf_report_snapshot_text(FILE *f, const json_t *snap);
 
 /* The header line of timeline.csv. */
-int npf_report_timeline_header(FILE *f);
+#define NPF_REPORT_TIMELINE_HEADER "device,index,action,addr,size,stream,allocated,requested,active,reserved,time_us\n"
 
 /* One row per event of @r: device, index, action, addr, size, stream, allocated, requested,
  * active, reserved (bytes after the event), time_us (empty when unknown). Return: 0 or -errno. */
 int npf_report_timeline(FILE *f, const npf_replay_t *r);
+
+#define NPF_REPORT_TIMELINE_ROW_MAX 256u        /* room one row needs, more than it takes */
+
+/*
+ * npf_report_timeline_rows() - the rows of npf_report_timeline() from event *@index on,
+ * as many as leave NPF_REPORT_TIMELINE_ROW_MAX bytes free before they are formatted, into
+ * @buf (@size bytes); *@index is then the next event's. Return: the bytes formatted.
+ */
+size_t npf_report_timeline_rows(char *buf, size_t size, const npf_replay_t *r, size_t *index);
 
 /*
  * memory.svg: one panel per replayed device, the allocated peak marked, OOMs as marks;
