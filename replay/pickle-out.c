@@ -1,15 +1,19 @@
 /* SPDX-License-Identifier: MIT */
-/* The opcodes are CPython's (Lib/pickle.py); nothing is memoised, nothing is a reference. */
+/* The opcodes are CPython's (Lib/pickle.py): BINPUT and BINGET for what repeats, as it writes them. */
 #include "replay/pickle-out.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 enum {
         OP_PROTO = 0x80, OP_STOP = '.', OP_MARK = '(', OP_EMPTY_DICT = '}', OP_SETITEMS = 'u',
         OP_EMPTY_LIST = ']', OP_APPENDS = 'e', OP_BINUNICODE = 'X', OP_BININT = 'J', OP_LONG1 = 0x8a,
-        OP_NEWTRUE = 0x88, OP_NEWFALSE = 0x89, OP_NONE = 'N',
+        OP_NEWTRUE = 0x88, OP_NEWFALSE = 0x89, OP_NONE = 'N', OP_BINPUT = 'q', OP_LONG_BINPUT = 'r',
+        OP_BINGET = 'h', OP_LONG_BINGET = 'j',
 };
+
+#define MEMO_MAX (UINT32_MAX - 1u)      /* memo indices; beyond, what is left is not memoised */
 
 static void byte(npf_pout_t *p, int b)
 {
@@ -24,10 +28,112 @@ static void le(npf_pout_t *p, uint64_t v, size_t n)
 
 void npf_pout_begin(npf_pout_t *p, FILE *f)
 {
-        p->f = f;
+        *p = (npf_pout_t) { .f = f };
         byte(p, OP_PROTO);
         byte(p, 2);
 }
+
+/* --- the memo ------------------------------------------------------------------------------ */
+
+static uint64_t hash_str(const char *s, size_t n)
+{
+        uint64_t h = 0xcbf29ce484222325u ^ n;
+
+        for (size_t i = 0; i < n; i++)
+                h = (h ^ (unsigned char) s[i]) * 0x100000001b3u;
+        return h ^ (h >> 31);
+}
+
+static uint64_t hash_key(uint64_t k)
+{
+        k ^= k >> 33;
+        k *= 0xff51afd7ed558ccdu;
+        return k ^ (k >> 33);
+}
+
+static bool slot_is(const struct npf_pout_slot *x, const char *s, uint64_t key)
+{
+        return x->key == key && (s ? x->s && memcmp(x->s, s, key) == 0 : !x->s);
+}
+
+/* The slot of the string @s (of @key bytes) or of the caller's name @key (@s NULL): where it
+ * is, or where it would go. NULL when the memo has no room and cannot be given more. */
+static struct npf_pout_slot *memo_find(npf_pout_t *p, const char *s, uint64_t key, uint64_t h)
+{
+        npf_pout_memo_t *m = &p->memo;
+
+        if ((m->n + 1) * 2 > m->cap) {
+                size_t cap = m->cap ? m->cap * 2 : 1024;
+                struct npf_pout_slot *g = calloc(cap, sizeof(*g));
+                if (!g) {
+                        p->failed = true;
+                        return NULL;
+                }
+                for (size_t i = 0; i < m->cap; i++) {
+                        const struct npf_pout_slot *x = &m->slots[i];
+                        if (!x->index)
+                                continue;
+                        uint64_t xh = x->s ? hash_str(x->s, x->key) : hash_key(x->key);
+                        size_t j = xh & (cap - 1);
+                        while (g[j].index)
+                                j = (j + 1) & (cap - 1);
+                        g[j] = *x;
+                }
+                free(m->slots);
+                m->slots = g;
+                m->cap = cap;
+        }
+        for (size_t i = h & (m->cap - 1);; i = (i + 1) & (m->cap - 1))
+                if (!m->slots[i].index || slot_is(&m->slots[i], s, key))
+                        return &m->slots[i];
+}
+
+static void memo_get(npf_pout_t *p, uint32_t index)
+{
+        if (index < 256) {
+                byte(p, OP_BINGET);
+                byte(p, (int) index);
+        } else {
+                byte(p, OP_LONG_BINGET);
+                le(p, index, 4);
+        }
+}
+
+/* BINPUT of the value on top of the stack into the next index, recorded in @x. */
+static void memo_put(npf_pout_t *p, struct npf_pout_slot *x, const char *s, uint64_t key)
+{
+        if (!x || p->failed || p->next >= MEMO_MAX)
+                return;
+        if (p->next < 256) {
+                byte(p, OP_BINPUT);
+                byte(p, (int) p->next);
+        } else {
+                byte(p, OP_LONG_BINPUT);
+                le(p, p->next, 4);
+        }
+        *x = (struct npf_pout_slot) { .s = s, .key = key, .index = ++p->next };
+        p->memo.n++;
+}
+
+void npf_pout_put(npf_pout_t *p, uint64_t key)
+{
+        struct npf_pout_slot *x = p->failed ? NULL : memo_find(p, NULL, key, hash_key(key));
+
+        if (x && !x->index)
+                memo_put(p, x, NULL, key);
+}
+
+bool npf_pout_get(npf_pout_t *p, uint64_t key)
+{
+        struct npf_pout_slot *x = p->failed ? NULL : memo_find(p, NULL, key, hash_key(key));
+
+        if (!x || !x->index)
+                return false;
+        memo_get(p, x->index - 1);
+        return true;
+}
+
+/* --- values -------------------------------------------------------------------------------- */
 
 void npf_pout_dict(npf_pout_t *p)
 {
@@ -54,10 +160,16 @@ void npf_pout_close_list(npf_pout_t *p)
 void npf_pout_str(npf_pout_t *p, const char *s)
 {
         size_t n = strlen(s);
+        struct npf_pout_slot *x = p->failed ? NULL : memo_find(p, s, n, hash_str(s, n));
 
+        if (x && x->index) {
+                memo_get(p, x->index - 1);
+                return;
+        }
         byte(p, OP_BINUNICODE);
         le(p, n, 4);
         fwrite(s, 1, n, p->f);
+        memo_put(p, x, s, n);
 }
 
 /* LONG1: the two's complement, little-endian, in as few bytes as keep the sign. */
@@ -115,5 +227,7 @@ void npf_pout_none(npf_pout_t *p)
 int npf_pout_end(npf_pout_t *p)
 {
         byte(p, OP_STOP);
+        free(p->memo.slots);
+        p->memo = (npf_pout_memo_t) { 0 };
         return ferror(p->f) ? -EIO : 0;
 }

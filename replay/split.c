@@ -24,15 +24,24 @@ static size_t share_start(size_t n, size_t k, size_t pieces)
         return (size_t) ((unsigned __int128) n * k / pieces);
 }
 
+/* The names a piece's pickle memoises its stacks and frames by (npf_pout_put()). */
+#define NAME_STACK (UINT64_C(1) << 32)
+#define NAME_FRAME (UINT64_C(2) << 32)
+
+/* A stack of frames, written once in a piece and referred to after, as torch's own pickles
+ * share a list between the entries of one tensor: a piece repeats the same few thousand. */
 static void frames(npf_pout_t *p, const npf_snapshot_t *s, uint32_t stack)
 {
         const uint32_t *ids;
-        size_t n = npf_intern_stack_get(s->intern, stack, &ids);
+        size_t n;
 
+        if (npf_pout_get(p, NAME_STACK | stack))
+                return;
+        n = npf_intern_stack_get(s->intern, stack, &ids);
         npf_pout_list(p);
         for (size_t i = 0; i < n; i++) {
                 const npf_frame_t *f = npf_intern_frame_get(s->intern, ids[i]);
-                if (!f)
+                if (!f || npf_pout_get(p, NAME_FRAME | ids[i]))
                         continue;
                 npf_pout_dict(p);
                 npf_pout_str(p, "name");
@@ -42,8 +51,10 @@ static void frames(npf_pout_t *p, const npf_snapshot_t *s, uint32_t stack)
                 npf_pout_str(p, "line");
                 npf_pout_int(p, f->line);
                 npf_pout_close_dict(p);
+                npf_pout_put(p, NAME_FRAME | ids[i]);
         }
         npf_pout_close_list(p);
+        npf_pout_put(p, NAME_STACK | stack);
 }
 
 static void block(npf_pout_t *p, const npf_snapshot_t *s, uint64_t addr, uint64_t size, uint64_t requested,

@@ -20,6 +20,7 @@ Ends with "replay: N passed, N failed"; exits 1 when a check failed.
 import csv
 import datetime
 import glob
+import io
 import json
 import os
 import pickle
@@ -1469,7 +1470,28 @@ def split_check(name, path, args, want_pieces):
           [r.last for r in runs])
     for piece in pieces:
         with open(piece, "rb") as f:
-            pickle.load(f)              # Python's own unpickler: a plain data pickle
+            data = f.read()
+        p = pickle.loads(data)          # Python's own unpickler: a plain data pickle
+        # What repeats is written once: each string, each stack (one list, however many
+        # entries and blocks hold it), each frame; the piece is smaller than it would be
+        # without its memo, as Python writes it without one (Pickler.fast), and a large one a
+        # fraction of that.
+        stacks = [e["frames"] for t in p["device_traces"] for e in t] + \
+                 [b["frames"] for g in p["segments"] for b in g["blocks"]]
+        one = {}
+        for st in stacks:
+            one.setdefault(repr(st), st)
+        flat = io.BytesIO()
+        pk = pickle.Pickler(flat, protocol=2)
+        pk.fast = True
+        pk.dump(p)
+        gets = sum(1 for op, _, _ in pickletools.genops(data) if op.name in ("BINGET", "LONG_BINGET"))
+        flat_len = len(flat.getvalue())
+        check(all(st is one[repr(st)] for st in stacks) and gets > 0 and len(data) < flat_len and
+              (flat_len < 100000 or len(data) * 3 < flat_len),
+              "%s: %s writes each string and stack once, then refers to it" % (name, os.path.basename(piece)),
+              "%d memo reads, %d bytes, %d without a memo, %d stacks of %d distinct" %
+              (gets, len(data), len(flat.getvalue()), len(set(map(id, stacks))), len(one)))
     if not all(r.report for r in runs):
         return
     eq("%s: no piece has an inconsistency" % name,
