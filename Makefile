@@ -490,4 +490,4 @@ clean:
 help:
 	@sed -n '3,10p' Makefile
 
--include $(shell find build -name '*.d' 2>/dev/null)
+-include $(shell find build -name '*.d' -type f 2>/dev/null)
