@@ -247,8 +247,11 @@ json_t *npf_fleet_judge(const char *dir, int64_t now_ms)
                 json_int_t age = now_ms > written ? now_ms - written : 0;
                 bool is_stopped = strcmp(json_string_value(json_object_get(r, "state")), "stopped") == 0;
                 bool is_stale = !is_stopped && (double) age > NPF_FLEET_STALE_INTERVALS * interval_s * 1000.0;
-                bool is_lagging = !same_version(r, version_of(newest, n_versions, file_key(r, "path")));
-                bool is_invalid = strcmp(file_key(r, "state"), "valid") != 0;
+                bool is_lagging = !same_version(r, version_of(newest, n_versions, file_key(r, "path"))) ||
+                                  strcmp(file_key(r, "state"), "unknown") == 0;
+                /* "unknown": not read yet (a daemon just started), which is lagging, not invalid. */
+                bool is_invalid = strcmp(file_key(r, "state"), "invalid") == 0 ||
+                                  strcmp(file_key(r, "state"), "missing") == 0;
                 json_t *file = json_object_get(r, "file");
 
                 if (is_lagging)

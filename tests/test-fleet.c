@@ -304,11 +304,14 @@ static void test_judge(void **state)
         assert_string_equal(list(fleet, "lagging"), "");
         json_decref(fleet);
 
-        /* b read the old version; c's record is 31 s old at a 10 s interval; d stopped; e finds it invalid. */
+        /* b read the old version; c's record is 31 s old at a 10 s interval; d stopped; e finds it
+         * invalid; f has read nothing yet. */
         put_node(d, "b", 0x1, old, NOW_NS, NPF_FILE_VALID, false);
         put_node(d, "c", 0x2, new, NOW_NS - 31 * UINT64_C(1000000000), NPF_FILE_VALID, false);
         put_node(d, "d", 0x2, new, NOW_NS - 60 * UINT64_C(1000000000), NPF_FILE_VALID, true);
         put_node(d, "e", 0x3, new - 1, NOW_NS, NPF_FILE_INVALID, false);
+        /* f has not read the file yet (its daemon just started): lagging, not invalid. */
+        put_node(d, "f", 0, 0, NOW_NS, NPF_FILE_UNKNOWN, false);
         /* Files that are not records, and files that are not looked at. */
         put(d, "trunc.json", "{\"format\": 1, \"node\": \"tr");
         put(d, "garbage.json", "\x7f" "ELF binary");
@@ -326,9 +329,9 @@ static void test_judge(void **state)
         fleet = npf_fleet_judge(d->path, NOW_MS);
         assert_non_null(fleet);
         assert_int_equal(npf_fleet_verdict(fleet), 1);
-        assert_int_equal(json_array_size(json_object_get(fleet, "nodes")), 5);
+        assert_int_equal(json_array_size(json_object_get(fleet, "nodes")), 6);
         assert_string_equal(json_string_value(json_object_get(json_array_get(json_object_get(fleet, "nodes"), 0), "node")), "a");
-        assert_string_equal(list(fleet, "lagging"), "b e");
+        assert_string_equal(list(fleet, "lagging"), "b e f");
         assert_string_equal(list(fleet, "stale"), "c");
         assert_string_equal(list(fleet, "stopped"), "d");
         assert_string_equal(list(fleet, "invalid"), "e");

@@ -25,7 +25,7 @@
  *
  * file is the file as the daemon last read it: hash is FNV-1a 64 of its bytes (of the
  * reason when it could not be read), mtime_ns its modification time (0 when it could not
- * be read). Two nodes read the same version of a file when path, hash and mtime_ns agree;
+ * be read); state "unknown" until the daemon's first reading. Two nodes read the same version of a file when path, hash and mtime_ns agree;
  * the newest version of a file is the one with the latest mtime_ns (the file server's clock,
  * the same for every node), the greater hash between two of the same mtime_ns. in_force is
  * the configuration the node's ranks follow; its generation counts the node's own

@@ -55,7 +55,8 @@ start_node() {
 save '{ "start_step": 100000, "steps": 2 }'
 for k in 1 2 3; do start_node "$k"; done
 
-eventually "three daemons, one file: every node agrees (exit 0)" exits 0 fl
+eventually "three daemons, one file: every node agrees (exit 0)" \
+        sh -c "timeout 20 '$npuprofctl' fleet --fleet-dir '$fleet' | grep -q '^3 nodes: every node agrees'"
 check "the table names the three nodes and says they agree" \
         sh -c "fl() { timeout 20 '$npuprofctl' fleet --fleet-dir '$fleet'; }; o=\$(fl); echo \"\$o\" | grep -q '^node-1 ' && echo \"\$o\" | grep -q '^node-3 ' && echo \"\$o\" | grep -q '3 nodes: every node agrees'"
 check "--json: three nodes, one newest version held by all three, no list has a name" \
