@@ -3,7 +3,7 @@
 #   make                      build everything into build/
 #   make check                unit tests, seqlock torture, CLI tests, a short run of every fuzzer
 #   make demo                 the main job
-#   make bench                fast-path figures, against a baseline measured in the same run
+#   make bench                fast-path figures, against a baseline measured in the same run (MEMSNAPDUMP_SRC=DIR: MemSnapDump's)
 #   make fuzz                 fuzz the configuration, request, pickle, snapshot and trace readers (FUZZ_SECONDS=60 each)
 #   make SANITIZER=address|undefined|thread check
 #   make install PREFIX=/usr/local DESTDIR= [LIBDIR=]   (make uninstall, the same)
@@ -339,14 +339,20 @@ demo: all
 # The replay's figures: a generated snapshot of 2.1 M events (made once, kept in build/).
 BENCH_REPLAY := $(BUILD)/bench/bench-replay
 BENCH_SNAPSHOT := build/bench/snapshot-2M.pkl
+# The file npuprof-replay and MemSnapDump both replay, when MEMSNAPDUMP_SRC names a checkout
+# of codeasier/MemSnapDump kept outside the project: MemSnapDump takes seconds on it.
+BENCH_SNAPSHOT_59K := build/bench/snapshot-59k.pkl
 $(BENCH_REPLAY): $(BUILD)/bench/bench-replay.o $(BUILD)/bench/stats.o $(sort $(REPLAY_CORE_OBJS) $(TRACE_OBJS)) \
                  $(BUILD)/replay/report.o $(SVG_OBJS)
 	$(CC) $(LDFLAGS) -o $@ $^ $(REPLAY_LIBS)
 $(BENCH_SNAPSHOT): bench/gen-snapshot.py
 	@mkdir -p $(dir $@)
 	$(PYTHON) bench/gen-snapshot.py $@ 2100000 >/dev/null
+$(BENCH_SNAPSHOT_59K): bench/gen-snapshot.py
+	@mkdir -p $(dir $@)
+	$(PYTHON) bench/gen-snapshot.py $@ 59000 >/dev/null
 
-bench: all $(BENCH) $(BENCH_DAEMON) $(BENCH_RANK) $(BENCH_REPLAY) $(BENCH_SNAPSHOT)
+bench: all $(BENCH) $(BENCH_DAEMON) $(BENCH_RANK) $(BENCH_REPLAY) $(BENCH_SNAPSHOT) $(BENCH_SNAPSHOT_59K)
 	@$(BENCH)
 	@echo
 	@$(BENCH_RANK)
@@ -357,7 +363,8 @@ bench: all $(BENCH) $(BENCH_DAEMON) $(BENCH_RANK) $(BENCH_REPLAY) $(BENCH_SNAPSH
 	@echo
 	@$(PYTHON) bench/bench-fleet.py $(BUILD)
 	@echo
-	@$(BENCH_REPLAY) $(BENCH_SNAPSHOT) $(BUILD)/npuprof-replay "$$($(PYTHON) bench/replay-baseline.py $(BENCH_SNAPSHOT))"
+	@$(BENCH_REPLAY) $(BENCH_SNAPSHOT) $(BUILD)/npuprof-replay $(if $(MEMSNAPDUMP_SRC),0 $(BENCH_SNAPSHOT_59K) \
+		$(PYTHON) bench/memsnapdump-replay.py "$(MEMSNAPDUMP_SRC)","$$($(PYTHON) bench/replay-baseline.py $(BENCH_SNAPSHOT))")
 
 # --- fuzzing (libFuzzer: clang only, always with ASan and UBSan) --------------------------
 FUZZ_FLAGS := -std=c11 -g -O1 -D_GNU_SOURCE -I. -Iinclude $(PKG_CFLAGS) \
