@@ -497,11 +497,14 @@ static inline const uint8_t *direct_key_get(vm_t *vm, batch_t *b, const uint8_t 
                 return NULL;
         if (!(after = direct_index(q, &slot)) || slot >= b->old_slots) {
                 /* A str of its own (and its memo put), or one this batch or the batch being
-                 * built put, not remembered: the first ones. */
+                 * built put: the first ones. A slot is set once by the batches, the same
+                 * bytes each time one is read again, and the opcodes forget what they set. */
                 if (!(after = batch_scalar(vm, b, q, ret, AT_KEY)) || ret->kind != NPF_V_STR)
                         return NULL;
                 unsigned n = vm->direct->key(vm->direct->userdata, ret->as.s, ret->len);
                 ret->rkind = (uint16_t) (n < NPF_PICKLE_DIRECT_KEYS ? n : 0);
+                if (direct_index(q, &slot))
+                        vm->keys[slot % NPF__PICKLE_KEYS] = (struct npf__pickle_key) { slot + 1, *ret };
                 return after;
         }
         q = after;
@@ -689,12 +692,16 @@ static const uint8_t *direct_entry_fast(vm_t *vm, batch_t *b, const uint8_t *q)
                         q += 2 + q[1];
                         break;
                 case 'h':
-                case 'j':
+                case 'j': {
+                        const uint8_t *get = q;
                         q = direct_index(q, &slot);
-                        if (slot >= old || memo[slot].kind != NPF_V_STR)
+                        if (slot < old && memo[slot].kind == NPF_V_STR)
+                                *v = memo[slot];
+                        /* A str this batch or the one being built put: the first ones. */
+                        else if (slot < old || !(q = batch_get(vm, b, get, v, AT_KEY)) || v->kind != NPF_V_STR)
                                 return NULL;
-                        *v = memo[slot];
                         break;
+                }
                 case ']':
                         if (list || !(d->lists >> k & 1) || q[1] != 0x94)
                                 return NULL;
