@@ -105,11 +105,14 @@ static int status_of(int r)
 
 /* --- writing outputs: each whole or absent (lib/atomicfile.h) ------------------------------ */
 
+#define OUT_BUFFER ((size_t) 256 << 10)
+
 typedef struct out {
         char path[PATH_MAX];            /* for messages */
         int dfd;
         npf_atomicfile_t file;
         FILE *f;                        /* on a duplicate of file.fd */
+        char *buffer;                   /* f's, OUT_BUFFER bytes, or NULL */
 } out_t;
 
 static int out_open(out_t *o, const char *dir, const char *name)
@@ -133,6 +136,9 @@ static int out_open(out_t *o, const char *dir, const char *name)
                 close(o->dfd);
                 return r;
         }
+        /* The reports are hundreds of KiB: written in a few calls, not a hundred of 4 KiB. */
+        if ((o->buffer = malloc(OUT_BUFFER)))
+                setvbuf(o->f, o->buffer, _IOFBF, OUT_BUFFER);
         return 0;
 }
 
@@ -145,6 +151,7 @@ static int out_close(out_t *o, int r)
                 r = -EIO;
         if (fclose(o->f) != 0 && r == 0)
                 r = -errno;
+        free(o->buffer);
         if (r == 0)
                 r = npf_atomicfile_commit(&o->file, 0);
         else
