@@ -408,8 +408,48 @@ static int timeline_finish(timeline_job_t *job)
         return out_close(&job->out, job->result);
 }
 
-/* report.txt, memory.svg and report.json into @dir; @o names the file that failed, if one did. */
-static int write_outputs(run_t *run, const char *dir, out_t *o)
+/* memory.svg, drawn beside the analyses: it needs only the replays and the traces. */
+typedef struct chart_job {
+        const run_t *run;
+        const char *title, *dir;
+        out_t out;
+        npf_beside_t writer;
+        bool started;
+        int result;             /* of opening, drawing or putting in place out.path */
+} chart_job_t;
+
+static void *chart_write(void *userdata)
+{
+        chart_job_t *job = userdata;
+        const run_t *run = job->run;
+        int r = out_open(&job->out, job->dir, "memory.svg");
+
+        if (r == 0)
+                r = out_close(&job->out, npf_report_memory_svg(job->out.f, job->title, run->replays, run->n_replays,
+                                                               run->trace_objs, run->n_traces));
+        job->result = r;
+        return NULL;
+}
+
+static void chart_start(chart_job_t *job, const run_t *run, const char *dir, const char *title)
+{
+        *job = (chart_job_t) { .run = run, .title = title, .dir = dir, .started = true };
+        npf_beside_start(&job->writer, chart_write, job);
+}
+
+/* Waits for memory.svg, if it was started. Return: its result. */
+static int chart_finish(chart_job_t *job)
+{
+        if (!job->started)
+                return 0;
+        npf_beside_wait(&job->writer);
+        job->started = false;
+        return job->result;
+}
+
+/* report.txt, then memory.svg (@chart's) and report.json into @dir; @o names the file that
+ * failed, if one did. */
+static int write_outputs(run_t *run, const char *dir, chart_job_t *chart, out_t *o)
 {
         int r;
 
@@ -436,12 +476,10 @@ static int write_outputs(run_t *run, const char *dir, out_t *o)
                 return r;
 
         phase("writing memory.svg");
-        if ((r = out_open(o, dir, "memory.svg")) < 0)
+        if ((r = chart_finish(chart)) < 0) {
+                *o = chart->out;
                 return r;
-        r = npf_report_memory_svg(o->f, json_string_value(json_object_get(run->report, "input")), run->replays,
-                                  run->n_replays, run->trace_objs, run->n_traces);
-        if ((r = out_close(o, r)) < 0)
-                return r;
+        }
 
         /* report.json last: its presence says the analysis is complete. */
         if ((r = out_open(o, dir, "report.json")) < 0)
@@ -465,6 +503,7 @@ static int analyse(const char *path, const options_t *o)
         npf_input_t *in = calloc(MAX_INPUTS, sizeof(*in));
         char outdir[PATH_MAX];
         run_t run = { .o = o };
+        chart_job_t chart = { .started = false };
         struct stat st;
         size_t n = 0;
         int r, status = 0;
@@ -526,6 +565,7 @@ static int analyse(const char *path, const options_t *o)
                 status = fail(EXIT_INPUT, "%s: cannot create: %s", outdir, strerror(errno));
                 goto out;
         }
+        chart_start(&chart, &run, outdir, path);
         timeline_job_t timeline;
         if (run.n_snaps && (r = timeline_start(&timeline, &run, outdir)) < 0) {
                 status = fail(EXIT_INPUT, "cannot write %s: %s", timeline.out.path, strerror(-r));
@@ -537,7 +577,7 @@ static int analyse(const char *path, const options_t *o)
                 goto out;
         }
         out_t written;
-        if ((r = write_outputs(&run, outdir, &written)) < 0) {
+        if ((r = write_outputs(&run, outdir, &chart, &written)) < 0) {
                 status = fail(status_of(r), "cannot write %s: %s", written.path, strerror(-r));
                 goto out;
         }
@@ -564,6 +604,7 @@ static int analyse(const char *path, const options_t *o)
         if (run.worst < 0)
                 status = fail(status_of(run.worst), "%s", run.reason);
 out:
+        chart_finish(&chart);
         for (size_t i = 0; i < run.n_replays; i++)
                 npf_replay_free(run.replays[i]);
         free(run.replays);
