@@ -65,6 +65,7 @@ struct batch_dict {
         uint32_t at;                    /* a frame: its place in items[] */
         uint32_t first_list, n_lists;   /* an entry: its lists */
         uint32_t first_dict, n_dicts;   /* and its frames */
+        bool plain;                     /* an entry whose pairs and lists' items hold no alias */
 };
 
 struct batch_list {
@@ -746,7 +747,7 @@ static const uint8_t *direct_entry_fast(vm_t *vm, batch_t *b, const uint8_t *q)
         b->entries[b->n_entries] = (struct batch_dict) { .first = (uint32_t) first_pair,
                                                          .n = (uint32_t) (n_pairs - first_pair) / 2,
                                                          .first_list = (uint32_t) b->n_lists, .n_lists = list,
-                                                         .first_dict = (uint32_t) b->n_dicts };
+                                                         .first_dict = (uint32_t) b->n_dicts, .plain = true };
         b->local[b->n_local++] = (npf_value_t) { .kind = BATCH_CONTAINER, .rkind = REF_ENTRY, .as.u = b->n_entries };
         b->puts[b->n_puts++] = (struct batch_put) { .slot = b->memo_len++, .ref = REF_ENTRY,
                                                     .index = (uint32_t) b->n_entries };
@@ -898,13 +899,14 @@ static int direct_build_list(batch_t *b, npf_value_t *items, size_t n, npf_value
 
 /* A dict of the direct reader's, its @n pairs at @pairs (each key's number in its rkind):
  * what the caller's reader makes of it, or the dict itself, complete, where it keeps it. */
-static int direct_build(batch_t *b, npf_value_t *pairs, size_t n, npf_value_t *ret)
+static int direct_build(batch_t *b, npf_value_t *pairs, size_t n, bool plain, npf_value_t *ret)
 {
         npf_value_t by_key[NPF_PICKLE_DIRECT_KEYS];
         uint32_t present = 0;
         int r;
 
-        batch_unalias(b, pairs, 2 * n);
+        if (!plain)
+                batch_unalias(b, pairs, 2 * n);
         for (size_t i = 0; i < n; i++) {
                 unsigned k = pairs[2 * i].rkind;
                 pairs[2 * i].rkind = 0;
@@ -937,7 +939,8 @@ static int batch_build(batch_t *b)
                                         return r;
                         for (uint32_t i = e->first_list; i < e->first_list + e->n_lists; i++) {
                                 npf_value_t *items = batch_at(b->items, b->lists[i].first);
-                                batch_unalias(b, items, b->lists[i].n);
+                                if (!e->plain)
+                                        batch_unalias(b, items, b->lists[i].n);
                                 if (b->groups[g].direct)
                                         r = direct_build_list(b, items, b->lists[i].n, &b->pairs[b->lists[i].at]);
                                 else
@@ -950,7 +953,7 @@ static int batch_build(batch_t *b)
                 for (size_t k = from; k < b->groups[g].end; k++) {
                         npf_value_t *pairs = batch_at(b->pairs, b->entries[k].first);
                         if (b->groups[g].direct)
-                                r = direct_build(b, pairs, b->entries[k].n, &b->done[k]);
+                                r = direct_build(b, pairs, b->entries[k].n, b->entries[k].plain, &b->done[k]);
                         else {
                                 batch_unalias(b, pairs, 2 * b->entries[k].n);
                                 r = batch_complete(b, NPF_V_DICT, pairs, 2 * b->entries[k].n, &b->done[k]);
@@ -974,7 +977,7 @@ static int batch_put_memo(batch_t *b)
                 npf_value_t v = p->ref == REF_ENTRY ? b->done[p->index]
                                 : p->ref == REF_DICT ? b->items[b->dicts[p->index].at]
                                 : p->ref == REF_LIST ? b->pairs[b->lists[p->index].at] : p->value;
-                int r = npf_vtree_memo_put(b->tree, p->slot, v);
+                int r = npf_vtree_memo_push(b->tree, p->slot, v);
                 if (r < 0)
                         return batch_fail(b, r);
         }

@@ -120,6 +120,9 @@ int npf_vtree_memo_put(npf_vtree_t *t, uint64_t idx, npf_value_t v);
 int npf_vtree_memo_reserve(npf_vtree_t *t, uint64_t len);
 /* The number of memo slots in use, the next MEMOIZE index. */
 uint64_t npf_vtree_memo_len(const npf_vtree_t *t);
+/* npf_vtree_memo_put(), inline where @idx is the next slot, with room, and @v no container:
+ * a snapshot's millions of entries put theirs so. */
+static inline int npf_vtree_memo_push(npf_vtree_t *t, uint64_t idx, npf_value_t v);
 /* Marks the container @v (if it is one) as referenced twice: it is never freed early. */
 void npf_vtree_share(npf_value_t v);
 
@@ -231,6 +234,16 @@ static inline int npf_vtree_memo_get(npf_vtree_t *t, uint64_t idx, npf_value_t *
                 v.as.c->shared = 1;
         *ret = npf_value_resolve(v);
         return 0;
+}
+
+static inline int npf_vtree_memo_push(npf_vtree_t *t, uint64_t idx, npf_value_t v)
+{
+        if (idx == t->memo_len && idx < t->memo_cap && idx < UINT32_MAX - 1 && !npf__value_is_container(v)) {
+                t->memo[idx] = v;
+                t->memo_len = idx + 1;
+                return 0;
+        }
+        return npf_vtree_memo_put(t, idx, v);
 }
 
 /* The value of the string key @key in dict @v. Return: false if @v is no dict or lacks it. */
