@@ -382,7 +382,7 @@ $(FUZZ_TRACE): $(FUZZ_TRACE_SRCS) replay/trace.h replay/input.h replay/intern.h 
 	$(CLANG) $(FUZZ_FLAGS) -o $@ $(FUZZ_TRACE_SRCS) $(JANSSON_LIBS) -lm
 FUZZ_PICKLE_SRCS := tests/fuzz/fuzz-pickle.c replay/pickle.c replay/pickle-batch.c replay/value.c replay/beside.c
 $(FUZZ_PICKLE): $(FUZZ_PICKLE_SRCS) replay/pickle.h replay/pickle-batch.h replay/pickle-internal.h replay/input.h \
-                replay/value.h replay/beside.h
+                replay/value.h replay/beside.h tests/pickle-direct.h
 	@mkdir -p $(dir $@)
 	$(CLANG) $(FUZZ_FLAGS) -o $@ $(FUZZ_PICKLE_SRCS) $(JANSSON_LIBS) -pthread
 

@@ -12,6 +12,7 @@
  */
 #include "replay/pickle.h"
 #include "replay/value.h"
+#include "tests/pickle-direct.h"
 
 #include <errno.h>
 #include <stdbool.h>
@@ -104,23 +105,16 @@ static int reduce(void *userdata, const npf_value_t *v, npf_value_t *ret, char *
 static int offer_as_container(void *userdata, npf_vkind_t kind, const npf_value_t *items, size_t n,
                               npf_value_t *ret, char *err, size_t err_size)
 {
-        npf_container_t c = { .kind = (uint8_t) kind, .complete = 1 };
-        npf_value_t v = { .kind = (uint8_t) kind, .as.c = &c };
+        npf_container_t c;
+        npf_value_t v = npf_test_container(&c, kind, items, n);
 
-        c.u.list.items = (npf_value_t *) items;
-        c.u.list.n = c.u.list.cap = (uint32_t) n;
         return reduce(userdata, &v, ret, err, err_size);
 }
 
 static unsigned direct_key(void *userdata, const char *s, size_t len)
 {
-        static const char *const keys[] = { "action", "fail", "filename", "frames" };
-
         (void) userdata;
-        for (unsigned k = 0; k < sizeof(keys) / sizeof(keys[0]); k++)
-                if (strlen(keys[k]) == len && memcmp(keys[k], s, len) == 0)
-                        return k + 1;
-        return 0;
+        return npf_test_direct_key(s, len);
 }
 
 static int direct_dict(void *userdata, const npf_value_t *pairs, size_t n, const npf_value_t *by_key,
