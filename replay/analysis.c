@@ -218,34 +218,42 @@ static size_t tensor_digit(const tensor_t *t, unsigned d)
 
 /*
  * Largest first, earliest first among equals: a stable radix sort, least significant digit
- * first, on the start and then on the inverted size. All digits are counted in one pass;
- * a digit every tensor shares is skipped, so a run costs a few passes over the tensors.
+ * first, on the start and then on the inverted size. Only the digits in which the tensors
+ * differ are sorted on (a start has two or three, a size three or four, of six each): one
+ * pass finds them, one counts them all, and one per digit places the tensors.
  * Return: 0 and the sorted array in @t (the other one freed), or -ENOMEM.
  */
 static int sort_tensors(tensor_t **t, size_t n)
 {
         size_t (*count)[RADIX] = calloc(2 * DIGITS, sizeof(*count));
         tensor_t *from = *t, *to = malloc((n + 1) * sizeof(*to));
+        uint64_t from_differs = 0, size_differs = 0;
+        unsigned digit[2 * DIGITS], nd = 0;
 
         if (!count || !to) {
                 free(count);
                 free(to);
                 return -ENOMEM;
         }
+        for (size_t i = 1; i < n; i++) {
+                from_differs |= (uint64_t) (from[i].span.from ^ from[0].span.from);
+                size_differs |= from[i].size ^ from[0].size;
+        }
+        for (unsigned d = 0; d < 2 * DIGITS; d++)
+                if ((d < DIGITS ? from_differs : size_differs) >> (d % DIGITS * RADIX_BITS) & (RADIX - 1))
+                        digit[nd++] = d;
         for (size_t i = 0; i < n; i++)
-                for (unsigned d = 0; d < 2 * DIGITS; d++)
-                        count[d][tensor_digit(&from[i], d)]++;
-        for (unsigned d = 0; d < 2 * DIGITS; d++) {
-                if (n == 0 || count[d][tensor_digit(&from[0], d)] == n)
-                        continue;
+                for (unsigned k = 0; k < nd; k++)
+                        count[k][tensor_digit(&from[i], digit[k])]++;
+        for (unsigned k = 0; k < nd; k++) {
                 size_t at = 0;
-                for (size_t k = 0; k < RADIX; k++) {
-                        size_t c = count[d][k];
-                        count[d][k] = at;
+                for (size_t b = 0; b < RADIX; b++) {
+                        size_t c = count[k][b];
+                        count[k][b] = at;
                         at += c;
                 }
                 for (size_t i = 0; i < n; i++)
-                        to[count[d][tensor_digit(&from[i], d)]++] = from[i];
+                        to[count[k][tensor_digit(&from[i], digit[k])]++] = from[i];
                 tensor_t *x = from;
                 from = to;
                 to = x;
