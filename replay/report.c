@@ -4,6 +4,7 @@
 #include "replay/svg-memory.h"
 #include "replay/svg.h"
 
+#include <endian.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
@@ -290,24 +291,52 @@ static unsigned dec_digits(uint64_t v)
         return d + (d < 20 && v >= pow10[d]);
 }
 
-/* @v in decimal at @p, two digits at a time from the right; the end returned. */
+/*
+ * @v, below 10^8, as its eight decimal digits (leading zeros kept), in the bytes of a
+ * word as it lies in memory, first digit first. Each step splits every lane of the word in two
+ * at once, dividing by a multiply and a shift exact for the lane's range: two halves of
+ * four digits (by 10^4), four pairs (x * 10486 >> 20 is x / 100 below 10^4), eight digits
+ * (x * 103 >> 10 is x / 10 below 100).
+ */
+static uint64_t eight_digits(uint32_t v)
+{
+        uint64_t x = (uint64_t) (v / 10000) | (uint64_t) (v % 10000) << 32;
+        uint64_t hundreds = (x * 10486) >> 20 & UINT64_C(0x0000007f0000007f);
+
+        x = hundreds | (x - hundreds * 100) << 16;
+        uint64_t tens = (x * 103) >> 10 & UINT64_C(0x000f000f000f000f);
+        x = tens | (x - tens * 10) << 8;
+        return htole64(x + UINT64_C(0x3030303030303030));
+}
+
+/* @v below 10^8 in decimal at @p, without leading zeros; 8 bytes are written. The end returned. */
+static char *put_dec8(char *p, uint32_t v)
+{
+        unsigned n = dec_digits(v);
+        uint64_t x = htole64(le64toh(eight_digits(v)) >> (8 * (8 - n)));
+
+        memcpy(p, &x, 8);
+        return p + n;
+}
+
+/* @v in decimal at @p, eight digits at a time; up to 7 bytes past the end are written, and
+ * the end returned. */
 static char *put_dec(char *p, uint64_t v)
 {
-        static const char pairs[201] = "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
-                                       "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
-                                       "8081828384858687888990919293949596979899";
-        char *end = p + dec_digits(v), *q = end;
-
-        while (v >= 100) {
-                q -= 2;
-                memcpy(q, pairs + 2 * (v % 100), 2);
-                v /= 100;
+        if (v < 100000000)
+                return put_dec8(p, (uint32_t) v);
+        uint64_t x;
+        if (v < UINT64_C(10000000000000000)) {
+                p = put_dec8(p, (uint32_t) (v / 100000000));
+        } else {
+                p = put_dec8(p, (uint32_t) (v / UINT64_C(10000000000000000)));
+                x = eight_digits((uint32_t) (v / 100000000 % 100000000));
+                memcpy(p, &x, 8);
+                p += 8;
         }
-        if (v >= 10)
-                memcpy(q - 2, pairs + 2 * v, 2);
-        else
-                q[-1] = (char) ('0' + v);
-        return end;
+        x = eight_digits((uint32_t) (v % 100000000));
+        memcpy(p, &x, 8);
+        return p + 8;
 }
 
 /* @v in lower-case hexadecimal at @p; the end returned. */

@@ -1,0 +1,106 @@
+/* SPDX-License-Identifier: MIT */
+/* timeline.csv's rows, formatted by hand, against printf's on every boundary of the digits. */
+#include "replay/replay.h"
+#include "replay/report.h"
+#include "replay/snapshot.h"
+
+#include <inttypes.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+/* Every count of digits, each at its least and greatest value, and the extremes. */
+static size_t boundaries(uint64_t *v)
+{
+        size_t n = 0;
+        uint64_t p = 1;
+
+        v[n++] = 0;
+        for (int k = 1; k < 20; k++) {
+                p *= 10;
+                v[n++] = p - 1;
+                v[n++] = p;
+                v[n++] = p + 1;
+                v[n++] = p + p / 3;     /* digits other than 0, 1 and 9 */
+        }
+        v[n++] = UINT64_MAX - 1;
+        v[n++] = UINT64_MAX;
+        return n;
+}
+
+/* The row printf makes of event @i of @r. */
+static int printf_row(char *buf, size_t size, const npf_replay_t *r, size_t i)
+{
+        const npf_mem_event_t *e = &r->events[i];
+        char time[24] = "";
+
+        if (e->time_us != NPF_TIME_UNKNOWN)
+                snprintf(time, sizeof(time), "%" PRId64, e->time_us);
+        return snprintf(buf, size, "%" PRId64 ",%zu,%s,0x%" PRIx64 ",%" PRIu64 ",0x%" PRIx64 ",%" PRIu64 ",%" PRIu64
+                        ",%" PRIu64 ",%" PRIu64 ",%s\n", r->device, i, npf_action_name(e->action), e->addr, e->size,
+                        e->stream, r->allocated[i], r->requested[i], r->active[i], r->reserved[i], time);
+}
+
+static void test_rows_match_printf(void **state)
+{
+        uint64_t v[128];
+        size_t nv = boundaries(v), n = nv * 3;
+        npf_mem_event_t *events = calloc(n, sizeof(*events));
+        uint64_t *counts = calloc(4 * n, sizeof(*counts));
+        npf_replay_t r = { .device = 7, .events = events, .n = n, .allocated = counts, .requested = counts + n,
+                           .active = counts + 2 * n, .reserved = counts + 3 * n };
+        (void) state;
+
+        assert_non_null(events);
+        assert_non_null(counts);
+        /* Each value in every column, beside others of other lengths; reserved and stream
+         * repeat, as the writer's cache of them expects, and change. */
+        for (size_t i = 0; i < n; i++) {
+                events[i] = (npf_mem_event_t) { .action = (uint8_t) (i % NPF_MEM__COUNT), .addr = v[(i + 1) % nv],
+                                                .size = v[i % nv], .stream = v[i / 7 % nv],
+                                                .time_us = i % 5 == 4 ? NPF_TIME_UNKNOWN
+                                                           : (int64_t) v[(i + 3) % nv] * (i % 2 ? -1 : 1) };
+                r.allocated[i] = v[(i + 5) % nv];
+                r.requested[i] = v[(i + 7) % nv];
+                r.active[i] = v[(i + 11) % nv];
+                r.reserved[i] = v[i / 3 % nv];
+        }
+        events[0].time_us = INT64_MIN + 1;
+        events[1].time_us = INT64_MAX;
+
+        /* A buffer that holds a few rows at a time: the rows resume where the last call stopped. */
+        size_t size = 4 * NPF_REPORT_TIMELINE_ROW_MAX, i = 0, rows = 0;
+        char *buf = malloc(size + 1), want[NPF_REPORT_TIMELINE_ROW_MAX];
+        assert_non_null(buf);
+        while (i < n) {
+                size_t from = i, len = npf_report_timeline_rows(buf, size, &r, &i);
+                assert_true(i > from);
+                buf[len] = '\0';
+                char *row = buf;
+                for (size_t k = from; k < i; k++, rows++) {
+                        int wl = printf_row(want, sizeof(want), &r, k);
+                        assert_true(wl > 0 && (size_t) wl < sizeof(want));
+                        assert_memory_equal(row, want, (size_t) wl);
+                        row += wl;
+                }
+                assert_ptr_equal(row, buf + len);
+        }
+        assert_int_equal(rows, n);
+        free(buf);
+        free(counts);
+        free(events);
+}
+
+int main(void)
+{
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_rows_match_printf),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
