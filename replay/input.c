@@ -113,7 +113,10 @@ int npf_input_map(const char *path, void **ret_buf, size_t *ret_len, char *err, 
                 snprintf(err, err_size, "cannot map %.180s: %s", path, strerror(-r));
                 return r;
         }
-        madvise(map, (size_t) st.st_size, MADV_SEQUENTIAL);
+        /* The reader goes through the whole file once, front to back: its pages mapped in
+         * one call (where the kernel can) instead of in a fault each, and read ahead. */
+        (void) madvise(map, (size_t) st.st_size, MADV_POPULATE_READ);
+        (void) madvise(map, (size_t) st.st_size, MADV_SEQUENTIAL);
         *ret_buf = map;
         *ret_len = (size_t) st.st_size;
         return 0;
