@@ -297,7 +297,8 @@ $(BUILD)/tests/handoff.pkl: tests/gen-pickle-fixtures.py
 	@mkdir -p $(dir $@)
 	$(PYTHON) tests/gen-pickle-fixtures.py --handoff $@
 
-$(BUILD)/tests/test-value: $(BUILD)/tests/test-value.o $(BUILD)/replay/value.o $(BUILD)/replay/jsontree.o
+$(BUILD)/tests/test-value: $(BUILD)/tests/test-value.o $(BUILD)/replay/value.o $(BUILD)/replay/jsontree.o \
+                           $(BUILD)/replay/beside.o
 	$(CC) $(LDFLAGS) -o $@ $^ $(CMOCKA_LIBS) $(JANSSON_LIBS)
 
 # The real torch.profiler trace it reads is a seed of the fuzz corpus; its window uses the host backend.

@@ -2,7 +2,10 @@
 /* Work run beside the caller's: threads with a small stack, or at once. */
 #include "replay/beside.h"
 
+#include <stdint.h>
 #include <stdlib.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #define STACK_BYTES (256u * 1024u)      /* the work here needs a few KiB */
 
@@ -121,4 +124,16 @@ npf_lane_t *npf_lane_free(npf_lane_t *l)
         pthread_mutex_destroy(&l->lock);
         free(l);
         return NULL;
+}
+
+void npf_prefault(void *p, size_t len)
+{
+        long page = sysconf(_SC_PAGESIZE);
+
+        if (!p || len == 0 || page <= 0)
+                return;
+        /* Whole pages: the first and last hold other bytes of the same mapping, left as they are. */
+        uintptr_t mask = (uintptr_t) page - 1, from = (uintptr_t) p & ~mask;
+        uintptr_t to = ((uintptr_t) p + len + mask) & ~mask;
+        (void) madvise((void *) from, to - from, MADV_POPULATE_WRITE);
 }

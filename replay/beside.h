@@ -11,6 +11,7 @@
 
 #include <pthread.h>
 #include <stdbool.h>
+#include <stddef.h>
 
 typedef struct npf_beside {
         pthread_t thread;
@@ -41,5 +42,13 @@ void npf_lane_wait(npf_lane_t *l);
 
 /* Waits, then ends the lane's thread. Accepts NULL; returns NULL. */
 npf_lane_t *npf_lane_free(npf_lane_t *l);
+
+/*
+ * Maps the pages under [@p, @p + @len) of a mapping already made, so that the writes a lane
+ * will make there take no page fault: a thread that waits on a lane does this for the room
+ * the lane's next piece will fill. It writes nothing (a page already mapped stays as it is,
+ * one not yet is mapped zeroed, as its fault would), so the lane may write beside it.
+ */
+void npf_prefault(void *p, size_t len);
 
 #endif /* NPUPROF_REPLAY_BESIDE_H */

@@ -1080,12 +1080,21 @@ static int batch_read(vm_t *vm)
         }
         if (b->n_groups == 0)
                 return 0;
+        /* While the lane still builds the batch before, the pages this one's memo slots and
+         * records will fill: the faults are the reader's, which would only wait. */
+        if (vm->building) {
+                npf_vtree_memo_prefault(vm->tree, b->first_slot, b->memo_len);
+                if (vm->direct && vm->direct->prefault)
+                        vm->direct->prefault(vm->direct->userdata, b->n_entries);
+        }
         if ((r = npf__pickle_batch_drain(vm)) < 0)
                 return r;
         if (b->n_deferred && !batch_resolve(vm, b))
                 return 0;
         if ((r = npf_vtree_memo_reserve(vm->tree, b->memo_len)) < 0)
                 return npf__pickle_fail(vm, r, r == -ENOMEM ? "out of memory" : "too many memo slots");
+        if (vm->direct && vm->direct->reserve && (r = vm->direct->reserve(vm->direct->userdata, b->n_entries)) < 0)
+                return npf__pickle_fail(vm, r, "out of memory");
         if (!vm->lane_tried) {
                 vm->lane = npf_lane_new();
                 vm->lane_tried = true;

@@ -72,6 +72,16 @@ typedef struct npf_pickle_direct {
         /* What the reduce callback would do with a list of the @n values at @items (n > 0,
          * each to be resolved), as @dict returns; NULL: the reduce callback is offered it. */
         int (*list)(void *userdata, const npf_value_t *items, size_t n, npf_value_t *ret, char *err, size_t err_size);
+        /*
+         * The lane's pages mapped by the reader, which waits on it otherwise. @reserve: room
+         * for the records of @n more dicts (each makes at most one), so that making them moves
+         * nothing; called before a batch of @n is handed to the lane, while the lane is idle.
+         * Return: 0 or -ENOMEM. @prefault: npf_prefault() of the room the @n dicts after those
+         * reserved will fill, as far as it is reserved; called while the lane builds, so it
+         * reads only what @reserve wrote. Either may be NULL.
+         */
+        int (*reserve)(void *userdata, size_t n);
+        void (*prefault)(void *userdata, size_t n);
         uint32_t required, strings, lists;      /* bit k: key number k */
         void *userdata;
 } npf_pickle_direct_t;

@@ -5,6 +5,7 @@
  * segment dictionaries are still a tree when the document ends.
  */
 #include "replay/snapshot.h"
+#include "replay/beside.h"
 #include "replay/input.h"
 #include "replay/jsontree.h"
 #include "replay/pickle.h"
@@ -32,6 +33,7 @@ typedef struct loader {
         npf_intern_t *in;
         npf_mem_event_t *events;
         size_t n_events, cap_events;
+        size_t prefault_from;           /* where the records after those reserved begin */
         npf_block_t *blocks;            /* as read; npf_snapshot_t.blocks is in segment order */
         bool *block_has_addr;
         size_t n_blocks, cap_blocks;
@@ -241,6 +243,23 @@ static int time_of(npf_value_t v, size_t idx, int64_t *ret, char *err)
         return say(err, -EINVAL, "trace entry %zu: time_us is a %s, not a number", idx, npf_value_kind_name(v));
 }
 
+/* Room for @n events in all. Return: 0 or -ENOMEM. */
+static int events_room(loader_t *l, size_t n)
+{
+        size_t cap = l->cap_events ? l->cap_events : 4096;
+
+        if (n <= l->cap_events)
+                return 0;
+        while (cap < n)
+                cap *= 2;
+        npf_mem_event_t *p = realloc(l->events, cap * sizeof(*p));
+        if (!p)
+                return -ENOMEM;
+        l->events = p;
+        l->cap_events = cap;
+        return 0;
+}
+
 static int reduce_event(loader_t *l, const fields_t *f, npf_value_t *ret, char *err)
 {
         size_t idx = l->n_events;
@@ -248,14 +267,8 @@ static int reduce_event(loader_t *l, const fields_t *f, npf_value_t *ret, char *
         npf_value_t v;
         int r;
 
-        if (idx == l->cap_events) {
-                size_t cap = l->cap_events ? l->cap_events * 2 : 4096;
-                npf_mem_event_t *p = realloc(l->events, cap * sizeof(*p));
-                if (!p)
-                        return say(err, -ENOMEM, "out of memory");
-                l->events = p;
-                l->cap_events = cap;
-        }
+        if (events_room(l, idx + 1) < 0)
+                return say(err, -ENOMEM, "out of memory");
         e.action = (uint8_t) action_of(l, f->v[K_ACTION]);
         if (field(f, K_ADDR, &v) && (r = get_u64(v, "addr", "trace entry", idx, &e.addr, err)) < 0)
                 return r;
@@ -436,6 +449,26 @@ static int direct_list(void *userdata, const npf_value_t *items, size_t n, npf_v
 {
         (void) err_size;
         return is_record(npf_value_resolve(items[0]), R_FRAME) ? reduce_frames(userdata, items, n, ret, err) : 0;
+}
+
+/* A batch's entries are events, blocks or segments: room for each to be an event. */
+static int direct_reserve(void *userdata, size_t n)
+{
+        loader_t *l = userdata;
+
+        if (events_room(l, l->n_events + n) < 0)
+                return -ENOMEM;
+        l->prefault_from = l->n_events + n;
+        return 0;
+}
+
+static void direct_prefault(void *userdata, size_t n)
+{
+        const loader_t *l = userdata;
+        size_t to = l->prefault_from + n < l->cap_events ? l->prefault_from + n : l->cap_events;
+
+        if (l->prefault_from < to)
+                npf_prefault(&l->events[l->prefault_from], (to - l->prefault_from) * sizeof(*l->events));
 }
 
 static int direct_dict(void *userdata, const npf_value_t *pairs, size_t n, const npf_value_t *by_key,
@@ -676,7 +709,8 @@ int npf_snapshot_loadb_flags(const void *buf, size_t len, unsigned flags, npf_in
                 l.s->format = "pickle";
                 /* A dict with an action (a str) is a trace entry, whatever else it holds. */
                 const npf_pickle_direct_t direct = {
-                        .key = direct_key, .dict = direct_dict, .list = direct_list, .userdata = &l,
+                        .key = direct_key, .dict = direct_dict, .list = direct_list, .reserve = direct_reserve,
+                        .prefault = direct_prefault, .userdata = &l,
                         .required = 1u << K_ACTION, .strings = 1u << K_ACTION, .lists = 1u << K_FRAMES,
                 };
                 r = npf_pickle_load_direct(buf, len, tree, flags, &direct, progress, userdata, &root, err);

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* The value tree: containers in slabs, items in growing arrays, reduction as they complete. */
 #include "replay/value.h"
+#include "replay/beside.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -291,6 +292,14 @@ int npf_vtree_memo_reserve(npf_vtree_t *t, uint64_t len)
                 t->memo_cap = cap;
         }
         return 0;
+}
+
+void npf_vtree_memo_prefault(const npf_vtree_t *t, uint64_t from, uint64_t to)
+{
+        if (to > t->memo_cap)
+                to = t->memo_cap;
+        if (from < to)
+                npf_prefault(&t->memo[from], (to - from) * sizeof(*t->memo));
 }
 
 int npf_vtree_memo_put(npf_vtree_t *t, uint64_t idx, npf_value_t v)

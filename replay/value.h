@@ -118,6 +118,11 @@ int npf_vtree_memo_put(npf_vtree_t *t, uint64_t idx, npf_value_t v);
 /* Room in the memo for slots up to @len - 1, so that putting them does not move it.
  * Return: 0, -ENOMEM, or -E2BIG. */
 int npf_vtree_memo_reserve(npf_vtree_t *t, uint64_t len);
+/* Maps the pages of memo slots @from to @to - 1, where they lie in the room reserved, so
+ * that putting them later takes no page fault: the pickle reader does it while its lane
+ * builds, and the lane's puts then go to memory already there. It writes nothing, and may
+ * run while other slots are put. */
+void npf_vtree_memo_prefault(const npf_vtree_t *t, uint64_t from, uint64_t to);
 /* The number of memo slots in use, the next MEMOIZE index. */
 uint64_t npf_vtree_memo_len(const npf_vtree_t *t);
 /* npf_vtree_memo_put(), inline where @idx is the next slot, with room, and @v no container:

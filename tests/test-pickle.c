@@ -1634,6 +1634,8 @@ static void test_snapshots_reduced(void **state)
 typedef struct offered {
         canon_t c;
         uint64_t records;
+        size_t room;                    /* dicts the direct reader's last reserve() made room for */
+        size_t reserves, beyond_room;   /* reserve() calls, and dicts handed over past the room */
 } offered_t;
 
 enum { REC_FRAME = 8, REC_STACK, REC_ENTRY };
@@ -1707,7 +1709,22 @@ static int direct_dict(void *userdata, const npf_value_t *pairs, size_t n, const
         (void) by_key;
         assert_true(present & 1u << 1);
         direct_dicts++;
+        offered_t *o = userdata;
+        if (o->room == 0)
+                o->beyond_room++;
+        else
+                o->room--;
         return offer_as_container(userdata, NPF_V_DICT, pairs, 2 * n, ret, err, err_size);
+}
+
+/* Called while no dict is handed over: the room the batch about to be built may fill. */
+static int direct_reserve(void *userdata, size_t n)
+{
+        offered_t *o = userdata;
+
+        o->room = n;
+        o->reserves++;
+        return 0;
 }
 
 static int direct_list(void *userdata, const npf_value_t *items, size_t n, npf_value_t *ret, char *err,
@@ -1734,7 +1751,7 @@ static size_t assert_as_opcodes(const char *name, const unsigned char *data, siz
         for (int k = 0; k < 3; k++) {
                 npf_pickle_direct_t direct = {
                         .key = direct_key, .dict = direct_dict, .list = k == 0 ? direct_list : NULL,
-                        .required = 1u << 1, .lists = 1u << 4, .userdata = &o[k],
+                        .reserve = direct_reserve, .required = 1u << 1, .lists = 1u << 4, .userdata = &o[k],
                 };
                 o[k].c = (canon_t) { .text = keep_text ? calloc(1, 1) : NULL, .cap = 1, .hash = FNV_OFFSET };
                 root[k] = (canon_t) { .text = keep_text ? calloc(1, 1) : NULL, .cap = 1, .hash = FNV_OFFSET };
@@ -1744,6 +1761,10 @@ static size_t assert_as_opcodes(const char *name, const unsigned char *data, siz
                         made[k] = npf_vtree_containers_made(l[k].tree);
                 }
         }
+        /* Every dict the direct reader was handed was one its reserve() made room for. */
+        if (o[0].beyond_room || (o[0].records && !o[0].reserves))
+                fail_msg("%s (%zu bytes): %zu dicts handed over beyond the room reserved (%zu reserves)", name, len,
+                         o[0].beyond_room, o[0].reserves);
         for (int k = 0; k < 2; k++) {
                 if (l[k].rc != l[2].rc || (l[k].rc < 0 && strcmp(l[k].err, l[2].err) != 0))
                         fail_msg("%s (%zu bytes): %s returns %d \"%s\", the opcodes %d \"%s\"", name, len, path[k],
