@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Undoing a device's trace: a hash map of live blocks and a sorted array of segments. */
 #include "replay/replay.h"
+#include "replay/beside.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -518,10 +519,32 @@ static void trace_of(const npf_snapshot_t *s, npf_replay_t *r)
         }
 }
 
+/*
+ * The per-event counts are written once each, from the last event back, while the undo
+ * runs on one core: their pages are mapped on another, from the same end and a piece at
+ * a time ahead of it, so that the undo does not stop on a fault every 512 events.
+ */
+#define PREFAULT_EVENTS ((size_t) 16384)       /* 128 KiB of each of the four */
+
+static void *prefault_counts(void *userdata)
+{
+        const npf_replay_t *r = userdata;
+        uint64_t *const counts[] = { r->allocated, r->requested, r->active, r->reserved };
+
+        for (size_t end = r->n; end > 0;) {
+                size_t from = end > PREFAULT_EVENTS ? end - PREFAULT_EVENTS : 0;
+                for (size_t k = 0; k < sizeof(counts) / sizeof(counts[0]); k++)
+                        npf_prefault(counts[k] + from, (end - from) * sizeof(uint64_t));
+                end = from;
+        }
+        return NULL;
+}
+
 int npf_replay_run(const npf_snapshot_t *s, int64_t device, bool strict, npf_replay_t **ret, char *err)
 {
         npf_replay_t *r = calloc(1, sizeof(*r));
         undo_t u = { .snap = s, .r = r, .strict = strict, .record = true, .err = err };
+        npf_beside_t prefault = { .threaded = false };
         int e = -ENOMEM;
 
         if (!r)
@@ -533,6 +556,8 @@ int npf_replay_run(const npf_snapshot_t *s, int64_t device, bool strict, npf_rep
                      !(r->active = malloc(r->n * sizeof(uint64_t))) ||
                      !(r->reserved = malloc(r->n * sizeof(uint64_t)))))
                 goto fail;
+        if (r->n)
+                npf_beside_start(&prefault, prefault_counts, r);
         r->rounding = u.rounding = npf_replay_rounding(s, &r->rounding_blocks, &r->rounding_obeying);
         if ((e = dump_state(&u, true)) < 0)
                 goto fail;
@@ -561,11 +586,13 @@ int npf_replay_run(const npf_snapshot_t *s, int64_t device, bool strict, npf_rep
         r->n_lives = u.n_lives;
         u.lives = NULL;
         undo_fini(&u);
+        npf_beside_wait(&prefault);
         *ret = r;
         return 0;
 fail:
         if (e == -ENOMEM)
                 snprintf(err, NPF_REPLAY_ERR_MAX, "out of memory");
+        npf_beside_wait(&prefault);
         undo_fini(&u);
         npf_replay_free(r);
         return e;
