@@ -291,7 +291,7 @@ static void analyse_trace(run_t *run, const char *path)
  * never reads back. Where the file system refuses direct writes, the same writes go through
  * the cache; the last, partial block always does.
  */
-#define TIMELINE_BUFFER ((size_t) 512 << 10)
+#define TIMELINE_BUFFER ((size_t) 2 << 20)
 #define TIMELINE_ALIGN ((size_t) 4096)      /* a multiple of every device's logical block */
 
 typedef struct timeline_job {
