@@ -375,6 +375,30 @@ static char *put_cached(char *p, cached_t *c, uint64_t v, bool hex)
         return p + c->len;
 }
 
+/* The leading digits of a column's numbers, all but the last eight, kept while the rows
+ * repeat them: a time in microseconds or a count of bytes changes in its last digits. */
+typedef struct leading {
+        uint64_t hi;            /* the last number / 10^8; 0: none kept */
+        uint8_t len;
+        char s[8];
+} leading_t;
+
+static char *put_dec_column(char *p, leading_t *c, uint64_t v)
+{
+        if (v < 100000000 || v >= UINT64_C(10000000000000000))
+                return put_dec(p, v);
+        uint64_t hi = v / 100000000, x;
+        if (hi != c->hi) {
+                c->hi = hi;
+                c->len = (uint8_t) (put_dec8(c->s, (uint32_t) hi) - c->s);
+        }
+        memcpy(p, c->s, sizeof(c->s));
+        p += c->len;
+        x = eight_digits((uint32_t) (v - hi * 100000000));
+        memcpy(p, &x, 8);
+        return p + 8;
+}
+
 /* One row per event, formatted by hand: printf's cost was most of the time of a
  * two-million-row file. */
 size_t npf_report_timeline_rows(char *buf, size_t size, const npf_replay_t *r, size_t *index)
@@ -382,6 +406,7 @@ size_t npf_report_timeline_rows(char *buf, size_t size, const npf_replay_t *r, s
         char device[24], *p = buf;
         size_t dlen = (size_t) (put_i64(device, r->device) - device), i = *index;
         cached_t stream = { 0 }, reserved = { 0 };
+        leading_t allocated = { 0 }, requested = { 0 }, active = { 0 }, time = { 0 };
 
         device[dlen++] = ',';
         /* Every number of a row is at most 20 characters and its action at most 18, with room
@@ -403,15 +428,17 @@ size_t npf_report_timeline_rows(char *buf, size_t size, const npf_replay_t *r, s
                 memcpy(p, ",0x", 3);
                 p = put_cached(p + 3, &stream, e->stream, true);
                 *p++ = ',';
-                p = put_dec(p, r->allocated[i]);
+                p = put_dec_column(p, &allocated, r->allocated[i]);
                 *p++ = ',';
-                p = put_dec(p, r->requested[i]);
+                p = put_dec_column(p, &requested, r->requested[i]);
                 *p++ = ',';
-                p = put_dec(p, r->active[i]);
+                p = put_dec_column(p, &active, r->active[i]);
                 *p++ = ',';
                 p = put_cached(p, &reserved, r->reserved[i], false);
                 *p++ = ',';
-                if (e->time_us != NPF_TIME_UNKNOWN)
+                if (e->time_us >= 0)
+                        p = put_dec_column(p, &time, (uint64_t) e->time_us);
+                else if (e->time_us != NPF_TIME_UNKNOWN)
                         p = put_i64(p, e->time_us);
                 *p++ = '\n';
         }

@@ -47,6 +47,70 @@ static int printf_row(char *buf, size_t size, const npf_replay_t *r, size_t i)
                         e->stream, r->allocated[i], r->requested[i], r->active[i], r->reserved[i], time);
 }
 
+/* @r's rows made into a buffer of @size bytes, a call at a time, against printf's. */
+static void assert_rows_by(const npf_replay_t *r, size_t size)
+{
+        size_t i = 0, rows = 0;
+        char *buf = malloc(size + 1), want[NPF_REPORT_TIMELINE_ROW_MAX];
+
+        assert_non_null(buf);
+        while (i < r->n) {
+                size_t from = i, len = npf_report_timeline_rows(buf, size, r, &i);
+                assert_true(i > from);
+                buf[len] = '\0';
+                char *row = buf;
+                for (size_t k = from; k < i; k++, rows++) {
+                        int wl = printf_row(want, sizeof(want), r, k);
+                        assert_true(wl > 0 && (size_t) wl < sizeof(want));
+                        assert_memory_equal(row, want, (size_t) wl);
+                        row += wl;
+                }
+                assert_ptr_equal(row, buf + len);
+        }
+        assert_int_equal(rows, r->n);
+        free(buf);
+}
+
+/* @r's rows all in one call, and a few rows a call (each call resumes where the last
+ * stopped), against printf's. */
+static void assert_rows(const npf_replay_t *r)
+{
+        assert_rows_by(r, (r->n + 1) * NPF_REPORT_TIMELINE_ROW_MAX);
+        assert_rows_by(r, 4 * NPF_REPORT_TIMELINE_ROW_MAX);
+}
+
+/* Runs of numbers whose leading digits repeat, then change, in every column at once: the
+ * writer keeps the leading digits of the row before. */
+static void test_rows_with_leading_digits_kept(void **state)
+{
+        static const uint64_t around[] = { 100000000, 299999990, UINT64_C(1000000000000000),
+                                           UINT64_C(1732000000000000), UINT64_C(9999999999999990) };
+        enum { RUN = 25 };
+        size_t n = sizeof(around) / sizeof(around[0]) * RUN;
+        npf_mem_event_t *events = calloc(n, sizeof(*events));
+        uint64_t *counts = calloc(4 * n, sizeof(*counts));
+        npf_replay_t r = { .device = 0, .events = events, .n = n, .allocated = counts, .requested = counts + n,
+                           .active = counts + 2 * n, .reserved = counts + 3 * n };
+        (void) state;
+
+        assert_non_null(events);
+        assert_non_null(counts);
+        for (size_t i = 0; i < n; i++) {
+                /* Up from 12 below the value, or down from 12 above it: each run crosses a
+                 * change of its leading digits one way or the other. */
+                uint64_t v = i / RUN % 2 ? around[i / RUN] + 12 - i % RUN : around[i / RUN] - 12 + i % RUN;
+                events[i] = (npf_mem_event_t) { .action = NPF_MEM_ALLOC, .addr = v, .size = v,
+                                                .time_us = (int64_t) v };
+                r.allocated[i] = v;
+                r.requested[i] = v - 1;
+                r.active[i] = v + 7;
+                r.reserved[i] = v;
+        }
+        assert_rows(&r);
+        free(counts);
+        free(events);
+}
+
 static void test_rows_match_printf(void **state)
 {
         uint64_t v[128];
@@ -74,25 +138,7 @@ static void test_rows_match_printf(void **state)
         events[0].time_us = INT64_MIN + 1;
         events[1].time_us = INT64_MAX;
 
-        /* A buffer that holds a few rows at a time: the rows resume where the last call stopped. */
-        size_t size = 4 * NPF_REPORT_TIMELINE_ROW_MAX, i = 0, rows = 0;
-        char *buf = malloc(size + 1), want[NPF_REPORT_TIMELINE_ROW_MAX];
-        assert_non_null(buf);
-        while (i < n) {
-                size_t from = i, len = npf_report_timeline_rows(buf, size, &r, &i);
-                assert_true(i > from);
-                buf[len] = '\0';
-                char *row = buf;
-                for (size_t k = from; k < i; k++, rows++) {
-                        int wl = printf_row(want, sizeof(want), &r, k);
-                        assert_true(wl > 0 && (size_t) wl < sizeof(want));
-                        assert_memory_equal(row, want, (size_t) wl);
-                        row += wl;
-                }
-                assert_ptr_equal(row, buf + len);
-        }
-        assert_int_equal(rows, n);
-        free(buf);
+        assert_rows(&r);
         free(counts);
         free(events);
 }
@@ -101,6 +147,7 @@ int main(void)
 {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_rows_match_printf),
+                cmocka_unit_test(test_rows_with_leading_digits_kept),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
