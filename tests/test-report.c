@@ -79,6 +79,24 @@ static void assert_rows(const npf_replay_t *r)
         assert_rows_by(r, 4 * NPF_REPORT_TIMELINE_ROW_MAX);
 }
 
+/* A replay of @n events of @device, its events and counts zeroed, for the test to fill. */
+static npf_replay_t fake_replay(int64_t device, size_t n)
+{
+        npf_mem_event_t *events = calloc(n, sizeof(*events));
+        uint64_t *counts = calloc(4 * n, sizeof(*counts));
+
+        assert_non_null(events);
+        assert_non_null(counts);
+        return (npf_replay_t) { .device = device, .events = events, .n = n, .allocated = counts,
+                                .requested = counts + n, .active = counts + 2 * n, .reserved = counts + 3 * n };
+}
+
+static void fake_replay_free(npf_replay_t *r)
+{
+        free((void *) r->events);
+        free(r->allocated);
+}
+
 /* Runs of numbers whose leading digits repeat, then change, in every column at once: the
  * writer keeps the leading digits of the row before. */
 static void test_rows_with_leading_digits_kept(void **state)
@@ -87,14 +105,10 @@ static void test_rows_with_leading_digits_kept(void **state)
                                            UINT64_C(1732000000000000), UINT64_C(9999999999999990) };
         enum { RUN = 25 };
         size_t n = sizeof(around) / sizeof(around[0]) * RUN;
-        npf_mem_event_t *events = calloc(n, sizeof(*events));
-        uint64_t *counts = calloc(4 * n, sizeof(*counts));
-        npf_replay_t r = { .device = 0, .events = events, .n = n, .allocated = counts, .requested = counts + n,
-                           .active = counts + 2 * n, .reserved = counts + 3 * n };
+        npf_replay_t r = fake_replay(0, n);
+        npf_mem_event_t *events = (npf_mem_event_t *) r.events;
         (void) state;
 
-        assert_non_null(events);
-        assert_non_null(counts);
         for (size_t i = 0; i < n; i++) {
                 /* Up from 12 below the value, or down from 12 above it: each run crosses a
                  * change of its leading digits one way or the other. */
@@ -107,22 +121,17 @@ static void test_rows_with_leading_digits_kept(void **state)
                 r.reserved[i] = v;
         }
         assert_rows(&r);
-        free(counts);
-        free(events);
+        fake_replay_free(&r);
 }
 
 static void test_rows_match_printf(void **state)
 {
         uint64_t v[128];
         size_t nv = boundaries(v), n = nv * 3;
-        npf_mem_event_t *events = calloc(n, sizeof(*events));
-        uint64_t *counts = calloc(4 * n, sizeof(*counts));
-        npf_replay_t r = { .device = 7, .events = events, .n = n, .allocated = counts, .requested = counts + n,
-                           .active = counts + 2 * n, .reserved = counts + 3 * n };
+        npf_replay_t r = fake_replay(7, n);
+        npf_mem_event_t *events = (npf_mem_event_t *) r.events;
         (void) state;
 
-        assert_non_null(events);
-        assert_non_null(counts);
         /* Each value in every column, beside others of other lengths; reserved and stream
          * repeat, as the writer's cache of them expects, and change. */
         for (size_t i = 0; i < n; i++) {
@@ -137,10 +146,8 @@ static void test_rows_match_printf(void **state)
         }
         events[0].time_us = INT64_MIN + 1;
         events[1].time_us = INT64_MAX;
-
         assert_rows(&r);
-        free(counts);
-        free(events);
+        fake_replay_free(&r);
 }
 
 int main(void)
