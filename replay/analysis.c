@@ -189,7 +189,7 @@ static json_t *sites(const npf_snapshot_t *s, const npf_replay_t *r, const size_
 /* --- the static plan ------------------------------------------------------------------------ */
 
 typedef struct span {
-        int64_t from, to;       /* [from, to) */
+        uint32_t from, to;      /* [from, to): positions, 0 before the first event */
 } span_t;
 
 typedef struct partition {
@@ -220,21 +220,19 @@ static size_t tensor_digit(const tensor_t *t, unsigned d)
  * Largest first, earliest first among equals: a stable radix sort, least significant digit
  * first, on the start and then on the inverted size. Only the digits in which the tensors
  * differ are sorted on (a start has two or three, a size three or four, of six each): one
- * pass finds them, one counts them all, and one per digit places the tensors.
- * Return: 0 and the sorted array in @t (the other one freed), or -ENOMEM.
+ * pass finds them, one counts them all, and one per digit places the tensors, from @t into
+ * @scratch (room for @n) and back.
+ * Return: 0 and the sorted array (@t's or @scratch's) in @ret, or -ENOMEM.
  */
-static int sort_tensors(tensor_t **t, size_t n)
+static int sort_tensors(tensor_t *t, tensor_t *scratch, size_t n, tensor_t **ret)
 {
         size_t (*count)[RADIX] = calloc(2 * DIGITS, sizeof(*count));
-        tensor_t *from = *t, *to = malloc((n + 1) * sizeof(*to));
+        tensor_t *from = t, *to = scratch;
         uint64_t from_differs = 0, size_differs = 0;
         unsigned digit[2 * DIGITS], nd = 0;
 
-        if (!count || !to) {
-                free(count);
-                free(to);
+        if (!count)
                 return -ENOMEM;
-        }
         for (size_t i = 1; i < n; i++) {
                 from_differs |= (uint64_t) (from[i].span.from ^ from[0].span.from);
                 size_differs |= from[i].size ^ from[0].size;
@@ -258,9 +256,8 @@ static int sort_tensors(tensor_t **t, size_t n)
                 from = to;
                 to = x;
         }
-        free(to);
         free(count);
-        *t = from;
+        *ret = from;
         return 0;
 }
 
@@ -375,24 +372,58 @@ static size_t first_fit(const occupancy_t *o, partition_t *parts, size_t np, spa
         return np;
 }
 
+/* The most bytes live at once over the positions 0 (before the first event) to n (after
+ * the last) of @n_events, from the spans of the @nt tensors at @t; @delta has room for
+ * n + 2 values. */
+static uint64_t peak_live(const tensor_t *t, size_t nt, size_t n_events, int64_t *delta)
+{
+        uint64_t peak = 0;
+        int64_t live = 0;
+
+        memset(delta, 0, (n_events + 2) * sizeof(*delta));
+        for (size_t i = 0; i < nt; i++) {
+                delta[t[i].span.from] += (int64_t) t[i].size;
+                delta[t[i].span.to] -= (int64_t) t[i].size;
+        }
+        for (size_t i = 0; i <= n_events; i++) {
+                live += delta[i];
+                if ((uint64_t) live > peak)
+                        peak = (uint64_t) live;
+        }
+        return peak;
+}
+
 int npf_plan_lifetimes(const npf_replay_t *r, npf_plan_t *ret)
 {
-        tensor_t *t = malloc((r->n_lives + 1) * sizeof(*t));
+        tensor_t *t, *sorted;
         partition_t *parts = NULL;
         occupancy_t occ = { .width = 1 };
         size_t nt = 0, np = 0, cap = 0;
         npf_plan_t plan = { 0 };
         int e = -ENOMEM;
 
-        if (!t)
+        /* Positions in 32 bits: a tensor and a span take 16 and 8 bytes, which the sort and
+         * the search move and read hundreds of thousands of times. */
+        if (r->n + 1 >= UINT32_MAX)
+                return -E2BIG;
+        /* One scratch array, fresh memory being dear: the sweep's deltas, then the sort's
+         * second array. */
+        size_t scratch_size = (r->n + 2) * sizeof(int64_t) > (r->n_lives + 1) * sizeof(tensor_t)
+                                      ? (r->n + 2) * sizeof(int64_t) : (r->n_lives + 1) * sizeof(tensor_t);
+        void *scratch = malloc(scratch_size);
+        if (!(t = malloc((r->n_lives + 1) * sizeof(*t))) || !scratch) {
+                free(t);
+                free(scratch);
                 return -ENOMEM;
+        }
         for (size_t i = 0; i < r->n_lives; i++) {
                 const npf_replay_life_t *l = &r->lives[i];
-                span_t sp = { l->alloc < 0 ? 0 : l->alloc + 1,
-                              l->free_requested == NPF_AFTER_TRACE ? (int64_t) r->n + 1 : l->free_requested + 1 };
-                if (l->size && sp.to > sp.from)
-                        t[nt++] = (tensor_t) { l->size, sp };
+                int64_t from = l->alloc < 0 ? 0 : l->alloc + 1;
+                int64_t to = l->free_requested == NPF_AFTER_TRACE ? (int64_t) r->n + 1 : l->free_requested + 1;
+                if (l->size && to > from)
+                        t[nt++] = (tensor_t) { l->size, { (uint32_t) from, (uint32_t) to } };
         }
+        plan.peak_live_bytes = peak_live(t, nt, r->n, scratch);
         /* Positions 0 (before the first event) to n + 1, in about one bucket per 64 tensors,
          * from 64 to 16 Ki of them (the plan is the same whatever the width). A span is
          * marked bucket by bucket, and the blocks alive through a whole trace are hundreds:
@@ -406,10 +437,10 @@ int npf_plan_lifetimes(const npf_replay_t *r, npf_plan_t *ret)
         occ.open = calloc(occ.buckets, sizeof(*occ.open));
         if (!occ.open)
                 goto out;
-        if (sort_tensors(&t, nt) < 0)
+        if (sort_tensors(t, scratch, nt, &sorted) < 0)
                 goto out;
         for (size_t i = 0; i < nt; i++) {
-                size_t at, p = first_fit(&occ, parts, np, t[i].span, &at);
+                size_t at, p = first_fit(&occ, parts, np, sorted[i].span, &at);
                 if (p == np) {
                         if (np == cap) {
                                 cap = cap ? cap * 2 : 64;
@@ -420,8 +451,8 @@ int npf_plan_lifetimes(const npf_replay_t *r, npf_plan_t *ret)
                         }
                         if (occupancy_grow(&occ, np + 1) < 0)
                                 goto out;
-                        parts[np++] = (partition_t) { .size = t[i].size };
-                        plan.plan_bytes += t[i].size;
+                        parts[np++] = (partition_t) { .size = sorted[i].size };
+                        plan.plan_bytes += sorted[i].size;
                         at = 0;
                 }
                 partition_t *pp = &parts[p];
@@ -434,26 +465,9 @@ int npf_plan_lifetimes(const npf_replay_t *r, npf_plan_t *ret)
                         pp->cap = c;
                 }
                 memmove(pp->spans + at + 1, pp->spans + at, (pp->n - at) * sizeof(span_t));
-                pp->spans[at] = t[i].span;
+                pp->spans[at] = sorted[i].span;
                 pp->n++;
-                occupancy_mark(&occ, p, t[i].span);
-        }
-        /* The most bytes live at once: a sweep over the positions 0 (before the first event)
-         * to n (after the last), from the same spans. */
-        {
-                int64_t *delta = calloc(r->n + 2, sizeof(*delta)), live = 0;
-                if (!delta)
-                        goto out;
-                for (size_t i = 0; i < nt; i++) {
-                        delta[t[i].span.from] += (int64_t) t[i].size;
-                        delta[t[i].span.to] -= (int64_t) t[i].size;
-                }
-                for (size_t i = 0; i <= r->n; i++) {
-                        live += delta[i];
-                        if ((uint64_t) live > plan.peak_live_bytes)
-                                plan.peak_live_bytes = (uint64_t) live;
-                }
-                free(delta);
+                occupancy_mark(&occ, p, sorted[i].span);
         }
         plan.partitions = np;
         plan.tensors = nt;
@@ -465,6 +479,7 @@ out:
         free(parts);
         free(occ.bits);
         free(occ.open);
+        free(scratch);
         free(t);
         return e;
 }

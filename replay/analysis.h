@@ -33,7 +33,7 @@ typedef struct npf_plan {
  * npf_plan_lifetimes() - place every block of @r in the first partition (partitions are
  * taken largest first) whose lifetimes do not overlap its own; a block that fits in none
  * opens a partition of its size. Blocks are placed largest first.
- * Return: 0 and the plan in @ret, or -ENOMEM.
+ * Return: 0 and the plan in @ret, -ENOMEM, or -E2BIG for a trace of 2^32 - 2 events or more.
  */
 int npf_plan_lifetimes(const npf_replay_t *r, npf_plan_t *ret);
 
