@@ -161,6 +161,8 @@ typedef struct undo {
         segs_t segs;
         npf_replay_life_t *lives;
         size_t n_lives, cap_lives;
+        size_t *spare;                  /* unrecorded: lives no block holds any longer, for reuse */
+        size_t n_spare, cap_spare;
         uint64_t allocated, requested, active, active_requested, reserved;     /* as npf_replay_t says */
         npf_rounding_t rounding;
         size_t inferred, unsized;
@@ -195,8 +197,19 @@ static int issue(undo_t *u, size_t index, const npf_mem_event_t *e, const char *
         return 0;
 }
 
+/*
+ * A life to be kept (recorded), or one that lasts only while its block is live (not
+ * recorded: npf_replay_state_at()'s undo wants the blocks live at one index, and a life
+ * no block holds any longer is taken again instead of the undo growing an array as long
+ * as the replay's).
+ */
 static int64_t new_life(undo_t *u, npf_replay_life_t l)
 {
+        if (!u->record && u->n_spare) {
+                size_t id = u->spare[--u->n_spare];
+                u->lives[id] = l;
+                return (int64_t) id;
+        }
         if (u->n_lives == u->cap_lives) {
                 size_t cap = u->cap_lives ? u->cap_lives * 2 : 1024;
                 npf_replay_life_t *p = realloc(u->lives, cap * sizeof(*p));
@@ -209,6 +222,23 @@ static int64_t new_life(undo_t *u, npf_replay_life_t l)
         return (int64_t) u->n_lives++;
 }
 
+/* Life @id, held by no block now, for new_life() to take again: unrecorded undos only. */
+static int drop_life(undo_t *u, size_t id)
+{
+        if (u->record)
+                return 0;
+        if (u->n_spare == u->cap_spare) {
+                size_t cap = u->cap_spare ? u->cap_spare * 2 : 256;
+                size_t *p = realloc(u->spare, cap * sizeof(*p));
+                if (!p)
+                        return -ENOMEM;
+                u->spare = p;
+                u->cap_spare = cap;
+        }
+        u->spare[u->n_spare++] = id;
+        return 0;
+}
+
 /* A block live at dump time (or re-created by an undone free). */
 static int add_block(undo_t *u, npf_replay_life_t l, bool pending)
 {
@@ -217,7 +247,7 @@ static int add_block(undo_t *u, npf_replay_life_t l, bool pending)
         if (id < 0)
                 return (int) id;
         if (map_find(&u->blocks, l.addr))
-                return 1;
+                return drop_life(u, (size_t) id) < 0 ? -ENOMEM : 1;
         if (map_put(&u->blocks, l.addr, ((uint64_t) id + 1) | (pending ? PENDING : 0)) < 0)
                 return -ENOMEM;
         u->active += l.footprint;
@@ -267,7 +297,8 @@ static int undo_event(undo_t *u, size_t i)
                 if (!(s = map_find(&u->blocks, e->addr)))
                         return issue(u, i, e, "alloc of a block that is not live later (never freed, not in the "
                                      "snapshot)");
-                l = &u->lives[(s->life & ~PENDING) - 1];
+                k = (s->life & ~PENDING) - 1;
+                l = &u->lives[k];
                 if (s->life & PENDING) {
                         if ((r = issue(u, i, e, "alloc of a block whose free was requested but never traced")) < 0)
                                 return r;
@@ -284,9 +315,10 @@ static int undo_event(undo_t *u, size_t i)
                 if (e->context)
                         l->context = e->context;
                 map_del(&u->blocks, s);
-                if (e->size && e->size != l->size)
-                        return issue(u, i, e, "alloc of %" PRIu64 " bytes for a block of %" PRIu64, e->size, l->size);
-                return 0;
+                if (e->size && e->size != l->size &&
+                    (r = issue(u, i, e, "alloc of %" PRIu64 " bytes for a block of %" PRIu64, e->size, l->size)) < 0)
+                        return r;
+                return drop_life(u, k);
         case NPF_MEM_FREE_REQUESTED:
                 if (!(s = map_find(&u->blocks, e->addr)))
                         return issue(u, i, e, "free_requested of a block that is not live");
@@ -313,7 +345,8 @@ static int undo_event(undo_t *u, size_t i)
                 if ((r = add_block(u, nl, completed)) < 0)
                         return r;
                 if (r > 0) {
-                        u->n_lives--;
+                        if (u->record)
+                                u->n_lives--;
                         return issue(u, i, e, "%s of a block that is still live after it", npf_action_name(e->action));
                 }
                 if (u->rounding == NPF_ROUNDING_UNKNOWN)
@@ -437,6 +470,7 @@ static void undo_fini(undo_t *u)
         free(u->blocks.slots);
         free(u->segs.v);
         free(u->lives);
+        free(u->spare);
 }
 
 /* --- the allocator's rounding ---------------------------------------------------------- */
