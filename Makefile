@@ -130,7 +130,7 @@ PROGRAMS := $(BUILD)/npuprofctl $(BUILD)/npuprofd $(BUILD)/npuprof-replay $(LIBN
 UNIT_TESTS := $(BUILD)/tests/test-shm $(BUILD)/tests/test-slot $(BUILD)/tests/test-proc \
               $(BUILD)/tests/test-conf $(BUILD)/tests/test-jsonpos \
               $(BUILD)/tests/test-rank $(BUILD)/tests/test-outroot $(BUILD)/tests/test-analyze
-UNIT_TESTS += $(BUILD)/tests/test-svg $(BUILD)/tests/test-report
+UNIT_TESTS += $(BUILD)/tests/test-svg $(BUILD)/tests/test-report $(BUILD)/tests/test-state
 UNIT_TESTS += $(BUILD)/tests/test-pickle $(BUILD)/tests/test-value
 UNIT_TESTS += $(BUILD)/tests/test-trace $(BUILD)/tests/test-view
 UNIT_TESTS += $(BUILD)/tests/test-atomicfile $(BUILD)/tests/test-manifest $(BUILD)/tests/test-write
@@ -283,6 +283,9 @@ $(BUILD)/tests/test-manifest: $(BUILD)/tests/test-manifest.o $(MANIFEST_OBJS)
 
 $(BUILD)/tests/test-svg: $(BUILD)/tests/test-svg.o $(SVG_OBJS)
 	$(CC) $(LDFLAGS) -o $@ $^ $(CMOCKA_LIBS)
+
+$(BUILD)/tests/test-state: $(BUILD)/tests/test-state.o $(sort $(REPLAY_CORE_OBJS))
+	$(CC) $(LDFLAGS) -o $@ $^ $(CMOCKA_LIBS) $(REPLAY_LIBS)
 
 $(BUILD)/tests/test-report: $(BUILD)/tests/test-report.o $(BUILD)/replay/report.o $(sort $(REPLAY_CORE_OBJS) $(TRACE_OBJS)) \
                             $(SVG_OBJS)

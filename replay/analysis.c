@@ -605,7 +605,7 @@ static json_t *fragmentation(const npf_snapshot_t *s, const npf_replay_t *r, int
         npf_replay_state_t *st;
         uint64_t free_bytes = 0, largest = 0, reserved = 0;
 
-        if (npf_replay_state_at(s, r, at, &st) < 0)
+        if (npf_replay_footprint_at(s, r, at, &st) < 0)
                 return NULL;
         /* Free ranges: each segment minus the live blocks in it, both sorted by address. */
         size_t b = 0;

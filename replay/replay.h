@@ -90,6 +90,8 @@ typedef struct npf_replay {
         size_t n_lives;
         npf_issue_t *issues;            /* the first NPF_REPLAY_ISSUES_KEPT */
         size_t n_issues;                /* all of them */
+        size_t unheld;                  /* lives of a second live block at one address in the
+                                         * snapshot, which no block holds */
         size_t workspace_segments;
         uint64_t workspace_bytes;
         size_t workspace_events;        /* the leading triples, which describe dump time */
@@ -141,6 +143,16 @@ npf_replay_t *npf_replay_free(npf_replay_t *r);
  * Return: 0 and the state in @ret, or -ENOMEM / -EINVAL (@index out of range).
  */
 int npf_replay_state_at(const npf_snapshot_t *s, const npf_replay_t *r, int64_t index, npf_replay_state_t **ret);
+
+/*
+ * npf_replay_footprint_at() - npf_replay_state_at(), for a caller that wants of each block
+ * only its address, sizes, stream and whether its free is pending (the fragmentation of the
+ * memory). Where @r met no inconsistency, its lives say which blocks were live at any index
+ * (allocated at or before it, freed after it), and only the segment events are undone
+ * again: a few times quicker. A block's other fields are then the whole replay's.
+ * Return: as npf_replay_state_at().
+ */
+int npf_replay_footprint_at(const npf_snapshot_t *s, const npf_replay_t *r, int64_t index, npf_replay_state_t **ret);
 npf_replay_state_t *npf_state_free(npf_replay_state_t *st);
 
 #endif /* NPUPROF_REPLAY_REPLAY_H */
