@@ -654,48 +654,6 @@ static int cmp_live(const void *a, const void *b)
         return x->life.addr < y->life.addr ? -1 : x->life.addr > y->life.addr;
 }
 
-/* @st's blocks sorted by address, and @u's segments moved into it. Return: @st. */
-static npf_replay_state_t *state_finish(npf_replay_state_t *st, undo_t *u)
-{
-        qsort(st->live, st->n_blocks, sizeof(*st->live), cmp_live);
-        st->segments = u->segs.v;
-        st->n_segments = u->segs.n;
-        u->segs.v = NULL;
-        return st;
-}
-
-int npf_replay_state_at(const npf_snapshot_t *s, const npf_replay_t *r, int64_t index, npf_replay_state_t **ret)
-{
-        npf_replay_t shadow = { .device = r->device, .events = r->events, .n = r->n };
-        undo_t u = { .snap = s, .r = &shadow, .record = false, .rounding = r->rounding };
-        npf_replay_state_t *st = NULL;
-        int e;
-
-        if (index < -1 || (index >= 0 && (size_t) index >= r->n))
-                return -EINVAL;
-        if ((e = dump_state(&u, false)) < 0)
-                goto out;
-        for (size_t i = r->n; i-- > (size_t) (index + 1);)
-                if ((e = undo_event(&u, i)) < 0)
-                        goto out;
-        e = -ENOMEM;
-        if (!(st = calloc(1, sizeof(*st))) || !(st->live = malloc((u.blocks.n + 1) * sizeof(*st->live))))
-                goto out;
-        for (size_t i = 0; i < u.blocks.cap; i++) {
-                if (!u.blocks.slots[i].life)
-                        continue;
-                const npf_replay_life_t *l = &u.lives[(u.blocks.slots[i].life & ~PENDING) - 1];
-                st->live[st->n_blocks++] = (npf_replay_live_t) { *l, (u.blocks.slots[i].life & PENDING) != 0 };
-        }
-        *ret = state_finish(st, &u);
-        st = NULL;
-        e = 0;
-out:
-        undo_fini(&u);
-        npf_state_free(st);
-        return e;
-}
-
 static bool segment_event(const npf_mem_event_t *e)
 {
         return e->action == NPF_MEM_SEGMENT_ALLOC || e->action == NPF_MEM_SEGMENT_FREE ||
@@ -703,13 +661,19 @@ static bool segment_event(const npf_mem_event_t *e)
 }
 
 /* Just after event @index, of @l: live (its free not undone yet, its alloc undone already,
- * the undo going back), and pending (its free requested by then). */
+ * the undo going back). */
 static bool live_at(const npf_replay_life_t *l, int64_t index)
 {
         return l->alloc <= index && l->freed > index;
 }
 
-int npf_replay_footprint_at(const npf_snapshot_t *s, const npf_replay_t *r, int64_t index, npf_replay_state_t **ret)
+/*
+ * The state just after event @index: the trace undone again from dump time down to it, or,
+ * @from_lives, only its segment events, the blocks then read from @r's lives (pending once
+ * their free was requested).
+ */
+static int state_at(const npf_snapshot_t *s, const npf_replay_t *r, int64_t index, bool from_lives,
+                    npf_replay_state_t **ret)
 {
         npf_replay_t shadow = { .device = r->device, .events = r->events, .n = r->n };
         undo_t u = { .snap = s, .r = &shadow, .record = false, .rounding = r->rounding };
@@ -717,33 +681,51 @@ int npf_replay_footprint_at(const npf_snapshot_t *s, const npf_replay_t *r, int6
         size_t n = 0;
         int e;
 
-        /* An inconsistency breaks the lives' account of which blocks were live when. */
-        if (r->n_issues || r->unheld)
-                return npf_replay_state_at(s, r, index, ret);
         if (index < -1 || (index >= 0 && (size_t) index >= r->n))
                 return -EINVAL;
         if ((e = dump_state(&u, false)) < 0)
                 goto out;
         for (size_t i = r->n; i-- > (size_t) (index + 1);)
-                if (segment_event(&r->events[i]) && (e = undo_event(&u, i)) < 0)
+                if ((!from_lives || segment_event(&r->events[i])) && (e = undo_event(&u, i)) < 0)
                         goto out;
-        for (size_t i = 0; i < r->n_lives; i++)
+        for (size_t i = 0; from_lives && i < r->n_lives; i++)
                 n += live_at(&r->lives[i], index);
         e = -ENOMEM;
-        if (!(st = calloc(1, sizeof(*st))) || !(st->live = malloc((n + 1) * sizeof(*st->live))))
+        if (!(st = calloc(1, sizeof(*st))) || !(st->live = malloc(((from_lives ? n : u.blocks.n) + 1) * sizeof(*st->live))))
                 goto out;
-        for (size_t i = 0; i < r->n_lives; i++) {
+        for (size_t i = 0; from_lives && i < r->n_lives; i++) {
                 const npf_replay_life_t *l = &r->lives[i];
                 if (live_at(l, index))
                         st->live[st->n_blocks++] = (npf_replay_live_t) { *l, l->free_requested <= index };
         }
-        *ret = state_finish(st, &u);
+        for (size_t i = 0; !from_lives && i < u.blocks.cap; i++) {
+                if (!u.blocks.slots[i].life)
+                        continue;
+                const npf_replay_life_t *l = &u.lives[(u.blocks.slots[i].life & ~PENDING) - 1];
+                st->live[st->n_blocks++] = (npf_replay_live_t) { *l, (u.blocks.slots[i].life & PENDING) != 0 };
+        }
+        qsort(st->live, st->n_blocks, sizeof(*st->live), cmp_live);
+        st->segments = u.segs.v;
+        st->n_segments = u.segs.n;
+        u.segs.v = NULL;
+        *ret = st;
         st = NULL;
         e = 0;
 out:
         undo_fini(&u);
         npf_state_free(st);
         return e;
+}
+
+int npf_replay_state_at(const npf_snapshot_t *s, const npf_replay_t *r, int64_t index, npf_replay_state_t **ret)
+{
+        return state_at(s, r, index, false, ret);
+}
+
+int npf_replay_footprint_at(const npf_snapshot_t *s, const npf_replay_t *r, int64_t index, npf_replay_state_t **ret)
+{
+        /* An inconsistency breaks the lives' account of which blocks were live when. */
+        return state_at(s, r, index, r->n_issues == 0 && r->unheld == 0, ret);
 }
 
 npf_replay_state_t *npf_state_free(npf_replay_state_t *st)
