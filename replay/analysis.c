@@ -320,9 +320,14 @@ static int occupancy_grow(occupancy_t *o, size_t partitions)
 static void occupancy_mark(occupancy_t *o, size_t p, span_t sp)
 {
         size_t word = p / 64;
+        uint64_t *row = o->bits + word * o->buckets;
 
         for (size_t k = (size_t) sp.from / o->width; k <= (size_t) (sp.to - 1) / o->width; k++) {
-                o->bits[word * o->buckets + k] |= UINT64_C(1) << (p % 64);
+                row[k] |= UINT64_C(1) << (p % 64);
+                /* Only the word just filled can move open[k]: the others' cells, a row apart
+                 * in memory, are read only then. */
+                if (o->open[k] != word || row[k] != ~UINT64_C(0))
+                        continue;
                 while (o->open[k] < o->words && o->bits[o->open[k] * o->buckets + k] == ~UINT64_C(0))
                         o->open[k]++;
         }
