@@ -398,6 +398,16 @@ static uint64_t peak_live(const tensor_t *t, size_t nt, size_t n_events, int64_t
         return peak;
 }
 
+/* The most of the bytes requested and not yet freed, before the first event and after each. */
+static uint64_t most_requested(const npf_replay_t *r)
+{
+        uint64_t most = r->start_requested;
+
+        for (size_t i = 0; i < r->n; i++)
+                most = r->requested[i] > most ? r->requested[i] : most;
+        return most;
+}
+
 int npf_plan_lifetimes(const npf_replay_t *r, npf_plan_t *ret)
 {
         tensor_t *t, *sorted;
@@ -411,9 +421,13 @@ int npf_plan_lifetimes(const npf_replay_t *r, npf_plan_t *ret)
          * the search move and read hundreds of thousands of times. */
         if (r->n + 1 >= UINT32_MAX)
                 return -E2BIG;
-        /* One scratch array, fresh memory being dear: the sweep's deltas, then the sort's
-         * second array. */
-        size_t scratch_size = (r->n + 2) * sizeof(int64_t) > (r->n_lives + 1) * sizeof(tensor_t)
+        /* With no inconsistency, the bytes live at each position are the bytes requested and
+         * not yet freed after the event before it, which the replay counted (as it does the
+         * blocks live, npf_replay_footprint_at()): their most is read there. Otherwise a
+         * sweep over the spans finds it. One scratch array, fresh memory being dear: the
+         * sweep's deltas, then the sort's second array. */
+        bool counted = r->n_issues == 0 && r->unheld == 0;
+        size_t scratch_size = !counted && (r->n + 2) * sizeof(int64_t) > (r->n_lives + 1) * sizeof(tensor_t)
                                       ? (r->n + 2) * sizeof(int64_t) : (r->n_lives + 1) * sizeof(tensor_t);
         void *scratch = malloc(scratch_size);
         if (!(t = malloc((r->n_lives + 1) * sizeof(*t))) || !scratch) {
@@ -428,7 +442,7 @@ int npf_plan_lifetimes(const npf_replay_t *r, npf_plan_t *ret)
                 if (l->size && to > from)
                         t[nt++] = (tensor_t) { l->size, { (uint32_t) from, (uint32_t) to } };
         }
-        plan.peak_live_bytes = peak_live(t, nt, r->n, scratch);
+        plan.peak_live_bytes = counted ? most_requested(r) : peak_live(t, nt, r->n, scratch);
         /* Positions 0 (before the first event) to n + 1, in about one bucket per 64 tensors,
          * from 64 to 16 Ki of them (the plan is the same whatever the width). A span is
          * marked bucket by bucket, and the blocks alive through a whole trace are hundreds:

@@ -1,12 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The state of a device at an index, two ways: undone again from dump time
- * (npf_replay_state_at()) and read from the lives (npf_replay_footprint_at()), on the real
- * torch_npu snapshots (plain, expandable segments, emptied caches, two devices): the same
- * segments and the same blocks, with the same sizes and pending frees, at every fifth index
+ * What a consistent replay's lives and counts say, against working it out again, on the
+ * real torch_npu snapshots (plain, expandable segments, emptied caches, two devices): the
+ * static plan's most bytes live, read from the counts and swept from the spans; and the
+ * state of a device at an index, undone again from dump time (npf_replay_state_at()) and
+ * read from the lives (npf_replay_footprint_at()): the same segments and the same blocks,
+ * with the same sizes and pending frees, at every fifth index
  * (each undo again is a replay of its own: every index would take seconds, minutes under the
  * sanitizers), the first and the last.
  */
+#include "replay/analysis.h"
 #include "replay/replay.h"
 #include "replay/snapshot.h"
 
@@ -61,6 +64,16 @@ static size_t check_snapshot(const char *path)
                         fail_msg("%s: %s", path, err);
                 /* The real snapshots are consistent: the lives are read, not the fallback taken. */
                 assert_int_equal(r->n_issues, 0);
+                /* The plan of the replay as it is, and as if it had met an inconsistency. */
+                npf_replay_t swept = *r;
+                npf_plan_t counted_plan, swept_plan;
+                swept.n_issues = 1;
+                assert_int_equal(npf_plan_lifetimes(r, &counted_plan), 0);
+                assert_int_equal(npf_plan_lifetimes(&swept, &swept_plan), 0);
+                assert_true(counted_plan.peak_live_bytes > 0);
+                assert_true(counted_plan.peak_live_bytes == swept_plan.peak_live_bytes);
+                assert_true(counted_plan.plan_bytes == swept_plan.plan_bytes);
+                assert_int_equal(counted_plan.partitions, swept_plan.partitions);
                 for (int64_t i = -1; i < (int64_t) r->n;
                      i = i + STRIDE < (int64_t) r->n || i == (int64_t) r->n - 1 ? i + STRIDE : (int64_t) r->n - 1) {
                         npf_replay_state_t *x, *y;
@@ -80,7 +93,7 @@ static size_t check_snapshot(const char *path)
         return checked;
 }
 
-static void test_footprint_as_undone(void **state)
+static void test_lives_and_counts_as_worked_out(void **state)
 {
         DIR *dir = opendir(SNAPSHOT_DIR);
         struct dirent *de;
@@ -108,7 +121,7 @@ static void test_footprint_as_undone(void **state)
 int main(void)
 {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_footprint_as_undone),
+                cmocka_unit_test(test_lives_and_counts_as_worked_out),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
