@@ -186,6 +186,21 @@ static json_t *sites(const npf_snapshot_t *s, const npf_replay_t *r, const size_
         return a;
 }
 
+/* The most of @start (before the first event) and the @n values at @v (after each), and
+ * in @ret_index the first event after which it was reached, -1 for @start. */
+static uint64_t peak_of(const uint64_t *v, size_t n, uint64_t start, int64_t *ret_index)
+{
+        uint64_t best = start;
+
+        *ret_index = -1;
+        for (size_t i = 0; i < n; i++)
+                if (v[i] > best) {
+                        best = v[i];
+                        *ret_index = (int64_t) i;
+                }
+        return best;
+}
+
 /* --- the static plan ------------------------------------------------------------------------ */
 
 typedef struct span {
@@ -398,16 +413,6 @@ static uint64_t peak_live(const tensor_t *t, size_t nt, size_t n_events, int64_t
         return peak;
 }
 
-/* The most of the bytes requested and not yet freed, before the first event and after each. */
-static uint64_t most_requested(const npf_replay_t *r)
-{
-        uint64_t most = r->start_requested;
-
-        for (size_t i = 0; i < r->n; i++)
-                most = r->requested[i] > most ? r->requested[i] : most;
-        return most;
-}
-
 int npf_plan_lifetimes(const npf_replay_t *r, npf_plan_t *ret)
 {
         tensor_t *t, *sorted;
@@ -442,7 +447,9 @@ int npf_plan_lifetimes(const npf_replay_t *r, npf_plan_t *ret)
                 if (l->size && to > from)
                         t[nt++] = (tensor_t) { l->size, { (uint32_t) from, (uint32_t) to } };
         }
-        plan.peak_live_bytes = counted ? most_requested(r) : peak_live(t, nt, r->n, scratch);
+        int64_t peak_at;
+        plan.peak_live_bytes = counted ? peak_of(r->requested, r->n, r->start_requested, &peak_at)
+                                       : peak_live(t, nt, r->n, scratch);
         /* Positions 0 (before the first event) to n + 1, in about one bucket per 64 tensors,
          * from 64 to 16 Ki of them (the plan is the same whatever the width). A span is
          * marked bucket by bucket, and the blocks alive through a whole trace are hundreds:
@@ -505,8 +512,8 @@ out:
 
 /* --- the per-device report ------------------------------------------------------------------ */
 
-/* The plan takes most of a device's analysis time and reads only the lifetimes: it runs
- * beside the rest. */
+/* The plan takes most of a device's analysis time and reads only the lifetimes and the
+ * requested counts: it runs beside the rest. */
 typedef struct plan_job {
         const npf_replay_t *r;
         npf_plan_t plan;
@@ -523,15 +530,9 @@ static void *plan_job_run(void *userdata)
 
 static json_t *peak_json(const npf_replay_t *r, const uint64_t *v, uint64_t start, int64_t *ret_index)
 {
-        uint64_t best = start;
-        int64_t at = -1;
+        uint64_t best = peak_of(v, r->n, start, ret_index);
+        int64_t at = *ret_index;
 
-        for (size_t i = 0; i < r->n; i++)
-                if (v[i] > best) {
-                        best = v[i];
-                        at = (int64_t) i;
-                }
-        *ret_index = at;
         return json_pack("{s:o,s:o,s:o,s:s?}", "bytes", u64(best), "index", index_json(at), "time_us", time_of(r, at),
                          "action", at >= 0 ? npf_action_name(r->events[at].action) : NULL);
 }

@@ -44,10 +44,11 @@ void npf_lane_wait(npf_lane_t *l);
 npf_lane_t *npf_lane_free(npf_lane_t *l);
 
 /*
- * Maps the pages under [@p, @p + @len) of a mapping already made, so that the writes a lane
- * will make there take no page fault: a thread that waits on a lane does this for the room
- * the lane's next piece will fill. It writes nothing (a page already mapped stays as it is,
- * one not yet is mapped zeroed, as its fault would), so the lane may write beside it.
+ * Maps the pages under [@p, @p + @len) of a mapping already made, so that the writes another
+ * thread will make there take no page fault: a thread that would otherwise wait (the pickle
+ * reader for its lane, a thread beside the replay) does this for the room the other will
+ * fill. It writes nothing (a page already mapped stays as it is, one not yet is mapped
+ * zeroed, as its fault would), so the other may write beside it.
  */
 void npf_prefault(void *p, size_t len);
 

@@ -97,6 +97,21 @@ static void map_del(blockmap_t *m, slot_t *s)
         m->n--;
 }
 
+/* Room in the array at @*p (@*cap elements of @size bytes) for element @n: doubled from
+ * @first when full. Return: 0 or -ENOMEM. */
+static int room(void **p, size_t *cap, size_t n, size_t size, size_t first)
+{
+        if (n < *cap)
+                return 0;
+        size_t c = *cap ? *cap * 2 : first;
+        void *q = realloc(*p, c * size);
+        if (!q)
+                return -ENOMEM;
+        *p = q;
+        *cap = c;
+        return 0;
+}
+
 /* --- segments: sorted by address ---------------------------------------------------------- */
 
 typedef struct segs {
@@ -121,14 +136,8 @@ static size_t seg_lower(const segs_t *s, uint64_t addr)
 
 static int seg_insert_at(segs_t *s, size_t i, npf_replay_range_t r)
 {
-        if (s->n == s->cap) {
-                size_t cap = s->cap ? s->cap * 2 : 64;
-                npf_replay_range_t *p = realloc(s->v, cap * sizeof(*p));
-                if (!p)
-                        return -ENOMEM;
-                s->v = p;
-                s->cap = cap;
-        }
+        if (room((void **) &s->v, &s->cap, s->n, sizeof(*s->v), 64) < 0)
+                return -ENOMEM;
         memmove(s->v + i + 1, s->v + i, (s->n - i) * sizeof(*s->v));
         s->v[i] = r;
         s->n++;
@@ -210,14 +219,8 @@ static int64_t new_life(undo_t *u, npf_replay_life_t l)
                 u->lives[id] = l;
                 return (int64_t) id;
         }
-        if (u->n_lives == u->cap_lives) {
-                size_t cap = u->cap_lives ? u->cap_lives * 2 : 1024;
-                npf_replay_life_t *p = realloc(u->lives, cap * sizeof(*p));
-                if (!p)
-                        return -ENOMEM;
-                u->lives = p;
-                u->cap_lives = cap;
-        }
+        if (room((void **) &u->lives, &u->cap_lives, u->n_lives, sizeof(*u->lives), 1024) < 0)
+                return -ENOMEM;
         u->lives[u->n_lives] = l;
         return (int64_t) u->n_lives++;
 }
@@ -227,14 +230,8 @@ static int drop_life(undo_t *u, size_t id)
 {
         if (u->record)
                 return 0;
-        if (u->n_spare == u->cap_spare) {
-                size_t cap = u->cap_spare ? u->cap_spare * 2 : 256;
-                size_t *p = realloc(u->spare, cap * sizeof(*p));
-                if (!p)
-                        return -ENOMEM;
-                u->spare = p;
-                u->cap_spare = cap;
-        }
+        if (room((void **) &u->spare, &u->cap_spare, u->n_spare, sizeof(*u->spare), 256) < 0)
+                return -ENOMEM;
         u->spare[u->n_spare++] = id;
         return 0;
 }
@@ -289,7 +286,7 @@ static int undo_event(undo_t *u, size_t i)
         const npf_mem_event_t *e = &u->r->events[i];
         npf_replay_life_t *l;
         slot_t *s;
-        size_t k;
+        size_t k, life;
         int r;
 
         switch ((npf_mem_action_t) e->action) {
@@ -297,8 +294,8 @@ static int undo_event(undo_t *u, size_t i)
                 if (!(s = map_find(&u->blocks, e->addr)))
                         return issue(u, i, e, "alloc of a block that is not live later (never freed, not in the "
                                      "snapshot)");
-                k = (s->life & ~PENDING) - 1;
-                l = &u->lives[k];
+                life = (s->life & ~PENDING) - 1;
+                l = &u->lives[life];
                 if (s->life & PENDING) {
                         if ((r = issue(u, i, e, "alloc of a block whose free was requested but never traced")) < 0)
                                 return r;
@@ -318,7 +315,7 @@ static int undo_event(undo_t *u, size_t i)
                 if (e->size && e->size != l->size &&
                     (r = issue(u, i, e, "alloc of %" PRIu64 " bytes for a block of %" PRIu64, e->size, l->size)) < 0)
                         return r;
-                return drop_life(u, k);
+                return drop_life(u, life);
         case NPF_MEM_FREE_REQUESTED:
                 if (!(s = map_find(&u->blocks, e->addr)))
                         return issue(u, i, e, "free_requested of a block that is not live");
