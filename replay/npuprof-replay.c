@@ -282,8 +282,9 @@ static void analyse_trace(run_t *run, const char *path)
 }
 
 /*
- * timeline.csv, one row per event of every replay, written on a thread of its own while
- * the analyses run: it needs only the replays, and is as long to write as they are to do.
+ * timeline.csv, one row per event of every replay, written and put in place on a thread of
+ * its own while the analyses run: it needs only the replays, and is as long to write as they
+ * are to do.
  * It is the one large output, about a hundred bytes an event. Its rows are formatted into
  * aligned buffers that go to the disk directly (O_DIRECT), each written on a lane while the
  * next is formatted: through the page cache, the file would take as much fresh memory as it
@@ -296,14 +297,16 @@ static void analyse_trace(run_t *run, const char *path)
 
 typedef struct timeline_job {
         const run_t *run;
+        const char *dir;
         out_t out;
         npf_beside_t writer;
         npf_lane_t *lane;
         char *buffer[2];
         const char *pending;            /* what the lane writes, @pending_len bytes */
         size_t pending_len;
-        bool direct;
-        int result, written;            /* the job's and the lane's last write's */
+        bool direct, started;
+        int result, written;            /* the job's (of opening, writing or putting in place
+                                           out.path) and the lane's last write's */
 } timeline_job_t;
 
 /* All of @len bytes at @p to the temporary; directly while the file system takes it so. */
@@ -338,18 +341,16 @@ static void timeline_put_on_lane(void *userdata)
         job->written = timeline_put(job, job->pending, job->pending_len);
 }
 
-static void *timeline_write(void *userdata)
+/* The rows into the open job->out. Return: 0, or -errno. */
+static int timeline_rows(timeline_job_t *job)
 {
-        timeline_job_t *job = userdata;
         static const char header[] = NPF_REPORT_TIMELINE_HEADER;
         size_t used = sizeof(header) - 1;
         int cur = 0, fl, r = 0;
 
         for (int k = 0; k < 2; k++)
-                if (!(job->buffer[k] = aligned_alloc(TIMELINE_ALIGN, TIMELINE_BUFFER))) {
-                        job->result = -ENOMEM;
-                        return NULL;
-                }
+                if (!(job->buffer[k] = aligned_alloc(TIMELINE_ALIGN, TIMELINE_BUFFER)))
+                        return -ENOMEM;
         job->lane = npf_lane_new();
         fl = fcntl(job->out.file.fd, F_GETFL);
         job->direct = fl >= 0 && fcntl(job->out.file.fd, F_SETFL, fl | O_DIRECT) == 0;
@@ -383,29 +384,37 @@ static void *timeline_write(void *userdata)
         if (r == 0)
                 r = timeline_put(job, job->buffer[cur], used);
         job->lane = npf_lane_free(job->lane);
+        return r;
+}
+
+static void *timeline_write(void *userdata)
+{
+        timeline_job_t *job = userdata;
+        int r = out_open(&job->out, job->dir, "timeline.csv");
+
+        if (r == 0)
+                r = out_close(&job->out, timeline_rows(job));
+        free(job->buffer[0]);
+        free(job->buffer[1]);
         job->result = r;
         return NULL;
 }
 
 /* Starts writing timeline.csv into @dir, beside the analyses. */
-static int timeline_start(timeline_job_t *job, const run_t *run, const char *dir)
+static void timeline_start(timeline_job_t *job, const run_t *run, const char *dir)
 {
-        int r;
-
-        *job = (timeline_job_t) { .run = run };
-        if ((r = out_open(&job->out, dir, "timeline.csv")) < 0)
-                return r;
+        *job = (timeline_job_t) { .run = run, .dir = dir, .started = true };
         npf_beside_start(&job->writer, timeline_write, job);
-        return 0;
 }
 
-/* Waits for timeline.csv and puts it in place. */
+/* Waits for timeline.csv, if it was started. Return: its result. */
 static int timeline_finish(timeline_job_t *job)
 {
+        if (!job->started)
+                return 0;
         npf_beside_wait(&job->writer);
-        free(job->buffer[0]);
-        free(job->buffer[1]);
-        return out_close(&job->out, job->result);
+        job->started = false;
+        return job->result;
 }
 
 /* memory.svg, drawn beside the analyses: it needs only the replays and the traces. */
@@ -447,9 +456,9 @@ static int chart_finish(chart_job_t *job)
         return job->result;
 }
 
-/* report.txt, then memory.svg (@chart's) and report.json into @dir; @o names the file that
- * failed, if one did. */
-static int write_outputs(run_t *run, const char *dir, chart_job_t *chart, out_t *o)
+/* report.txt, then memory.svg (@chart's), timeline.csv (@timeline's) and report.json into
+ * @dir; @o names the file that failed, if one did. */
+static int write_outputs(run_t *run, const char *dir, chart_job_t *chart, timeline_job_t *timeline, out_t *o)
 {
         int r;
 
@@ -480,6 +489,10 @@ static int write_outputs(run_t *run, const char *dir, chart_job_t *chart, out_t 
                 *o = chart->out;
                 return r;
         }
+        if ((r = timeline_finish(timeline)) < 0) {
+                *o = timeline->out;
+                return r;
+        }
 
         /* report.json last: its presence says the analysis is complete. */
         if ((r = out_open(o, dir, "report.json")) < 0)
@@ -504,6 +517,7 @@ static int analyse(const char *path, const options_t *o)
         char outdir[PATH_MAX];
         run_t run = { .o = o };
         chart_job_t chart = { .started = false };
+        timeline_job_t timeline = { .started = false };
         struct stat st;
         size_t n = 0;
         int r, status = 0;
@@ -566,18 +580,11 @@ static int analyse(const char *path, const options_t *o)
                 goto out;
         }
         chart_start(&chart, &run, outdir, path);
-        timeline_job_t timeline;
-        if (run.n_snaps && (r = timeline_start(&timeline, &run, outdir)) < 0) {
-                status = fail(EXIT_INPUT, "cannot write %s: %s", timeline.out.path, strerror(-r));
-                goto out;
-        }
+        if (run.n_snaps)
+                timeline_start(&timeline, &run, outdir);
         analyse_replays(&run);
-        if (run.n_snaps && (r = timeline_finish(&timeline)) < 0) {
-                status = fail(status_of(r), "cannot write %s: %s", timeline.out.path, strerror(-r));
-                goto out;
-        }
         out_t written;
-        if ((r = write_outputs(&run, outdir, &chart, &written)) < 0) {
+        if ((r = write_outputs(&run, outdir, &chart, &timeline, &written)) < 0) {
                 status = fail(status_of(r), "cannot write %s: %s", written.path, strerror(-r));
                 goto out;
         }
@@ -605,6 +612,7 @@ static int analyse(const char *path, const options_t *o)
                 status = fail(status_of(run.worst), "%s", run.reason);
 out:
         chart_finish(&chart);
+        timeline_finish(&timeline);
         for (size_t i = 0; i < run.n_replays; i++)
                 npf_replay_free(run.replays[i]);
         free(run.replays);
