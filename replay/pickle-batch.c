@@ -41,7 +41,10 @@ typedef npf__pickle_batch_t batch_t;
  */
 #define BATCH_SLOTS_MAX (1u << 20)      /* memo slots one batch may set */
 #define BATCH_VALUES_MAX (1u << 22)     /* values, dicts or lists one batch may hold */
-#define BATCH_GROUPS_MAX 8u             /* Python's batches read before the lane builds them */
+/* Python's batches read before the lane builds them. Two keep the batch's arrays (about
+ * 600 bytes an entry, twice over) a few MiB, in cache while the lane builds them and cheap
+ * to fault in on a small file; more batches a hand-over would only add fresh memory. */
+#define BATCH_GROUPS_MAX 2u
 #define BATCH_CONTAINER ((uint8_t) 0xfe) /* the kind of a slot the batch sets to a container */
 #define BATCH_ALIAS ((uint8_t) 0xfd)    /* a list item that is one of the batch's containers */
 #define BATCH_DEFERRED ((uint8_t) 0xfc) /* a container of the batch still being built, by its slot */
