@@ -158,7 +158,15 @@ static void out_points(npf_svg_t *w, const point_t *pts, size_t n)
         for (size_t i = 0; i < n; i++) {
                 if (i > 0 && pts[i].x == pts[i - 1].x && pts[i].y == pts[i - 1].y)
                         continue;
-                npf_svg_printf(w, "%s%s,%s", i == 0 ? "M" : "L", npf_svg_px(pts[i].x).s, npf_svg_px(pts[i].y).s);
+                npf_svg_num_t x = npf_svg_px(pts[i].x), y = npf_svg_px(pts[i].y);
+                char buf[2 * sizeof(x.s) + 2], *p = buf;
+                size_t xl = strlen(x.s), yl = strlen(y.s);
+                *p++ = i == 0 ? 'M' : 'L';
+                memcpy(p, x.s, xl);
+                p += xl;
+                *p++ = ',';
+                memcpy(p, y.s, yl);
+                npf_svg_write(w, buf, (size_t) (p + yl - buf));
         }
 }
 

@@ -81,6 +81,9 @@ size_t npf__svg_byte_ticks(uint64_t max, double *ret_ticks, size_t cap);
  * document of its own.
  */
 
+/* npf_svg_write() - write @len bytes of markup at @s as they are. */
+void npf_svg_write(npf_svg_t *w, const char *s, size_t len);
+
 /* npf_svg_printf() - write the markup of @fmt as it is: nothing in it is escaped. */
 __attribute__((format(printf, 2, 3)))
 void npf_svg_printf(npf_svg_t *w, const char *fmt, ...);

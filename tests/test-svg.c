@@ -204,7 +204,50 @@ static bool is_nice(double q)
         return false;
 }
 
-/* --- byte formatting and ticks --------------------------------------------------------- */
+/* --- numbers, byte formatting and ticks ------------------------------------------------ */
+
+/* npf_svg_px() of @v, written by printf: the same rounding (half up, at most 1e15, 0 for what
+ * is not finite, no "-0.0"), digits from printf. */
+static void px_by_printf(double v, char *buf, size_t size)
+{
+        double a = isfinite(v) ? fabs(v) : 0;
+        uint64_t q = (uint64_t) ((a > 1e15 ? 1e15 : a) * 10.0 + 0.5);
+
+        snprintf(buf, size, "%s%" PRIu64 ".%" PRIu64, v < 0 && q ? "-" : "", q / 10, q % 10);
+}
+
+static void test_numbers(void **state)
+{
+        static const double some[] = { 0, -0.0, 0.04, -0.04, 0.05, -0.06, 0.95, 9.95, 99.96, 145.25, -145.25,
+                                       123456789.123, 1e15, 2e15, 1e300, -1e300, NAN, INFINITY, -INFINITY };
+        char want[64];
+
+        (void) state;
+        for (size_t i = 0; i < sizeof(some) / sizeof(some[0]); i++) {
+                px_by_printf(some[i], want, sizeof(want));
+                if (strcmp(npf_svg_px(some[i]).s, want) != 0)
+                        fail_msg("npf_svg_px(%g): got \"%s\", expected \"%s\"", some[i], npf_svg_px(some[i]).s, want);
+        }
+        /* Every tenth from -1000 to 1000, and a spread of larger values up to the limit. */
+        for (int64_t k = -10000; k <= 10000; k++) {
+                double v = (double) k / 10.0;
+                px_by_printf(v, want, sizeof(want));
+                assert_string_equal(npf_svg_px(v).s, want);
+        }
+        for (double v = 0.37; v < 1e15; v *= 1.37) {
+                px_by_printf(v, want, sizeof(want));
+                assert_string_equal(npf_svg_px(v).s, want);
+                px_by_printf(-v, want, sizeof(want));
+                assert_string_equal(npf_svg_px(-v).s, want);
+        }
+        assert_string_equal(npf_svg_px(-0.04).s, "0.0");
+        assert_string_equal(npf_svg_px(1e300).s, "1000000000000000.0");
+        assert_string_equal(npf_svg_trimmed(2.5, 2).s, "2.5");
+        assert_string_equal(npf_svg_trimmed(2.0, 2).s, "2");
+        assert_string_equal(npf_svg_trimmed(0.25, 2).s, "0.25");
+        assert_string_equal(npf_svg_trimmed(-0.125, 3).s, "-0.125");
+        assert_string_equal(npf_svg_trimmed(1234.5678, 0).s, "1235");
+}
 
 static void expect_bytes(uint64_t v, const char *want)
 {
@@ -756,6 +799,7 @@ static void test_ranks_empty_and_many(void **state)
 int main(void)
 {
         const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_numbers),
                 cmocka_unit_test(test_format_bytes),
                 cmocka_unit_test(test_byte_ticks_nice),
                 cmocka_unit_test(test_well_formed_with_panels),
