@@ -282,10 +282,52 @@ static void analyse_trace(run_t *run, const char *path)
 }
 
 /*
- * timeline.csv, one row per event of every replay, written and put in place on a thread of
- * its own while the analyses run: it needs only the replays, and is as long to write as they
- * are to do.
- * It is the one large output, about a hundred bytes an event. Its rows are formatted into
+ * An output written and put in place on a thread of its own while the analyses run:
+ * timeline.csv and memory.svg, which need only the replays (and the traces).
+ */
+typedef struct side_output side_output_t;
+struct side_output {
+        const run_t *run;
+        const char *dir, *name;
+        int (*write)(side_output_t *so);        /* into the open so->out. Return: 0, or -errno */
+        out_t out;
+        npf_beside_t thread;
+        bool started;
+        int result;                             /* of opening, writing or putting in place out.path */
+};
+
+static void *side_output_run(void *userdata)
+{
+        side_output_t *so = userdata;
+        int r = out_open(&so->out, so->dir, so->name);
+
+        if (r == 0)
+                r = out_close(&so->out, so->write(so));
+        so->result = r;
+        return NULL;
+}
+
+/* Starts writing @name into @dir with @write, beside the analyses. */
+static void side_output_start(side_output_t *so, const run_t *run, const char *dir, const char *name,
+                              int (*write)(side_output_t *so))
+{
+        *so = (side_output_t) { .run = run, .dir = dir, .name = name, .write = write, .started = true };
+        npf_beside_start(&so->thread, side_output_run, so);
+}
+
+/* Waits for the output of @so, if it was started. Return: its result. */
+static int side_output_finish(side_output_t *so)
+{
+        if (!so->started)
+                return 0;
+        npf_beside_wait(&so->thread);
+        so->started = false;
+        return so->result;
+}
+
+/*
+ * timeline.csv, one row per event of every replay: as long to write as the analyses are to
+ * do. It is the one large output, about a hundred bytes an event. Its rows are formatted into
  * aligned buffers that go to the disk directly (O_DIRECT), each written on a lane while the
  * next is formatted: through the page cache, the file would take as much fresh memory as it
  * is long, which costs more than formatting it, and fill the cache with a file this program
@@ -296,23 +338,19 @@ static void analyse_trace(run_t *run, const char *path)
 #define TIMELINE_ALIGN ((size_t) 4096)      /* a multiple of every device's logical block */
 
 typedef struct timeline_job {
-        const run_t *run;
-        const char *dir;
-        out_t out;
-        npf_beside_t writer;
+        side_output_t side;             /* first: the job is its side output */
         npf_lane_t *lane;
         char *buffer[2];
         const char *pending;            /* what the lane writes, @pending_len bytes */
         size_t pending_len;
-        bool direct, started;
-        int result, written;            /* the job's (of opening, writing or putting in place
-                                           out.path) and the lane's last write's */
+        bool direct;
+        int written;                    /* the lane's last write's result */
 } timeline_job_t;
 
 /* All of @len bytes at @p to the temporary; directly while the file system takes it so. */
 static int timeline_put(timeline_job_t *job, const char *p, size_t len)
 {
-        int fd = job->out.file.fd;
+        int fd = job->side.out.file.fd;
 
         while (len > 0) {
                 ssize_t n = write(fd, p, len);
@@ -341,9 +379,11 @@ static void timeline_put_on_lane(void *userdata)
         job->written = timeline_put(job, job->pending, job->pending_len);
 }
 
-/* The rows into the open job->out. Return: 0, or -errno. */
+/* The rows into the open job->side.out, from two buffers it allocates. Return: 0, or -errno. */
 static int timeline_rows(timeline_job_t *job)
 {
+        const run_t *run = job->side.run;
+        int fd = job->side.out.file.fd;
         static const char header[] = NPF_REPORT_TIMELINE_HEADER;
         size_t used = sizeof(header) - 1;
         int cur = 0, fl, r = 0;
@@ -352,11 +392,11 @@ static int timeline_rows(timeline_job_t *job)
                 if (!(job->buffer[k] = aligned_alloc(TIMELINE_ALIGN, TIMELINE_BUFFER)))
                         return -ENOMEM;
         job->lane = npf_lane_new();
-        fl = fcntl(job->out.file.fd, F_GETFL);
-        job->direct = fl >= 0 && fcntl(job->out.file.fd, F_SETFL, fl | O_DIRECT) == 0;
+        fl = fcntl(fd, F_GETFL);
+        job->direct = fl >= 0 && fcntl(fd, F_SETFL, fl | O_DIRECT) == 0;
         memcpy(job->buffer[cur], header, used);
-        for (size_t k = 0; r == 0 && k < job->run->n_replays; k++) {
-                const npf_replay_t *rp = job->run->replays[k];
+        for (size_t k = 0; r == 0 && k < run->n_replays; k++) {
+                const npf_replay_t *rp = run->replays[k];
                 for (size_t i = 0; r == 0 && i < rp->n;) {
                         used += npf_report_timeline_rows(job->buffer[cur] + used, TIMELINE_BUFFER - used, rp, &i);
                         if (TIMELINE_BUFFER - used >= NPF_REPORT_TIMELINE_ROW_MAX)
@@ -378,8 +418,7 @@ static int timeline_rows(timeline_job_t *job)
         if (r == 0)
                 r = job->written;
         /* The last, partial block through the cache. */
-        if (r == 0 && job->direct && (fl = fcntl(job->out.file.fd, F_GETFL)) >= 0 &&
-            fcntl(job->out.file.fd, F_SETFL, fl & ~O_DIRECT) == 0)
+        if (r == 0 && job->direct && (fl = fcntl(fd, F_GETFL)) >= 0 && fcntl(fd, F_SETFL, fl & ~O_DIRECT) == 0)
                 job->direct = false;
         if (r == 0)
                 r = timeline_put(job, job->buffer[cur], used);
@@ -387,78 +426,33 @@ static int timeline_rows(timeline_job_t *job)
         return r;
 }
 
-static void *timeline_write(void *userdata)
+static int timeline_write(side_output_t *so)
 {
-        timeline_job_t *job = userdata;
-        int r = out_open(&job->out, job->dir, "timeline.csv");
+        timeline_job_t *job = (timeline_job_t *) so;
+        int r = timeline_rows(job);
 
-        if (r == 0)
-                r = out_close(&job->out, timeline_rows(job));
         free(job->buffer[0]);
         free(job->buffer[1]);
-        job->result = r;
-        return NULL;
+        return r;
 }
 
-/* Starts writing timeline.csv into @dir, beside the analyses. */
-static void timeline_start(timeline_job_t *job, const run_t *run, const char *dir)
-{
-        *job = (timeline_job_t) { .run = run, .dir = dir, .started = true };
-        npf_beside_start(&job->writer, timeline_write, job);
-}
-
-/* Waits for timeline.csv, if it was started. Return: its result. */
-static int timeline_finish(timeline_job_t *job)
-{
-        if (!job->started)
-                return 0;
-        npf_beside_wait(&job->writer);
-        job->started = false;
-        return job->result;
-}
-
-/* memory.svg, drawn beside the analyses: it needs only the replays and the traces. */
+/* memory.svg: it needs only the replays and the traces. */
 typedef struct chart_job {
-        const run_t *run;
-        const char *title, *dir;
-        out_t out;
-        npf_beside_t writer;
-        bool started;
-        int result;             /* of opening, drawing or putting in place out.path */
+        side_output_t side;             /* first: the job is its side output */
+        const char *title;
 } chart_job_t;
 
-static void *chart_write(void *userdata)
+static int chart_write(side_output_t *so)
 {
-        chart_job_t *job = userdata;
-        const run_t *run = job->run;
-        int r = out_open(&job->out, job->dir, "memory.svg");
+        const run_t *run = so->run;
 
-        if (r == 0)
-                r = out_close(&job->out, npf_report_memory_svg(job->out.f, job->title, run->replays, run->n_replays,
-                                                               run->trace_objs, run->n_traces));
-        job->result = r;
-        return NULL;
+        return npf_report_memory_svg(so->out.f, ((chart_job_t *) so)->title, run->replays, run->n_replays,
+                                     run->trace_objs, run->n_traces);
 }
 
-static void chart_start(chart_job_t *job, const run_t *run, const char *dir, const char *title)
-{
-        *job = (chart_job_t) { .run = run, .title = title, .dir = dir, .started = true };
-        npf_beside_start(&job->writer, chart_write, job);
-}
-
-/* Waits for memory.svg, if it was started. Return: its result. */
-static int chart_finish(chart_job_t *job)
-{
-        if (!job->started)
-                return 0;
-        npf_beside_wait(&job->writer);
-        job->started = false;
-        return job->result;
-}
-
-/* report.txt, then memory.svg (@chart's), timeline.csv (@timeline's) and report.json into
+/* report.txt, then the @n_sides outputs written beside it (@sides) and report.json into
  * @dir; @o names the file that failed, if one did. */
-static int write_outputs(run_t *run, const char *dir, chart_job_t *chart, timeline_job_t *timeline, out_t *o)
+static int write_outputs(run_t *run, const char *dir, side_output_t *const *sides, size_t n_sides, out_t *o)
 {
         int r;
 
@@ -485,14 +479,11 @@ static int write_outputs(run_t *run, const char *dir, chart_job_t *chart, timeli
                 return r;
 
         phase("writing memory.svg");
-        if ((r = chart_finish(chart)) < 0) {
-                *o = chart->out;
-                return r;
-        }
-        if ((r = timeline_finish(timeline)) < 0) {
-                *o = timeline->out;
-                return r;
-        }
+        for (i = 0; i < n_sides; i++)
+                if ((r = side_output_finish(sides[i])) < 0) {
+                        *o = sides[i]->out;
+                        return r;
+                }
 
         /* report.json last: its presence says the analysis is complete. */
         if ((r = out_open(o, dir, "report.json")) < 0)
@@ -516,8 +507,9 @@ static int analyse(const char *path, const options_t *o)
         npf_input_t *in = calloc(MAX_INPUTS, sizeof(*in));
         char outdir[PATH_MAX];
         run_t run = { .o = o };
-        chart_job_t chart = { .started = false };
-        timeline_job_t timeline = { .started = false };
+        chart_job_t chart = { .side.started = false };
+        timeline_job_t timeline = { .side.started = false };
+        side_output_t *const sides[] = { &chart.side, &timeline.side };
         struct stat st;
         size_t n = 0;
         int r, status = 0;
@@ -579,12 +571,13 @@ static int analyse(const char *path, const options_t *o)
                 status = fail(EXIT_INPUT, "%s: cannot create: %s", outdir, strerror(errno));
                 goto out;
         }
-        chart_start(&chart, &run, outdir, path);
+        chart.title = path;
+        side_output_start(&chart.side, &run, outdir, "memory.svg", chart_write);
         if (run.n_snaps)
-                timeline_start(&timeline, &run, outdir);
+                side_output_start(&timeline.side, &run, outdir, "timeline.csv", timeline_write);
         analyse_replays(&run);
         out_t written;
-        if ((r = write_outputs(&run, outdir, &chart, &timeline, &written)) < 0) {
+        if ((r = write_outputs(&run, outdir, sides, sizeof(sides) / sizeof(sides[0]), &written)) < 0) {
                 status = fail(status_of(r), "cannot write %s: %s", written.path, strerror(-r));
                 goto out;
         }
@@ -611,8 +604,8 @@ static int analyse(const char *path, const options_t *o)
         if (run.worst < 0)
                 status = fail(status_of(run.worst), "%s", run.reason);
 out:
-        chart_finish(&chart);
-        timeline_finish(&timeline);
+        for (size_t i = 0; i < sizeof(sides) / sizeof(sides[0]); i++)
+                side_output_finish(sides[i]);
         for (size_t i = 0; i < run.n_replays; i++)
                 npf_replay_free(run.replays[i]);
         free(run.replays);
