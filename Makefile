@@ -73,7 +73,7 @@ $(error missing dependencies: see the message above)
 endif
 endif
 
-PKGS      := libuv jansson libsystemd sqlite3
+PKGS      := libuv jansson libsystemd sqlite3 zlib
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 JANSSON_LIBS := $(shell pkg-config --libs jansson 2>/dev/null)
 DAEMON_LIBS  := $(shell pkg-config --libs libuv jansson libsystemd 2>/dev/null)
@@ -119,9 +119,17 @@ SVG_OBJS := $(BUILD)/replay/svg.o $(BUILD)/replay/svg-memory.o $(BUILD)/replay/s
 # Chrome trace analysis (the host backend's trace.json, torch.profiler's); jsonpos places its errors.
 TRACE_OBJS := $(BUILD)/replay/trace.o $(BUILD)/replay/input.o $(BUILD)/replay/intern.o $(BUILD)/lib/jsonpos.o
 TRACE_LIBS := $(JANSSON_LIBS) -lm
+# What the accelerators did: device timelines from the frameworks' and Kineto's output, and
+# their analyses (replay/device.h); Kineto's gzipped traces through zlib, db exports through SQLite.
+DEVICE_OBJS := $(BUILD)/replay/device.o $(BUILD)/replay/evscan.o $(BUILD)/replay/device-trace.o \
+               $(BUILD)/replay/device-db.o $(BUILD)/replay/steptrace.o $(BUILD)/replay/commjson.o \
+               $(BUILD)/replay/fwout.o $(BUILD)/replay/devreport.o $(BUILD)/replay/devcluster.o $(BUILD)/replay/intern.o
+DEVICE_LIBS := $(JANSSON_LIBS) $(shell pkg-config --libs sqlite3 zlib 2>/dev/null)
+# The device timeline of torch_npu's and MindSpore's db export (SQLite).
+DEVICE_DB_OBJS := $(BUILD)/replay/device-db.o $(BUILD)/replay/device.o $(BUILD)/replay/intern.o
 REPLAY_OBJS := $(BUILD)/replay/npuprof-replay.o $(BUILD)/replay/report.o $(BUILD)/replay/cluster.o $(BUILD)/replay/db.o \
                $(BUILD)/replay/split.o $(BUILD)/replay/pickle-out.o \
-               $(REPLAY_CORE_OBJS) $(SVG_OBJS) $(TRACE_OBJS) $(BUILD)/lib/atomicfile.o
+               $(sort $(REPLAY_CORE_OBJS) $(SVG_OBJS) $(TRACE_OBJS) $(DEVICE_OBJS)) $(BUILD)/lib/atomicfile.o
 
 LIBNPUPROF := $(BUILD)/libnpuprof.so $(BUILD)/libnpuprof.a $(BUILD)/libnpuprof-heap.so
 PROGRAMS := $(BUILD)/npuprofctl $(BUILD)/npuprofd $(BUILD)/npuprof-replay $(LIBNPUPROF) $(BUILD)/train-loop
@@ -135,6 +143,7 @@ UNIT_TESTS += $(BUILD)/tests/test-pickle $(BUILD)/tests/test-value
 UNIT_TESTS += $(BUILD)/tests/test-trace $(BUILD)/tests/test-view
 UNIT_TESTS += $(BUILD)/tests/test-atomicfile $(BUILD)/tests/test-manifest $(BUILD)/tests/test-write
 UNIT_TESTS += $(BUILD)/tests/test-fleet
+UNIT_TESTS += $(BUILD)/tests/test-device-db
 # The stand-in for the CANN runtime, which cannot exist here: it records every call and
 # answers as CANN does. It and the acl backend's test are built against CANN's own headers
 # (shared/testdata/cann), and only where they are: without them the ACL tests are skipped.
@@ -179,7 +188,7 @@ $(BUILD)/npuprofctl: $(NPUPROFCTL_OBJS)
 	$(CC) $(LDFLAGS) -o $@ $^ $(JANSSON_LIBS)
 
 $(BUILD)/npuprof-replay: $(REPLAY_OBJS)
-	$(CC) $(LDFLAGS) -o $@ $^ $(REPLAY_LIBS) $(SQLITE_LIBS)
+	$(CC) $(LDFLAGS) -o $@ $^ $(REPLAY_LIBS) $(DEVICE_LIBS)
 
 $(BUILD)/npuprofd: $(NPUPROFD_OBJS)
 	$(CC) $(LDFLAGS) -o $@ $^ $(DAEMON_LIBS)
@@ -308,6 +317,11 @@ $(BUILD)/tests/test-value: $(BUILD)/tests/test-value.o $(BUILD)/replay/value.o $
 $(BUILD)/tests/test-trace.o: CPPFLAGS += -DNPF_TRACE_TESTDATA='"$(CURDIR)/tests/fuzz/corpus-trace"'
 $(BUILD)/tests/test-trace: $(BUILD)/tests/test-trace.o $(TRACE_OBJS) $(sort $(RANK_OBJS) $(CONF_OBJS)) $(SHM_OBJS)
 	$(CC) $(LDFLAGS) -o $@ $^ $(CMOCKA_LIBS) $(TRACE_LIBS) $(RANK_LIBS)
+
+# Real db exports from shared/testdata (skipped where absent), and hostile files it writes.
+$(BUILD)/tests/test-device-db.o: CPPFLAGS += -DNPF_PROFILER_OUTPUTS='"$(CURDIR)/../shared/testdata/profiler_outputs"'
+$(BUILD)/tests/test-device-db: $(BUILD)/tests/test-device-db.o $(DEVICE_DB_OBJS)
+	$(CC) $(LDFLAGS) -o $@ $^ $(CMOCKA_LIBS) $(SQLITE_LIBS) -lm
 
 $(TORTURE): $(BUILD)/tests/torture-seqlock.o $(SHM_OBJS)
 	$(CC) $(LDFLAGS) -pthread -o $@ $^

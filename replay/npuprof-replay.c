@@ -10,6 +10,12 @@
 #include "replay/beside.h"
 #include "replay/cluster.h"
 #include "replay/db.h"
+#include "replay/device-db.h"
+#include "replay/devcluster.h"
+#include "replay/device-trace.h"
+#include "replay/devreport.h"
+#include "replay/fwout.h"
+#include "replay/steptrace.h"
 #include "replay/input.h"
 #include "replay/report.h"
 #include "replay/snapshot.h"
@@ -45,7 +51,11 @@ typedef struct options {
         size_t slices, max_entries;     /* split: --slices, --max-entries */
         bool json, strict, quiet;
         size_t top;
+        unsigned wait_s;                /* --wait: for a framework's parser still writing */
 } options_t;
+
+/* Seconds a framework's output must be left unchanged before it is read. */
+#define SETTLE_S 5
 
 typedef struct progress {
         const char *what;
@@ -167,6 +177,7 @@ static int out_close(out_t *o, int r)
 typedef struct run {
         const options_t *o;
         json_t *report, *snapshots, *traces, *errors;
+        json_t *device;                 /* {"ranks": [...], "not_analysed": [...]} */
         npf_snapshot_t *snaps[MAX_INPUTS];
         size_t n_snaps;
         npf_replay_t **replays;
@@ -279,6 +290,120 @@ static void analyse_trace(run_t *run, const char *path)
         if (stat(path, &st) == 0)
                 json_object_set_new(j, "bytes", json_integer((json_int_t) st.st_size));
         json_array_append_new(run->traces, j);
+}
+
+/* --- what the accelerators did ---------------------------------------------------------- */
+
+static void device_rank(run_t *run, json_t *rank)
+{
+        if (!rank)
+                input_failed(run, "device", -ENOMEM, "out of memory");
+        else
+                json_array_append_new(json_object_get(run->device, "ranks"), rank);
+}
+
+static void not_analysed(run_t *run, const char *dir, const char *why)
+{
+        json_array_append_new(json_object_get(run->device, "not_analysed"), json_pack("{s:s,s:s}", "dir", dir, "why", why));
+}
+
+/* One framework output that is ready: its timeline, or torch_npu's own breakdown alone. */
+static void analyse_fwout(run_t *run, const npf_fwout_t *f)
+{
+        char err[NPF_FWOUT_ERR_MAX], path[PATH_MAX + NAME_MAX + 32];
+        npf_device_t *d;
+        int r;
+
+        progress.what = f->dir;
+        if ((r = npf_fwout_load(f, &d, err)) == 0) {
+                device_rank(run, npf_devreport_rank(d, f->dir, run->o->top));
+                npf_device_free(d);
+                return;
+        }
+        if (r == -ENOENT && f->steps_csv[0]) {
+                char why[NPF_STEPTRACE_ERR_MAX];
+                npf_dev_breakdown_t *rows;
+                int64_t n;
+                snprintf(path, sizeof(path), "%s/ASCEND_PROFILER_OUTPUT/%s", f->dir, f->steps_csv);
+                if ((n = npf_steptrace_load(path, &rows, why)) < 0) {
+                        input_failed(run, path, (int) n, why);
+                        return;
+                }
+                device_rank(run, npf_devreport_rank_steps(f->rank, f->framework, rows, (size_t) n, path));
+                free(rows);
+                return;
+        }
+        input_failed(run, f->dir, r, err);
+}
+
+/* The framework outputs below the directory @path; with --wait, those still being parsed
+ * are waited for, a second at a time. */
+static void analyse_fwouts(run_t *run, const char *path)
+{
+        npf_fwout_t *f = calloc(NPF_FWOUT_MAX, sizeof(*f));
+        int n = 0;
+
+        if (!f) {
+                input_failed(run, path, -ENOMEM, "out of memory");
+                return;
+        }
+        for (unsigned waited = 0;; waited++) {
+                bool parsing = false;
+                if ((n = npf_fwout_find(path, time(NULL), SETTLE_S, f, NPF_FWOUT_MAX)) < 0)
+                        break;
+                for (int i = 0; i < n; i++)
+                        parsing |= f[i].state == NPF_FWOUT_PARSING;
+                if (!parsing || waited >= run->o->wait_s)
+                        break;
+                if (waited == 0)
+                        phase("waiting for the framework's parser");
+                sleep(1);
+        }
+        for (int i = 0; i < n; i++) {
+                char why[PATH_MAX + 256];
+                switch (f[i].state) {
+                case NPF_FWOUT_READY:
+                        analyse_fwout(run, &f[i]);
+                        break;
+                case NPF_FWOUT_PARSING:
+                        snprintf(why, sizeof(why), "the framework's parser is still writing it (last change %lld s "
+                                 "ago); analyse it again once it is done, or wait with --wait",
+                                 (long long) (time(NULL) - f[i].changed));
+                        not_analysed(run, f[i].dir, why);
+                        break;
+                case NPF_FWOUT_RAW: {
+                        char cmd[PATH_MAX + 128];
+                        snprintf(why, sizeof(why), "only raw profiling data (the framework's analysis was off): "
+                                 "%s makes it readable", npf_fwout_offline_command(&f[i], cmd, sizeof(cmd)));
+                        not_analysed(run, f[i].dir, why);
+                        break;
+                }
+                }
+        }
+        free(f);
+}
+
+/* A file given by itself: a trace with device tracks, gzipped or not, or a db export. */
+static void analyse_device_file(run_t *run, const char *path)
+{
+        char err[NPF_DEVICE_TRACE_ERR_MAX > NPF_DEVICE_DB_ERR_MAX ? NPF_DEVICE_TRACE_ERR_MAX : NPF_DEVICE_DB_ERR_MAX];
+        npf_device_trace_info_t info = { .device_tracks = true };
+        size_t n = strlen(path);
+        npf_device_t *d;
+        int r;
+
+        progress.what = path;
+        if (n > 3 && !strcmp(path + n - 3, ".db"))
+                r = npf_device_db_load(path, &d, NULL, err);
+        else
+                r = npf_device_trace_load(path, progress_cb, NULL, &d, &info, err);
+        if (r < 0) {
+                input_failed(run, path, r, err);
+                return;
+        }
+        if (info.device_tracks)
+                device_rank(run, npf_devreport_rank(d, path, run->o->top));
+        npf_device_free(d);
 }
 
 /*
@@ -463,10 +588,15 @@ static int write_outputs(run_t *run, const char *dir, side_output_t *const *side
                 json_string_value(json_object_get(run->report, "input")));
         size_t i;
         json_t *x;
+        /* The answer first: what the accelerators did. */
+        if (json_array_size(json_object_get(run->device, "ranks")) ||
+            json_array_size(json_object_get(run->device, "not_analysed")))
+                r = npf_devreport_text(o->f, run->device, run->o->top);
         json_array_foreach (run->snapshots, i, x) {
-                fputc('\n', o->f);
-                if ((r = npf_report_snapshot_text(o->f, x)) < 0)
+                if (r < 0)
                         break;
+                fputc('\n', o->f);
+                r = npf_report_snapshot_text(o->f, x);
         }
         for (i = 0; r == 0 && i < run->n_traces; i++) {
                 fprintf(o->f, "\nTrace %s\n", json_string_value(json_object_get(json_array_get(run->traces, i), "file")));
@@ -491,6 +621,13 @@ static int write_outputs(run_t *run, const char *dir, side_output_t *const *side
         r = json_dumpf(run->report, o->f, JSON_INDENT(1) | JSON_REAL_PRECISION(15)) < 0 ? -EIO : 0;
         fputc('\n', o->f);
         return out_close(o, r);
+}
+
+/* A file only the device readers take: gzipped (a Kineto trace) or a db export. */
+static bool device_only(const char *path)
+{
+        size_t n = strlen(path);
+        return (n > 3 && !strcmp(path + n - 3, ".gz")) || (n > 3 && !strcmp(path + n - 3, ".db"));
 }
 
 static json_t *read_manifest(const char *dir)
@@ -523,17 +660,17 @@ static int analyse(const char *path, const options_t *o)
         run.snapshots = json_array();
         run.traces = json_array();
         run.errors = json_array();
+        run.device = json_pack("{s:[],s:[]}", "ranks", "not_analysed");
         if (S_ISDIR(st.st_mode)) {
                 if ((r = npf_input_window(path, in, MAX_INPUTS)) < 0) {
                         status = fail(EXIT_INPUT, "%s: %s", path, strerror(-r));
                         goto out;
                 }
                 n = (size_t) r;
-                if (n == 0) {
-                        status = fail(EXIT_INPUT, "%s: no memory snapshot and no trace in this directory", path);
-                        goto out;
-                }
                 snprintf(outdir, sizeof(outdir), "%s/analysis", path);
+        } else if (device_only(path)) {
+                const char *base = strrchr(path, '/');
+                snprintf(outdir, sizeof(outdir), "%s-report", base ? base + 1 : path);
         } else {
                 snprintf(in[0].path, sizeof(in[0].path), "%s", path);
                 if ((r = npf_input_classify(path, &in[0].kind)) < 0) {
@@ -553,18 +690,29 @@ static int analyse(const char *path, const options_t *o)
         json_t *manifest = S_ISDIR(st.st_mode) ? read_manifest(path) : NULL;
         run.report = json_pack("{s:s,s:s,s:i,s:s,s:s,s:o,s:O,s:O,s:O}", "tool", "npuprof-replay", "version",
                                NPUPROF_VERSION, "schema", 1, "input", path, "kind",
-                               S_ISDIR(st.st_mode) ? "window" : in[0].kind == NPF_INPUT_SNAPSHOT ? "snapshot" : "trace",
+                               S_ISDIR(st.st_mode) ? "window" : n == 0 || in[0].kind == NPF_INPUT_TRACE ? "trace" : "snapshot",
                                "window", manifest ? manifest : json_null(),
                                "snapshots", run.snapshots, "traces", run.traces, "errors", run.errors);
+        json_object_set(run.report, "device", run.device);
         for (size_t i = 0; i < n; i++) {
                 if (in[i].kind == NPF_INPUT_SNAPSHOT)
                         replay_snapshot(&run, in[i].path);
                 else
                         analyse_trace(&run, in[i].path);
         }
+        if (S_ISDIR(st.st_mode))
+                analyse_fwouts(&run, path);
+        else if (device_only(path) || (n == 1 && in[0].kind == NPF_INPUT_TRACE))
+                analyse_device_file(&run, path);
+        size_t n_device = json_array_size(json_object_get(run.device, "ranks")) +
+                          json_array_size(json_object_get(run.device, "not_analysed"));
         /* Nothing read: no report, which would look like one of an empty window. */
-        if (run.n_snaps == 0 && run.n_traces == 0) {
-                status = fail(status_of(run.worst), "%s", run.reason);
+        if (run.n_snaps == 0 && run.n_traces == 0 && n_device == 0) {
+                if (run.worst == 0)
+                        status = fail(EXIT_INPUT, "%s: no memory snapshot, no trace and no framework's profiler output "
+                                      "in this directory", path);
+                else
+                        status = fail(status_of(run.worst), "%s", run.reason);
                 goto out;
         }
         if (mkdir(outdir, 0755) < 0 && errno != EEXIST) {
@@ -618,6 +766,7 @@ out:
         json_decref(run.snapshots);
         json_decref(run.traces);
         json_decref(run.errors);
+        json_decref(run.device);
         free(in);
         return status;
 }
@@ -683,15 +832,79 @@ out:
         return status;
 }
 
+/* The stages msprof-analyze found, where its output is in @dir: communication_group.json's
+ * "p2p" lists (its legacy stage list), or NULL. */
+static json_t *msprof_stages(const char *dir)
+{
+        static const char *const where[] = { "communication_group.json", "cluster_analysis_output/communication_group.json" };
+        char path[PATH_MAX];
+
+        for (size_t i = 0; i < sizeof(where) / sizeof(where[0]); i++) {
+                json_t *g, *p2p;
+                if (snprintf(path, sizeof(path), "%s/%s", dir, where[i]) >= (int) sizeof(path) ||
+                    !(g = json_load_file(path, 0, NULL)))
+                        continue;
+                p2p = json_incref(json_object_get(g, "p2p"));
+                json_decref(g);
+                if (json_is_array(p2p))
+                        return p2p;
+                json_decref(p2p);
+        }
+        return NULL;
+}
+
+/* The device section of the cluster report: every framework output below @dir. */
+static json_t *cluster_device(const char *dir, const options_t *o, json_t *errors)
+{
+        run_t run = { .o = o, .errors = errors };
+        json_t *stages, *device;
+
+        run.device = json_pack("{s:[],s:[]}", "ranks", "not_analysed");
+        if (!run.device)
+                return NULL;
+        analyse_fwouts(&run, dir);
+        stages = msprof_stages(dir);
+        device = npf_devcluster(json_object_get(run.device, "ranks"), stages);
+        if (device)
+                json_object_set(device, "not_analysed", json_object_get(run.device, "not_analysed"));
+        json_decref(stages);
+        json_decref(run.device);
+        return device;
+}
+
 static int cluster(const char *dir, const options_t *o)
 {
         char outdir[PATH_MAX], err[PATH_MAX + 128];
-        json_t *report;
+        json_t *report = NULL, *device, *errors = json_array();
+        bool windows;
         out_t out;
         int r;
 
-        if ((r = npf_cluster_report(dir, &report, err, sizeof(err))) < 0)
+        if ((r = npf_cluster_report(dir, &report, err, sizeof(err))) < 0 && r != -ENOENT) {
+                json_decref(errors);
                 return r == -ENOMEM ? fail(EXIT_NOMEM, "out of memory") : fail(EXIT_INPUT, "%s", err);
+        }
+        windows = r == 0;
+        device = cluster_device(dir, o, errors);
+        if (!device) {
+                json_decref(report);
+                json_decref(errors);
+                return fail(EXIT_NOMEM, "out of memory");
+        }
+        if (!windows && json_array_size(json_object_get(device, "ranks")) == 0 &&
+            json_array_size(json_object_get(device, "not_analysed")) == 0) {
+                json_decref(device);
+                json_decref(errors);
+                return fail(EXIT_INPUT, json_array_size(errors) ? "%s" : "%s: no rank*_start*_stop* window directory "
+                            "and no framework's profiler output below it",
+                            json_array_size(errors) ? json_string_value(json_object_get(json_array_get(errors, 0), "error")) : dir);
+        }
+        if (!report)
+                report = json_pack("{s:s,s:s,s:i,s:s,s:i,s:n,s:n,s:f,s:[],s:[]}", "tool", "npuprof-replay", "kind",
+                                   "cluster", "schema", 1, "dir", dir, "windows_found", 0, "median_step_us",
+                                   "threshold_us", "straggler_factor", NPF_CLUSTER_STRAGGLER, "stragglers", "windows");
+        json_object_set_new(report, "device", device);
+        json_object_set_new(report, "errors", errors);
         snprintf(outdir, sizeof(outdir), "%s/cluster", dir);
         if (o->outdir)
                 snprintf(outdir, sizeof(outdir), "%s", o->outdir);
@@ -699,8 +912,14 @@ static int cluster(const char *dir, const options_t *o)
                 json_decref(report);
                 return fail(EXIT_INPUT, "%s: cannot create: %s", outdir, strerror(errno));
         }
-        if ((r = out_open(&out, outdir, "report.txt")) == 0)
-                r = out_close(&out, npf_cluster_text(out.f, report));
+        if ((r = out_open(&out, outdir, "report.txt")) == 0) {
+                /* The answer first. */
+                if (json_array_size(json_object_get(device, "ranks")))
+                        r = npf_devcluster_text(out.f, device);
+                if (r == 0 && windows)
+                        r = npf_cluster_text(out.f, report);
+                r = out_close(&out, r);
+        }
         if (r == 0 && (r = out_open(&out, outdir, "ranks.svg")) == 0)
                 r = out_close(&out, npf_cluster_svg(out.f, report));
         if (r == 0 && (r = out_open(&out, outdir, "report.json")) == 0) {
@@ -769,6 +988,7 @@ static void usage(FILE *f)
                 "      --db FILE            also write the replay of a snapshot into the SQLite database FILE\n"
                 "                           (tables events, blocks, segments, frames, stack_frames, devices)\n"
                 "      --strict             fail on the first inconsistency of a trace with its snapshot\n"
+                "      --wait SECONDS       wait up to SECONDS for a framework's parser still writing its output\n"
                 "      --top N              rows of each ranked list (default 20)\n"
                 "      --limit-memory BYTES an address-space limit, set before any input is read (K, M, G)\n"
                 "      --limit-cpu SECONDS  a CPU time limit, set before any input is read\n"
@@ -793,6 +1013,7 @@ int main(int argc, char **argv)
                 { "help", no_argument, NULL, 'h' },              { "version", no_argument, NULL, 'V' },
                 { "db", required_argument, NULL, 'D' },
                 { "slices", required_argument, NULL, 'S' },      { "max-entries", required_argument, NULL, 'E' },
+                { "wait", required_argument, NULL, 'W' },
                 {},
         };
         options_t o = { .top = 20 };
@@ -826,6 +1047,11 @@ int main(int argc, char **argv)
                         break;
                 case 'j':
                         o.json = true;
+                        break;
+                case 'W':
+                        if (parse_size(optarg, &v) < 0 || v > 86400)
+                                return fail(EXIT_USAGE, "--wait: \"%s\" is not a number of seconds up to 86400", optarg);
+                        o.wait_s = (unsigned) v;
                         break;
                 case 's':
                         o.strict = true;
