@@ -497,7 +497,7 @@ static char *join(const char *dir, const char *name)
 static void start(npf_analyze_t *a, record_t *rec)
 {
         run_t *run = calloc(1, sizeof(*run));
-        char nice[16], cpu[32], mem[32];
+        char nice[16], cpu[32], mem[32], wait[32];
         int r;
 
         if (run) {
@@ -528,11 +528,14 @@ static void start(npf_analyze_t *a, record_t *rec)
         snprintf(nice, sizeof(nice), "%d", a->opt.nice);
         snprintf(cpu, sizeof(cpu), "%" PRIu64, a->opt.timeout_s);
         snprintf(mem, sizeof(mem), "%" PRIu64, a->opt.memory_bytes);
-        char *args[] = { a->analyzer, (char *) "--nice", nice, (char *) "--limit-cpu", cpu, (char *) "-o", run->outdir,
-                         (char *) "--limit-memory", mem, rec->dir, NULL };
+        /* A framework's own parser (torch_npu's, MindSpore's) may still be writing the
+         * window's output when it closes: half the time limit goes to waiting for it. */
+        snprintf(wait, sizeof(wait), "%" PRIu64, a->opt.timeout_s / 2);
+        char *args[] = { a->analyzer, (char *) "--nice", nice, (char *) "--limit-cpu", cpu, (char *) "--wait", wait,
+                         (char *) "-o", run->outdir, (char *) "--limit-memory", mem, rec->dir, NULL };
         /* Without an address-space limit the option is left out: the path takes its place. */
         if (!a->opt.memory_bytes)
-                args[7] = rec->dir, args[8] = NULL;
+                args[9] = rec->dir, args[10] = NULL;
         uv_stdio_container_t stdio[3] = {
                 { .flags = UV_IGNORE },
                 { .flags = UV_IGNORE },

@@ -1,13 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The db export's tables into a device timeline (device-db.h). Strings and enums are read
- * whole into sorted maps, so no query joins a table whose key might repeat: a hostile file
- * cannot make a join multiply its rows. The lookups SQLite does (compute tasks and launches
- * by id) go through derived tables grouped by their key, which it indexes itself.
+ * The db export's tables into a device timeline (device-db.h). No query joins on a key that
+ * might repeat, so a hostile file cannot make a join multiply its rows: strings and enums are
+ * read whole into sorted maps, and the lookups SQLite does (compute tasks and launches by id)
+ * join the table itself only where the key is its rowid, else a derived table grouped by it.
+ * Every value is checked for its type and range as it is read (col_int() and its callers).
  */
 #include "replay/device-db.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <math.h>
 #include <sqlite3.h>
@@ -18,6 +20,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 /* The longest value SQLite hands back: a row over it is an error, not an allocation. */
 #define VALUE_MAX (16 << 20)
@@ -117,6 +120,47 @@ static int grow(void **p, size_t *cap, size_t need, size_t elem)
         return 0;
 }
 
+/* The length of the well-formed UTF-8 sequence at @s (not a control character), or 0. */
+static size_t utf8_len(const unsigned char *s)
+{
+        size_t n;
+        unsigned cp;
+
+        if (s[0] >= 0x20 && s[0] < 0x7f)
+                return 1;
+        if (s[0] >= 0xc2 && s[0] <= 0xdf)
+                n = 2, cp = s[0] & 0x1fu;
+        else if (s[0] >= 0xe0 && s[0] <= 0xef)
+                n = 3, cp = s[0] & 0x0fu;
+        else if (s[0] >= 0xf0 && s[0] <= 0xf4)
+                n = 4, cp = s[0] & 0x07u;
+        else
+                return 0;
+        for (size_t i = 1; i < n; i++) {
+                if ((s[i] & 0xc0) != 0x80)
+                        return 0;
+                cp = cp << 6 | (s[i] & 0x3fu);
+        }
+        if ((n == 3 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) || (n == 4 && (cp < 0x10000 || cp > 0x10ffff)))
+                return 0;
+        return n;
+}
+
+/* Replaces in @s what is not printable UTF-8 (SQLite's messages quote the file's bytes) with '?'. */
+static void printable(char *s)
+{
+        unsigned char *p = (unsigned char *) s;
+
+        while (*p) {
+                size_t n = utf8_len(p);
+                if (n) {
+                        p += n;
+                } else {
+                        *p++ = '?';
+                }
+        }
+}
+
 /* A sentence naming the file into the caller's buffer. Return: @r. */
 __attribute__((format(printf, 3, 4))) static int fail(loader_t *L, int r, const char *fmt, ...)
 {
@@ -128,6 +172,7 @@ __attribute__((format(printf, 3, 4))) static int fail(loader_t *L, int r, const 
                 vsnprintf(L->err + n, NPF_DEVICE_DB_ERR_MAX - (size_t) n, fmt, ap);
                 va_end(ap);
         }
+        printable(L->err);
         return r;
 }
 
@@ -287,13 +332,15 @@ static int map_load(loader_t *L, int table, const char *sql, str_map_t *m)
         const char *tname = table_names[table];
         sqlite3_stmt *st = NULL;
         uint64_t row = 0;
+        char what[64];
         int r;
 
         if (!L->has[table])
                 return 0;
-        if ((r = prepare(L, sql, tname, &st)) < 0)
+        snprintf(what, sizeof(what), "reading %s", tname);
+        if ((r = prepare(L, sql, what, &st)) < 0)
                 return r;
-        while ((r = next_row(L, st, tname)) == 1) {
+        while ((r = next_row(L, st, what)) == 1) {
                 const unsigned char *s = sqlite3_column_text(st, 1);
                 size_t len = (size_t) sqlite3_column_bytes(st, 1);
                 int64_t id;
@@ -304,7 +351,7 @@ static int map_load(loader_t *L, int table, const char *sql, str_map_t *m)
                         break;
                 }
                 if (!s && sqlite3_column_type(st, 1) != SQLITE_NULL) {
-                        r = fail(L, -ENOMEM, "%s: out of memory", tname);
+                        r = fail(L, -ENOMEM, "out of memory reading %s", tname);
                         break;
                 }
                 if (m->n >= NPF_DEVICE_TASKS_MAX || m->len + len > NPF_DEVICE_DB_STRINGS_MAX) {
@@ -490,10 +537,15 @@ static int open_db(loader_t *L, const char *path)
 {
         struct stat sb;
         char *uri;
-        int rc;
+        int fd, rc;
 
-        if (stat(path, &sb) < 0)
+        /* Opened here first for errno's word on it (SQLite's would be "unable to open"). */
+        if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)) < 0)
                 return fail(L, -errno, "cannot open: %s", strerror(errno));
+        rc = fstat(fd, &sb) < 0 ? -errno : 0;
+        close(fd);
+        if (rc < 0)
+                return fail(L, rc, "cannot stat: %s", strerror(-rc));
         if (!S_ISREG(sb.st_mode))
                 return fail(L, -EINVAL, "not a regular file");
         if (sb.st_size == 0)
@@ -659,36 +711,78 @@ static int add_task_row(loader_t *L, sqlite3_stmt *st, uint64_t row)
 }
 
 /*
+ * Whether @column is @table's INTEGER PRIMARY KEY, the rowid itself: unique whatever else the
+ * file holds, so that a join on it finds at most one row. As torch_npu writes them,
+ * COMPUTE_TASK_INFO.globalTaskId and CANN_API.connectionId are.
+ */
+static int rowid_key(loader_t *L, const char *table, const char *column, bool *ret)
+{
+        static const char sql[] =
+                "SELECT (SELECT count(*) FROM pragma_table_info(?1) WHERE pk > 0) = 1"
+                " AND EXISTS (SELECT 1 FROM pragma_table_info(?1) WHERE pk = 1 AND name = ?2 COLLATE NOCASE"
+                " AND upper(type) = 'INTEGER')"
+                " AND NOT EXISTS (SELECT 1 FROM pragma_index_list(?1) WHERE origin = 'pk')";
+        sqlite3_stmt *st = NULL;
+        int r;
+
+        if ((r = prepare(L, sql, "reading the schema", &st)) < 0)
+                return r;
+        sqlite3_bind_text(st, 1, table, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 2, column, -1, SQLITE_STATIC);
+        if ((r = next_row(L, st, "reading the schema")) == 1) {
+                *ret = sqlite3_column_int(st, 0) != 0;
+                r = 0;
+        } else if (r == 0) {
+                *ret = false;
+        }
+        sqlite3_finalize(st);
+        return r;
+}
+
+/*
  * TASK, each row with what COMPUTE_TASK_INFO says of it, the start of the node-level (type
  * 10000) CANN_API call of its connectionId (_step_info_db_parser.py, get_api_data_in_time_range()
  * and get_task_info_from_api()), and whether it is an HCCL op's (COMMUNICATION_TASK_INFO).
- * A missing optional table is an empty derived table of the same columns.
+ * A table keyed by its rowid is joined as it is; one whose key might repeat through a derived
+ * table grouped by it (five times slower), so that no row of TASK comes out twice. A missing
+ * optional table is an empty derived table of the same columns.
  */
 static int load_tasks(loader_t *L)
 {
+        const char *compute = "(SELECT 0 AS globalTaskId, 0 AS name, 0 AS taskType WHERE 0)",
+                   *api = "(SELECT 0 AS connectionId, 0 AS startNs, 10000 AS type WHERE 0)",
+                   *hccl = "(SELECT 0 AS globalTaskId WHERE 0)";
+        bool unique;
         char sql[1536];
         sqlite3_stmt *st = NULL;
         uint64_t row = 0;
         int r;
 
+        if (L->has[T_COMPUTE_TASK_INFO]) {
+                if ((r = rowid_key(L, "COMPUTE_TASK_INFO", "globalTaskId", &unique)) < 0)
+                        return r;
+                compute = unique ? "COMPUTE_TASK_INFO"
+                                 : "(SELECT globalTaskId, min(name) AS name, min(taskType) AS taskType"
+                                   " FROM COMPUTE_TASK_INFO WHERE globalTaskId IS NOT NULL GROUP BY globalTaskId)";
+        }
+        if (L->has[T_CANN_API]) {
+                if ((r = rowid_key(L, "CANN_API", "connectionId", &unique)) < 0)
+                        return r;
+                api = unique ? "CANN_API"
+                             : "(SELECT connectionId, min(startNs) AS startNs, 10000 AS type FROM CANN_API"
+                               " WHERE type = 10000 AND connectionId IS NOT NULL GROUP BY connectionId)";
+        }
+        if (L->has[T_COMMUNICATION_TASK_INFO])
+                hccl = "(SELECT DISTINCT globalTaskId FROM COMMUNICATION_TASK_INFO WHERE globalTaskId IS NOT NULL)";
         snprintf(sql, sizeof(sql),
                  "SELECT t.startNs, t.endNs, t.streamId, t.taskType, c.globalTaskId IS NOT NULL,"
                  " c.name AS \"COMPUTE_TASK_INFO.name\", c.taskType AS \"COMPUTE_TASK_INFO.taskType\","
                  " a.startNs AS \"CANN_API.startNs\", h.globalTaskId IS NOT NULL, t.globalTaskId, t.deviceId"
                  " FROM TASK t"
                  " LEFT JOIN %s c ON c.globalTaskId = t.globalTaskId"
-                 " LEFT JOIN %s a ON a.connectionId = t.connectionId"
+                 " LEFT JOIN %s a ON a.connectionId = t.connectionId AND a.type = 10000"
                  " LEFT JOIN %s h ON h.globalTaskId = t.globalTaskId",
-                 L->has[T_COMPUTE_TASK_INFO]
-                         ? "(SELECT globalTaskId, min(name) AS name, min(taskType) AS taskType"
-                           " FROM COMPUTE_TASK_INFO WHERE globalTaskId IS NOT NULL GROUP BY globalTaskId)"
-                         : "(SELECT 0 AS globalTaskId, 0 AS name, 0 AS taskType WHERE 0)",
-                 L->has[T_CANN_API] ? "(SELECT connectionId, min(startNs) AS startNs FROM CANN_API"
-                                      " WHERE type = 10000 AND connectionId IS NOT NULL GROUP BY connectionId)"
-                                    : "(SELECT 0 AS connectionId, 0 AS startNs WHERE 0)",
-                 L->has[T_COMMUNICATION_TASK_INFO] ? "(SELECT DISTINCT globalTaskId FROM COMMUNICATION_TASK_INFO"
-                                                     " WHERE globalTaskId IS NOT NULL)"
-                                                   : "(SELECT 0 AS globalTaskId WHERE 0)");
+                 compute, api, hccl);
         if ((r = prepare(L, sql, "reading TASK", &st)) < 0)
                 return r;
         while ((r = next_row(L, st, "reading TASK")) == 1)
@@ -703,24 +797,50 @@ static int load_tasks(loader_t *L)
 
 /* --- links ----------------------------------------------------------------------------------- */
 
+/* One more transfer; summed per (group, link) by link_sums_merge() once all are read. */
 static int link_sum_add(loader_t *L, uint32_t group, uint32_t link, int64_t bytes, int64_t time_ns)
 {
-        link_sum_t *s = NULL;
+        if (grow((void **) &L->sums, &L->cap_sums, L->n_sums + 1, sizeof(*L->sums)) < 0)
+                return fail(L, -ENOMEM, "out of memory");
+        L->sums[L->n_sums++] = (link_sum_t) { group, link, (uint64_t) bytes, 1, time_ns };
+        return 0;
+}
 
-        for (size_t i = 0; i < L->n_sums && !s; i++)
-                if (L->sums[i].group == group && L->sums[i].link == link)
-                        s = &L->sums[i];
-        if (!s) {
-                if (L->n_sums >= 65536)
-                        return fail(L, -E2BIG, "more than 65536 groups and link types");
-                if (grow((void **) &L->sums, &L->cap_sums, L->n_sums + 1, sizeof(*L->sums)) < 0)
-                        return fail(L, -ENOMEM, "out of memory");
-                s = &L->sums[L->n_sums++];
-                *s = (link_sum_t) { .group = group, .link = link };
+static int by_group_link(const void *a, const void *b)
+{
+        const link_sum_t *x = a, *y = b;
+
+        if (x->group != y->group)
+                return x->group < y->group ? -1 : 1;
+        return (x->link > y->link) - (x->link < y->link);
+}
+
+/* The transfers summed per (group, link), the sums saturating, into the timeline. */
+static int link_sums_merge(loader_t *L)
+{
+        size_t n = 0;
+        int r;
+
+        if (L->n_sums > 1)
+                qsort(L->sums, L->n_sums, sizeof(*L->sums), by_group_link);
+        for (size_t i = 1; i < L->n_sums; i++) {
+                link_sum_t *s = &L->sums[n];
+                if (!by_group_link(&L->sums[i], s)) {
+                        s->bytes = (uint64_t) sat_add((int64_t) s->bytes, (int64_t) L->sums[i].bytes);
+                        s->time_ns = sat_add(s->time_ns, L->sums[i].time_ns);
+                        s->count++;
+                } else {
+                        L->sums[++n] = L->sums[i];
+                }
         }
-        s->bytes = (uint64_t) sat_add((int64_t) s->bytes, bytes);
-        s->time_ns = sat_add(s->time_ns, time_ns);
-        s->count++;
+        if (L->n_sums)
+                L->n_sums = n + 1;
+        for (size_t i = 0; i < L->n_sums; i++) {
+                const link_sum_t *s = &L->sums[i];
+                if ((r = npf_device_add_link(L->d, s->group, s->link, s->bytes, s->time_ns, s->count)) < 0)
+                        return fail(L, r, r == -E2BIG ? "more than %zu groups and link types" : "out of memory",
+                                    i);
+        }
         return 0;
 }
 
@@ -811,13 +931,10 @@ static int load_links(loader_t *L)
                 if ((r = add_transfer_row(L, st, ++row)) < 0)
                         break;
         sqlite3_finalize(st);
-        for (size_t i = 0; r == 0 && i < L->n_sums; i++) {
-                const link_sum_t *s = &L->sums[i];
-                if ((r = npf_device_add_link(L->d, s->group, s->link, s->bytes, s->time_ns, s->count)) < 0)
-                        r = fail(L, r, "cannot add a link: %s", strerror(-r));
-        }
+        if (r < 0 || (r = link_sums_merge(L)) < 0)
+                return r;
         id_vals_sort(&L->op_bytes, true);
-        return r;
+        return 0;
 }
 
 /* --- communication ops, steps, rank ---------------------------------------------------------- */

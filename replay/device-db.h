@@ -12,9 +12,9 @@
  *                              AI_VECTOR_CORE, MIX_AIV, AIV: AI Vector; AI_CPU), else, where
  *                              that says N/A (level0), TASK's own (KERNEL_AICORE, KERNEL_AIVEC,
  *                              KERNEL_AICPU, ...), else other
- *     other                    a task of an HCCL op (its globalTaskId in
- *                              COMMUNICATION_TASK_INFO), or any task not compute or memory
- *     memory                   the rest whose taskType names MEMCPY, MEMSET, SDMA or PCIE_DMA
+ *     memory                   one whose taskType names MEMCPY, MEMSET, SDMA or PCIE_DMA,
+ *                              unless it is an HCCL op's (in COMMUNICATION_TASK_INFO)
+ *     other                    the rest, the HCCL ops' tasks among them (device.h)
  *                            Non-compute tasks are named by their taskType ("MEMCPY_ASYNC").
  *                            launch: the start of the CANN_API row of type 10000 (node level)
  *                            with its connectionId (_step_info_db_parser.py), for every class
@@ -39,7 +39,8 @@
  *                            from TASK's deviceId. The framework from the file's name, else
  *                            torch_npu where a PYTORCH_API table is there.
  * Only TASK must be there; without another table what it gives is missing (without CANN_API
- * no task has a launch, without STRING_IDS names are empty and there are no links). A value
+ * no task has a launch, without STRING_IDS or the ENUM_HCCL_* tables names are empty and
+ * there are no links). A value
  * of the wrong type (text or a blob where an integer belongs, NULL in a time) is an error,
  * as is a time outside [0, NPF_DEVICE_DB_TIME_MAX]. Every time is nanoseconds.
  */

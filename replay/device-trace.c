@@ -165,8 +165,23 @@ static bool contains_nocase(npf_evscan_str_t s, const char *needle)
 static int64_t intern(loader_t *l, npf_evscan_str_t s)
 {
         char buf[1024];
+
         size_t n = npf_evscan_unescape(s, buf, sizeof(buf));
-        return npf_device_intern(l->d, buf, n);
+
+        /* A longer name (a CUDA kernel's whole signature) keeps its first bytes, cut at a
+         * character's start so that it stays UTF-8. */
+        if (n >= sizeof(buf)) {
+                size_t i = n = sizeof(buf) - 1;
+                while (i > 0 && n - i < 4 && ((unsigned char) buf[i - 1] & 0xc0) == 0x80)
+                        i--;
+                if (i > 0) {
+                        unsigned char lead = (unsigned char) buf[i - 1];
+                        size_t len = lead >= 0xf0 ? 4 : lead >= 0xe0 ? 3 : lead >= 0xc0 ? 2 : 1;
+                        if (i - 1 + len > n)
+                                n = i - 1;
+                }
+        }
+        return npf_device_intern(l->d, buf, strnlen(buf, n));
 }
 
 static proc_t *proc_of(loader_t *l, int64_t pid)
@@ -269,6 +284,20 @@ static uint64_t dtype_size(npf_evscan_str_t s)
         return has_prefix(s, "Float8") ? 1 : 0;
 }
 
+/* The bytes of one element of an HCCL data type ("FP32"). */
+static uint64_t hccl_type_size(npf_evscan_str_t s)
+{
+        static const struct { const char *name; unsigned size; } types[] = {
+                { "FP32", 4 }, { "FP16", 2 }, { "BFP16", 2 }, { "INT8", 1 }, { "UINT8", 1 }, { "INT16", 2 },
+                { "UINT16", 2 }, { "INT32", 4 }, { "UINT32", 4 }, { "INT64", 8 }, { "UINT64", 8 }, { "FP64", 8 },
+        };
+
+        for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++)
+                if (npf_evscan_eq(s, types[i].name))
+                        return types[i].size;
+        return 0;
+}
+
 static int keep(loader_t *l, const npf_evscan_event_t *e, enum what what, int64_t link)
 {
         rec_t *r;
@@ -343,8 +372,13 @@ static int on_event(void *userdata, const npf_evscan_event_t *e)
                 bool is_task = npf_evscan_get(e->args, "Task Type", &tt);
                 uint8_t kind = proc_kind(l, e->has_pid ? e->pid : 0);
                 if (is_task || link != NONE || kind == P_HCCL) {
+                        npf_evscan_str_t dt;
+                        int64_t count = arg_int(e->args, "count");
                         if ((r = keep(l, e, REC_NPU, link)) == 0 && is_task)
                                 l->recs[l->n_recs - 1].task_type = (uint8_t) task_type(tt);
+                        /* An HCCL op's elements and their type: the bytes it moved. */
+                        if (r == 0 && count > 0 && npf_evscan_get(e->args, "data_type", &dt))
+                                l->recs[l->n_recs - 1].bytes = (uint64_t) count * hccl_type_size(dt);
                 }
         }
         if (r < 0)

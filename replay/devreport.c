@@ -12,8 +12,8 @@
 
 /* The parts of a step that add up to its device span, in the order they are told. */
 static const char *const parts[] = { "computing_us", "communication_not_overlapped_us", "free_us", "bubble_us" };
-static const char *const part_words[] = { "computing", "communication not overlapped", "free (the device idle)",
-                                          "bubble (pipeline receives)" };
+static const char *const part_words[] = { "computing", "communication not overlapped", "idle (free)",
+                                          "pipeline bubble" };
 
 static json_t *step_json(const npf_dev_breakdown_t *b)
 {
@@ -214,7 +214,7 @@ const char *npf_devreport_answer(const json_t *rank, char *buf, size_t size)
         if (json_is_object(temporal) && len > 0 && (size_t) len < size) {
                 double overlap = num(rank, "comm_comp_overlap_pct");
                 int more = snprintf(buf + len, size - (size_t) len, "; over the window the device was idle %.1f%%, "
-                                    "computing %.1f%%, other %.1f%%", num(temporal, "idle_pct"),
+                                    "computing %.1f%%, communicating or copying %.1f%%", num(temporal, "idle_pct"),
                                     num(temporal, "compute_pct"), num(temporal, "non_compute_pct"));
                 if (more > 0 && (size_t) (len += more) < size && json_is_number(json_object_get(rank, "comm_comp_overlap_pct")))
                         snprintf(buf + len, size - (size_t) len, "; computation hid %.0f%% of communication", overlap);

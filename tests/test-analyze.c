@@ -440,7 +440,7 @@ static void test_command_line(void **state)
         assert_true(json_is_null(json_object_get(j, "reason")));
         json_decref(j);
         slurp(path, got, sizeof(got));
-        snprintf(want, sizeof(want), "--nice\n7\n--limit-cpu\n42\n-o\n%s/args/analysis\n--limit-memory\n%llu\n%s/args\n",
+        snprintf(want, sizeof(want), "--nice\n7\n--limit-cpu\n42\n--wait\n21\n-o\n%s/args/analysis\n--limit-memory\n%llu\n%s/args\n",
                  w.dir, (unsigned long long) (2 * GiB), w.dir);
         assert_string_equal(got, want);
 
@@ -456,7 +456,7 @@ static void test_command_line(void **state)
         expect_state(&w, 1, "done", NULL);
         snprintf(path, sizeof(path), "%s/elsewhere/report.json", w.dir);
         slurp(path, got, sizeof(got));
-        snprintf(want, sizeof(want), "--nice\n7\n--limit-cpu\n42\n-o\n%s/elsewhere\n%s/args\n", w.dir, w.dir);
+        snprintf(want, sizeof(want), "--nice\n7\n--limit-cpu\n42\n--wait\n21\n-o\n%s/elsewhere\n%s/args\n", w.dir, w.dir);
         assert_string_equal(got, want);
         world_done(&w);
 }

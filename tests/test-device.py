@@ -142,6 +142,15 @@ def test_text_export():
                 check("report.txt leads with the answer: communication not overlapped, its share",
                       "step 50: 75% of the device's step is communication not overlapped" in txt.split("\n\nRank")[1],
                       txt[:600])
+                # The HCCL ops' bytes: their elements times their type's size, from the trace's args.
+                with open(os.path.join(win, "ASCEND_PROFILER_OUTPUT", "trace_view.json")) as f:
+                    events = json.load(f)
+                want_bytes = sum(int(e["args"]["count"]) * {"FP32": 4, "FP16": 2, "BFP16": 2}[e["args"]["data_type"]]
+                                 for e in events if str(e.get("name", "")).startswith("hcom_") and e.get("ph") == "X"
+                                 and "count" in e.get("args", {}))
+                coll = ranks[0]["collectives"]
+                check("level1: the allReduce collective's bytes are its ops' count x type size (%d)" % want_bytes,
+                      len(coll) == 1 and coll[0]["bytes"] == want_bytes and coll[0]["count"] == 4, coll)
                 links = {(l["link"]) for l in ranks[0]["links"]}
                 check("level1: communication.json's links (HCCS) read", "HCCS" in links, ranks[0]["links"])
 
@@ -278,6 +287,19 @@ def test_hostile():
     p = run("-o", out, os.path.dirname(os.path.dirname(only)))
     check("a step_trace_time.csv with a word for a number: the line and column named",
           p.returncode == 1 and "line 2" in p.stderr and "abc" in p.stderr, p.stderr)
+    # A kernel's name longer than a name is kept, with a character across the cut.
+    name = "a" * 1021 + "\u00e9\u4e2d" + "b" * 10
+    path = os.path.join(tmp, "long.pt.trace.json")
+    with open(path, "w") as f:
+        json.dump({"traceEvents": [
+            {"ph": "X", "cat": "kernel", "name": name, "pid": 0, "tid": 7, "ts": 10, "dur": 5, "args": {"correlation": 1}},
+            {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 5, "dur": 1,
+             "args": {"correlation": 1}}]}, f)
+    out = os.path.join(tmp, "long-out")
+    p = run("-o", out, path)
+    rep = report(out)
+    check("a kernel name of 1,050 bytes: shortened at a character's start, still UTF-8",
+          p.returncode == 0 and rep and rep["device"]["ranks"][0]["kernels"][0]["name"] == name[:1022], p.stderr)
     # A db that is not SQLite.
     bad = os.path.join(tmp, "baddb", "rank0_ascend_pt", "ASCEND_PROFILER_OUTPUT")
     os.makedirs(bad)
