@@ -1348,7 +1348,7 @@ def test_hostile():
         f.write('{"rank": 0}\n')
     r = Run([empty_dir, "-q"], os.path.join(empty_dir, "analysis"))
     eq("a directory with nothing to analyse: exit status", r.rc, 1)
-    check("no memory snapshot and no trace" in r.said and r.report is None,
+    check("no memory snapshot, no trace and no framework's profiler output" in r.said and r.report is None,
           "a directory with nothing to analyse: says so, writes no report", r.last)
 
 
