@@ -880,6 +880,11 @@ static int cluster(const char *dir, const options_t *o)
         out_t out;
         int r;
 
+        struct stat st;
+        if (stat(dir, &st) < 0) {
+                json_decref(errors);
+                return fail(EXIT_INPUT, "%s: %s", dir, strerror(errno));
+        }
         if ((r = npf_cluster_report(dir, &report, err, sizeof(err))) < 0 && r != -ENOENT) {
                 json_decref(errors);
                 return r == -ENOMEM ? fail(EXIT_NOMEM, "out of memory") : fail(EXIT_INPUT, "%s", err);

@@ -48,7 +48,7 @@ REPLAY = os.path.join(BUILD, "npuprof-replay")
 # from the header: a change of either must be seen by this test.
 DEPTH_MAX = 6                   # directory levels below DIR searched for windows
 STRAGGLER = Fraction(11, 10)    # a median step above 110% of the median of medians
-NO_WINDOW = "no rank*_start*_stop* window directory below it"
+NO_WINDOW = "no rank*_start*_stop* window directory and no framework's profiler output below it"
 # A sanitizer's report must not look like the program's own exit status 1.
 ENV = dict(os.environ,
            ASAN_OPTIONS="exitcode=86:" + os.environ.get("ASAN_OPTIONS", ""),
