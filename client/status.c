@@ -167,11 +167,18 @@ static void print_analysis_detail(json_t *w, int indent)
         json_t *an = json_object_get(w, "analysis");
         const char *state = str(an, "state", "");
 
+        const json_t *a;
+        size_t i;
+
         if (strcmp(state, "done") == 0)
                 printf("%*sreport: %s (%.1f s)\n", indent, "", str(an, "report", "?"),
                        json_number_value(json_object_get(an, "seconds")));
         else if (strcmp(state, "failed") == 0)
                 printf("%*sfailed: %s\n", indent, "", str(an, "reason", "?"));
+        /* Then the report's answers: what the accelerators did. */
+        json_array_foreach (json_object_get(an, "answers"), i, a)
+                if (json_is_string(a))
+                        printf("%*s%s\n", indent, "", json_string_value(a));
         /* A failure that still wrote a report of what could be analysed. */
         if (strcmp(state, "failed") == 0 && json_is_string(json_object_get(an, "report")))
                 printf("%*sreport: %s\n", indent, "", str(an, "report", "?"));

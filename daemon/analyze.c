@@ -5,6 +5,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,6 +26,7 @@ typedef struct record {
         gid_t gid;
         char *report;                   /* done */
         char *reason;                   /* failed */
+        json_t *answers;                /* the report's answers (summary.json), or NULL */
         run_t *run;                     /* running */
 } record_t;
 
@@ -282,6 +284,7 @@ static void record_clear(record_t *r)
         free(r->outdir);
         free(r->report);
         free(r->reason);
+        json_decref(r->answers);
         memset(r, 0, sizeof(*r));
 }
 
@@ -316,6 +319,31 @@ static double elapsed_s(const record_t *r, uint64_t now_ns)
         return (double) ((end - r->started_ns) / 1000000u) / 1000.0;
 }
 
+/*
+ * The answers npuprof-replay wrote beside @report: summary.json's "answers", strings only,
+ * from a file of at most NPF_ANALYZE_SUMMARY_MAX bytes; NULL when there is none.
+ */
+static json_t *read_answers(const char *report)
+{
+        const char *slash = strrchr(report, '/');
+        char path[PATH_MAX];
+        struct stat st;
+        json_t *s, *a, *out = NULL, *x;
+        size_t i;
+
+        if (!slash || snprintf(path, sizeof(path), "%.*s/summary.json", (int) (slash - report), report) >= (int) sizeof(path) ||
+            stat(path, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size > NPF_ANALYZE_SUMMARY_MAX ||
+            !(s = json_load_file(path, 0, NULL)))
+                return NULL;
+        a = json_object_get(s, "answers");
+        if (json_is_array(a) && (out = json_array()))
+                json_array_foreach (a, i, x)
+                        if (json_is_string(x))
+                                json_array_append(out, x);
+        json_decref(s);
+        return out;
+}
+
 /* Mark @r done or failed (with @reason); @report, which may be NULL, and @reason are copied. */
 static void record_finish(npf_analyze_t *a, record_t *r, const char *report, const char *reason)
 {
@@ -324,6 +352,7 @@ static void record_finish(npf_analyze_t *a, record_t *r, const char *report, con
         free(r->outdir);
         r->dir = r->outdir = NULL;
         r->report = report ? strdup(report) : NULL;
+        r->answers = report ? read_answers(report) : NULL;
         if (!reason) {
                 r->state = NPF_ANALYSIS_DONE;
                 a->done++;
@@ -699,8 +728,8 @@ json_t *npf_analyze_window_json(const npf_analyze_t *a, uint64_t window_id)
 
         if (!r)
                 return NULL;
-        return json_pack("{s:s, s:o, s:o, s:o, s:o}", "state", state_name(r->state),
-                         "report", string_or_null(r->report),
+        return json_pack("{s:s, s:o, s:O?, s:o, s:o, s:o}", "state", state_name(r->state),
+                         "report", string_or_null(r->report), "answers", r->answers,
                          "reason", string_or_null(r->reason),
                          "pid", r->run && r->run->proc.pid > 0 ? json_integer(r->run->proc.pid) : json_null(),
                          "seconds", r->state == NPF_ANALYSIS_QUEUED ? json_null()

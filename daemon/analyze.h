@@ -33,6 +33,7 @@
 #define NPF_ANALYZE_QUEUE_MAX 256u              /* windows waiting; beyond, the oldest is dropped */
 #define NPF_ANALYZE_KEPT 512u                   /* analyses remembered, finished or not */
 #define NPF_ANALYZE_REASON_MAX 320u             /* bytes of a failure's reason */
+#define NPF_ANALYZE_SUMMARY_MAX 16384u          /* bytes of the analyzer's summary.json read */
 #define NPF_ANALYZE_TAIL_MAX 4096u              /* bytes of a child's stderr kept */
 #define NPF_ANALYZE_EXIT_OOM 3                  /* npuprof-replay's exit status for "out of memory" */
 #define NPF_ANALYZE_GRACE_MS 2000u              /* after the child's exit, wait this long for its stderr's end */

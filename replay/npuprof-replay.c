@@ -575,6 +575,34 @@ static int chart_write(side_output_t *so)
                                      run->trace_objs, run->n_traces);
 }
 
+/* The answers of the run, a line each: each rank's device answer, then why a framework's
+ * output was not analysed. At most SUMMARY_LINES lines of SUMMARY_LINE bytes. */
+#define SUMMARY_LINES 16
+#define SUMMARY_LINE 480
+
+static json_t *summary_json(const run_t *run)
+{
+        json_t *lines = json_array(), *x;
+        size_t i;
+
+        json_array_foreach (json_object_get(run->device, "ranks"), i, x) {
+                char answer[SUMMARY_LINE], line[SUMMARY_LINE];
+                if (json_array_size(lines) >= SUMMARY_LINES)
+                        break;
+                snprintf(line, sizeof(line), "rank %" JSON_INTEGER_FORMAT ": %s",
+                         json_integer_value(json_object_get(x, "rank")), npf_devreport_answer(x, answer, sizeof(answer)));
+                json_array_append_new(lines, json_string(line));
+        }
+        json_array_foreach (json_object_get(run->device, "not_analysed"), i, x) {
+                char line[SUMMARY_LINE];
+                if (json_array_size(lines) >= SUMMARY_LINES)
+                        break;
+                snprintf(line, sizeof(line), "%s", json_string_value(json_object_get(x, "why")));
+                json_array_append_new(lines, json_string(line));
+        }
+        return json_pack("{s:s,s:i,s:o}", "tool", "npuprof-replay", "schema", 1, "answers", lines);
+}
+
 /* report.txt, then the @n_sides outputs written beside it (@sides) and report.json into
  * @dir; @o names the file that failed, if one did. */
 static int write_outputs(run_t *run, const char *dir, side_output_t *const *sides, size_t n_sides, out_t *o)
@@ -614,6 +642,16 @@ static int write_outputs(run_t *run, const char *dir, side_output_t *const *side
                         *o = sides[i]->out;
                         return r;
                 }
+
+        /* summary.json: the answers in a few lines, for npuprofd and `npuprofctl windows`. */
+        if ((r = out_open(o, dir, "summary.json")) < 0)
+                return r;
+        json_t *summary = summary_json(run);
+        r = !summary || json_dumpf(summary, o->f, JSON_COMPACT) < 0 ? -EIO : 0;
+        json_decref(summary);
+        fputc('\n', o->f);
+        if ((r = out_close(o, r)) < 0)
+                return r;
 
         /* report.json last: its presence says the analysis is complete. */
         if ((r = out_open(o, dir, "report.json")) < 0)

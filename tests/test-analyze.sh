@@ -387,6 +387,43 @@ sys.exit(0 if json.loads(sys.argv[1])["tool"] == "npuprof-replay" else 1)' "$out
         fi
 }
 
+# --- a window that holds torch_npu's own output, its parser still writing it -------------------
+
+# The real torch_npu capture of shared/testdata, as a rank with torch_npu's profiler leaves it
+# in its window directory; its files are touched while "the parser runs".
+ascend=$(cd "$(dirname "$0")/.." && pwd)/../shared/testdata/profiler_outputs/torch_npu-2rank-alexnet/text/level1/rank0_ascend_pt
+
+t_device() {
+        local out parser
+        if [ ! -d "$ascend" ]; then
+                skip "device: $ascend is absent (the real profiler outputs)"
+                return
+        fi
+        start_daemon "${mem_opts[@]}" "${held[@]}" || { fail "device: the daemon did not start" "$(diag)"; return; }
+        train 0
+        cp -r "$ascend" "$(window 0)/w_ascend_pt" && chmod -R u+w "$(window 0)/w_ascend_pt"
+        # torch_npu's asynchronous parser, still writing: a file of its output changes each 0.5 s.
+        ( for _ in $(seq 8); do touch "$(window 0)/w_ascend_pt/ASCEND_PROFILER_OUTPUT/kernel_details.csv"; sleep 0.5; done ) &
+        parser=$!
+        test_pids+=("$parser")
+        eventually "device: the window's analysis runs" jw "A(0).get('state') == 'running'"
+        sleep 3
+        check "device: ... and waits while the framework's parser writes" jw "A(0).get('state') == 'running'"
+        wait "$parser"
+        eventually "device: once the output is left alone, the analysis is done" jw "A(0).get('state') == 'done'"
+        check "device: the analysis has the device's answer, torch_npu's own figure" \
+                jw "any('step 50: 75% of the device' in a and 'communication not overlapped' in a for a in A(0)['answers'])"
+        out=$(ctl windows)
+        check "device: npuprofctl windows shows it under the window" \
+                grep -q "rank 0: step 50: 75% of the device's step is communication not overlapped" <<<"$out"
+        check "device: report.json has the rank's steps computed from trace_view.json" python3 -c '
+import json, sys
+r = json.load(open(sys.argv[1]))
+s = r["device"]["ranks"][0]["steps"]
+sys.exit(0 if [x["step"] for x in s] == [50] and abs(s[0]["communication_not_overlapped_us"] - 101963.203) < 1 else 1)' \
+                "$(window 0)/analysis/report.json"
+}
+
 run t_done
 run t_queue
 run t_crash
@@ -398,6 +435,7 @@ run t_beside
 run t_no_directory
 run t_state_directory
 run t_ctl_analyze
+run t_device
 
 echo "analyze: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]
