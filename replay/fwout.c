@@ -86,6 +86,38 @@ static int64_t rank_of(const char *dir)
         return rank;
 }
 
+/* The rank's pipeline stage from @dir/profiler_metadata.json (npf_fwout_find()), or -1. */
+static int64_t stage_of(const char *dir, int64_t rank)
+{
+        char path[PATH_MAX + 32];
+        const char *channel;
+        json_t *meta, *groups, *g;
+        int64_t stage = -1;
+
+        if (rank < 0 || snprintf(path, sizeof(path), "%s/profiler_metadata.json", dir) >= (int) sizeof(path) ||
+            !(meta = json_load_file(path, 0, NULL)))
+                return -1;
+        groups = json_object_get(meta, "parallel_group_info");
+        json_object_foreach (groups, channel, g) {
+                const char *name = json_string_value(json_object_get(g, "group_name"));
+                const json_t *ranks = json_object_get(g, "global_ranks"), *x;
+                size_t i;
+                if (!name || strncmp(name, "pp", 2))
+                        continue;
+                json_array_foreach (ranks, i, x) {
+                        if (json_integer_value(x) != rank)
+                                continue;
+                        json_t *gr = json_object_get(g, "group_rank");
+                        stage = json_is_integer(gr) && json_integer_value(gr) >= 0 ? json_integer_value(gr) : (int64_t) i;
+                        break;
+                }
+                if (stage >= 0)
+                        break;
+        }
+        json_decref(meta);
+        return stage;
+}
+
 static void look_inside(walk_t *w, npf_fwout_t *f)
 {
         char out[PATH_MAX + 32];
@@ -96,6 +128,7 @@ static void look_inside(walk_t *w, npf_fwout_t *f)
         f->changed = 0;
         newest(f->dir, 0, &f->changed);
         f->rank = rank_of(f->dir);
+        f->stage = stage_of(f->dir, f->rank);
         f->framework = ends_with(f->dir, "_ascend_ms") ? NPF_DEV_FW_MINDSPORE : NPF_DEV_FW_TORCH_NPU;
         snprintf(out, sizeof(out), "%s/" OUTPUT_DIR, f->dir);
         if ((d = opendir(out))) {
@@ -126,7 +159,7 @@ static void add(walk_t *w, const char *path, npf_fwout_kind_t kind)
         memset(f, 0, sizeof(*f));
         snprintf(f->dir, sizeof(f->dir), "%s", path);
         f->kind = kind;
-        f->rank = -1;
+        f->rank = f->stage = -1;
         if (kind == NPF_FWOUT_ASCEND) {
                 look_inside(w, f);
         } else {
@@ -233,6 +266,8 @@ int npf_fwout_load(const npf_fwout_t *f, npf_device_t **ret, char *err)
         if (f->kind == NPF_FWOUT_ASCEND || npf_device_rank(d) < 0)
                 npf_device_set_rank(d, f->rank >= 0 ? f->rank : npf_device_rank(d), npf_device_device(d),
                                     f->kind == NPF_FWOUT_ASCEND ? f->framework : NPF_DEV_FW_TORCH);
+        if (f->stage >= 0)
+                npf_device_set_stage(d, f->stage);
         *ret = d;
         return 0;
 }

@@ -44,6 +44,7 @@ typedef struct npf_fwout {
         npf_fwout_state_t state;
         npf_dev_framework_t framework;
         int64_t rank;                   /* profiler_info_N.json's rank_id, else N; -1 */
+        int64_t stage;                  /* the pipeline stage: see npf_fwout_find(); -1 */
         time_t changed;                 /* the latest change below dir */
         /* Under dir/ASCEND_PROFILER_OUTPUT/, the files there ("" when absent). */
         char db[NAME_MAX + 1], steps_csv[NAME_MAX + 1];
@@ -52,7 +53,11 @@ typedef struct npf_fwout {
 
 /*
  * npf_fwout_find() - the framework outputs below @dir (itself included), at most @max into
- * @ret, sorted by rank and path; states as of @now with @settle_s seconds of quiet.
+ * @ret, sorted by rank and path; states as of @now with @settle_s seconds of quiet. An
+ * Ascend output's stage is the rank's place in its pipeline-parallel group, a group of
+ * profiler_metadata.json's "parallel_group_info" whose "group_name" begins with "pp"
+ * (torch_npu's profiler_interface.py writes it; msprof-analyze takes its stages from the
+ * same groups), its "group_rank"; else the index of the rank in its "global_ranks".
  * Return: their number, or the -errno of opening @dir.
  */
 int npf_fwout_find(const char *dir, time_t now, int settle_s, npf_fwout_t *ret, size_t max);

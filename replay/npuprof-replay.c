@@ -329,7 +329,10 @@ static void analyse_fwout(run_t *run, const npf_fwout_t *f)
                         input_failed(run, path, (int) n, why);
                         return;
                 }
-                device_rank(run, npf_devreport_rank_steps(f->rank, f->framework, rows, (size_t) n, path));
+                json_t *rank = npf_devreport_rank_steps(f->rank, f->framework, rows, (size_t) n, path);
+                if (rank && f->stage >= 0)
+                        json_object_set_new(rank, "stage", json_integer(f->stage));
+                device_rank(run, rank);
                 free(rows);
                 return;
         }

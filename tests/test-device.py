@@ -426,6 +426,26 @@ def test_cluster_slow():
         st = rep["device"]["stages"]
         check("slow stage: two stages with their worst ranks", [s["ranks"] for s in st] == [[0, 1, 2, 3], [4, 5, 6, 7]]
               and st[1]["worst_rank"] == 6, st)
+    # The same pipeline, its stages from torch_npu's profiler_metadata.json (parallel_group_info).
+    root = os.path.join(tmp, "slow-stage-meta")
+    sync_cluster(root, compute, [10000.0] * 8, bubble=bubble)
+    for r in range(8):
+        groups = {
+            "pp_channel_%d" % (r % 4): {"group_name": "pp", "group_rank": r // 4, "global_ranks": [r % 4, r % 4 + 4]},
+            "dp_channel_%d" % (r // 4): {"group_name": "dp", "group_rank": r % 4,
+                                         "global_ranks": list(range(4 * (r // 4), 4 * (r // 4) + 4))},
+        }
+        d = os.path.join(root, "rank_%d_ascend_pt" % r)
+        with open(os.path.join(d, "profiler_metadata.json"), "w") as f:
+            json.dump({"ENV_VARIABLES": {}, "parallel_group_info": groups}, f)
+        settle(d)
+    p, rep = cluster(root)
+    if check("stages from parallel_group_info: exit 0", p.returncode == 0 and rep, p.stderr):
+        st = rep["device"]["stages"]
+        slow = rep["device"]["slow_ranks"]
+        check("stages from parallel_group_info: the pp groups' ranks make the stages, stage 1's rank 6 is slow",
+              [s["ranks"] for s in st] == [[0, 1, 2, 3], [4, 5, 6, 7]] and len(slow) == 1 and slow[0]["rank"] == 6,
+              json.dumps({"stages": [s["ranks"] for s in st], "slow": slow}))
     # None: every rank within 2% of the others.
     root = os.path.join(tmp, "clean")
     sync_cluster(root, [100000.0 * (1 + 0.02 * ((r % 3) - 1)) for r in range(8)],
@@ -434,6 +454,43 @@ def test_cluster_slow():
     if check("clean: exit 0", p.returncode == 0 and rep, p.stderr):
         check("clean: no slow rank, and it says so", rep["device"]["slow_ranks"] == [] and
               rep["device"]["answer"].startswith("no slow rank"), rep["device"]["answer"])
+
+
+def test_slow_link():
+    """Four ranks of the real capture, rank 2's HCCS transfers taking twice as long."""
+    src = os.path.join(ALEXNET, "text", "level1", "rank0_ascend_pt")
+    root = os.path.join(tmp, "links")
+    for r in range(4):
+        d = os.path.join(root, "rank_%d_ascend_pt" % r)
+        shutil.copytree(src, d)
+        os.chmod(d, 0o755)
+        os.chmod(os.path.join(d, "ASCEND_PROFILER_OUTPUT"), 0o755)
+        os.unlink(os.path.join(d, "profiler_info_0.json"))
+        with open(os.path.join(d, "profiler_info_%d.json" % r), "w") as f:
+            json.dump({"rank_id": r}, f)
+        comm = os.path.join(d, "ASCEND_PROFILER_OUTPUT", "communication.json")
+        if r == 2:
+            with open(comm) as f:
+                c = json.load(f)
+            for step in c.values():
+                for ops in step.values():
+                    for op in ops.values():
+                        bw = op.get("Communication Bandwidth Info", {})
+                        for link in ("HCCS", "SDMA"):
+                            if link in bw:
+                                bw[link]["Transit Time(ms)"] *= 2
+            os.chmod(comm, 0o644)
+            with open(comm, "w") as f:
+                json.dump(c, f)
+        settle(d)
+    p, rep = cluster(root)
+    if check("slow link: exit 0", p.returncode == 0 and rep, p.stderr):
+        links = rep["device"]["slow_links"]
+        check("slow link: rank 2's HCCS and SDMA at half the median bandwidth, no other",
+              sorted((l["rank"], l["link"]) for l in links) == [(2, "HCCS"), (2, "SDMA")] and
+              all(abs(l["ratio"] - 0.5) < 0.01 for l in links), links)
+        check("slow link: no slow rank (the four ranks computed alike)", rep["device"]["slow_ranks"] == [],
+              rep["device"]["slow_ranks"])
 
 
 def main():
@@ -446,7 +503,7 @@ def main():
         return 77
     try:
         npftest.run_tests((test_text_export, test_db_export, test_parsing_and_raw, test_kineto, test_hostile,
-                           test_cluster_msprof, test_cluster_slow))
+                           test_cluster_msprof, test_cluster_slow, test_slow_link))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return npftest.summary("device")
