@@ -3,7 +3,8 @@
 #   make                      build everything into build/
 #   make check                unit tests, seqlock torture, CLI tests, a short run of every fuzzer
 #   make demo                 the main job
-#   make bench                fast-path figures, against a baseline measured in the same run (MEMSNAPDUMP_SRC=DIR: MemSnapDump's)
+#   make bench                fast-path figures, against a baseline measured in the same run (MEMSNAPDUMP_SRC=DIR: MemSnapDump's,
+#                             HTA_SRC=DIR: Holistic Trace Analysis')
 #   make fuzz                 fuzz the configuration, request, pickle, snapshot and trace readers (FUZZ_SECONDS=60 each)
 #   make SANITIZER=address|undefined|thread check
 #   make install PREFIX=/usr/local DESTDIR= [LIBDIR=]   (make uninstall, the same)
@@ -144,6 +145,7 @@ UNIT_TESTS += $(BUILD)/tests/test-trace $(BUILD)/tests/test-view
 UNIT_TESTS += $(BUILD)/tests/test-atomicfile $(BUILD)/tests/test-manifest $(BUILD)/tests/test-write
 UNIT_TESTS += $(BUILD)/tests/test-fleet
 UNIT_TESTS += $(BUILD)/tests/test-device-db
+UNIT_TESTS += $(BUILD)/tests/test-evscan
 # The stand-in for the CANN runtime, which cannot exist here: it records every call and
 # answers as CANN does. It and the acl backend's test are built against CANN's own headers
 # (shared/testdata/cann), and only where they are: without them the ACL tests are skipped.
@@ -172,6 +174,7 @@ FUZZ_TRACE := build/fuzz/fuzz-trace
 FUZZ_PICKLE := build/fuzz/fuzz-pickle
 FUZZ_SNAPSHOT := build/fuzz/fuzz-snapshot
 FUZZ_PROTO := build/fuzz/fuzz-proto
+FUZZ_EVSCAN := build/fuzz/fuzz-evscan
 
 .PHONY: all check demo bench fuzz fuzz-check install uninstall deb clean help
 all: $(PROGRAMS)
@@ -323,6 +326,11 @@ $(BUILD)/tests/test-device-db.o: CPPFLAGS += -DNPF_PROFILER_OUTPUTS='"$(CURDIR)/
 $(BUILD)/tests/test-device-db: $(BUILD)/tests/test-device-db.o $(DEVICE_DB_OBJS)
 	$(CC) $(LDFLAGS) -o $@ $^ $(CMOCKA_LIBS) $(SQLITE_LIBS) -lm
 
+# The trace scanner alone; the real traces of shared/testdata (skipped where absent).
+$(BUILD)/tests/test-evscan.o: CPPFLAGS += -DNPF_PROFILER_OUTPUTS='"$(CURDIR)/../shared/testdata/profiler_outputs"'
+$(BUILD)/tests/test-evscan: $(BUILD)/tests/test-evscan.o $(BUILD)/replay/evscan.o
+	$(CC) $(LDFLAGS) -o $@ $^ $(CMOCKA_LIBS)
+
 $(TORTURE): $(BUILD)/tests/torture-seqlock.o $(SHM_OBJS)
 	$(CC) $(LDFLAGS) -pthread -o $@ $^
 
@@ -387,6 +395,8 @@ bench: all $(BENCH) $(BENCH_DAEMON) $(BENCH_RANK) $(BENCH_REPLAY) $(BENCH_SNAPSH
 	@echo
 	@$(BENCH_REPLAY) $(BENCH_SNAPSHOT) $(BUILD)/npuprof-replay $(if $(MEMSNAPDUMP_SRC),0 $(BENCH_SNAPSHOT_59K) \
 		$(PYTHON) bench/memsnapdump-replay.py "$(MEMSNAPDUMP_SRC)","$$($(PYTHON) bench/replay-baseline.py $(BENCH_SNAPSHOT))")
+	@echo
+	@$(PYTHON) bench/bench-device.py $(BUILD) "$(HTA_SRC)"
 
 # --- fuzzing (libFuzzer: clang only, always with ASan and UBSan) --------------------------
 FUZZ_FLAGS := -std=c11 -g -O1 -D_GNU_SOURCE -I. -Iinclude $(PKG_CFLAGS) \
@@ -394,7 +404,7 @@ FUZZ_FLAGS := -std=c11 -g -O1 -D_GNU_SOURCE -I. -Iinclude $(PKG_CFLAGS) \
 FUZZ_SRCS  := tests/fuzz/fuzz-conf.c conf/conf.c lib/jsonpos.c lib/outroot.c shm/shm.c shm/names.c lib/proc.c lib/clock.c
 
 .PHONY: fuzz-build
-fuzz-build: $(FUZZ_CONF) $(FUZZ_TRACE) $(FUZZ_PICKLE) $(FUZZ_SNAPSHOT) $(FUZZ_PROTO)
+fuzz-build: $(FUZZ_CONF) $(FUZZ_TRACE) $(FUZZ_PICKLE) $(FUZZ_SNAPSHOT) $(FUZZ_PROTO) $(FUZZ_EVSCAN)
 $(FUZZ_CONF): $(FUZZ_SRCS) conf/conf.h lib/jsonpos.h lib/outroot.h include/npuprof/shm.h
 	@mkdir -p $(dir $@)
 	$(CLANG) $(FUZZ_FLAGS) -o $@ $(FUZZ_SRCS) $(JANSSON_LIBS)
@@ -422,7 +432,14 @@ $(FUZZ_PROTO): $(FUZZ_PROTO_SRCS) daemon/request.h include/npuprof/protocol.h
 	@mkdir -p $(dir $@)
 	$(CLANG) $(FUZZ_FLAGS) -o $@ $(FUZZ_PROTO_SRCS) $(JANSSON_LIBS)
 
-fuzz: $(FUZZ_CONF) $(FUZZ_TRACE) $(FUZZ_PICKLE) $(FUZZ_SNAPSHOT) $(FUZZ_PROTO)
+# The trace scanner, whole and in chunks cut where the input says; its size limits lowered
+# to what inputs of max_len reach.
+FUZZ_EVSCAN_SRCS := tests/fuzz/fuzz-evscan.c replay/evscan.c
+$(FUZZ_EVSCAN): $(FUZZ_EVSCAN_SRCS) replay/evscan.h
+	@mkdir -p $(dir $@)
+	$(CLANG) $(FUZZ_FLAGS) -DNPF_EVSCAN_EVENT_MAX=2048 -DNPF_EVSCAN_TOP_MAX=256 -o $@ $(FUZZ_EVSCAN_SRCS)
+
+fuzz: $(FUZZ_CONF) $(FUZZ_TRACE) $(FUZZ_PICKLE) $(FUZZ_SNAPSHOT) $(FUZZ_PROTO) $(FUZZ_EVSCAN)
 	@mkdir -p build/fuzz/corpus-new
 	$(FUZZ_CONF) -max_total_time=$(FUZZ_SECONDS) -max_len=4096 -dict=tests/fuzz/conf.dict \
 		build/fuzz/corpus-new tests/fuzz/corpus-conf
@@ -438,6 +455,9 @@ fuzz: $(FUZZ_CONF) $(FUZZ_TRACE) $(FUZZ_PICKLE) $(FUZZ_SNAPSHOT) $(FUZZ_PROTO)
 	@mkdir -p build/fuzz/corpus-proto-new
 	$(FUZZ_PROTO) -max_total_time=$(FUZZ_SECONDS) -max_len=200000 -dict=tests/fuzz/proto.dict \
 		build/fuzz/corpus-proto-new tests/fuzz/corpus-proto
+	@mkdir -p build/fuzz/corpus-evscan-new
+	$(FUZZ_EVSCAN) -max_total_time=$(FUZZ_SECONDS) -max_len=32768 -dict=tests/fuzz/evscan.dict \
+		build/fuzz/corpus-evscan-new tests/fuzz/corpus-evscan
 
 # --- install ----------------------------------------------------------------------------
 # The unit's ExecStart follows SBINDIR; an operator's /etc/npuprof files are never overwritten.

@@ -36,8 +36,13 @@
 #include <stdint.h>
 
 #define NPF_EVSCAN_ERR_MAX 256u                         /* bytes of the message buffers */
+/* The two limits in bytes can be set lower when building, so that a fuzzer reaches them. */
+#ifndef NPF_EVSCAN_EVENT_MAX
 #define NPF_EVSCAN_EVENT_MAX ((size_t) 16 << 20)        /* bytes of one element of the events */
+#endif
+#ifndef NPF_EVSCAN_TOP_MAX
 #define NPF_EVSCAN_TOP_MAX ((size_t) 1 << 20)           /* bytes of a reported top-level value */
+#endif
 #define NPF_EVSCAN_DEPTH_MAX 128u                       /* nesting, the document itself being 1 */
 #define NPF_EVSCAN_TIME_MAX_NS INT64_C(3000000000000000000)   /* |ts| and dur: 3e15 us, 95 years */
 
@@ -120,15 +125,15 @@ int npf_evscan_feed(npf_evscan_t *s, const void *buf, size_t len, char *err);
  */
 int npf_evscan_finish(npf_evscan_t *s, char *err);
 
-/* The counts so far into @ret. */
-void npf_evscan_stats(const npf_evscan_t *s, npf_evscan_stats_t *ret);
+/* The counts so far into @ret_stats. Context: any time, in a callback too. */
+void npf_evscan_stats(const npf_evscan_t *s, npf_evscan_stats_t *ret_stats);
 
 /* Frees @s and the buffers it holds. Accepts NULL; returns NULL. */
 npf_evscan_t *npf_evscan_free(npf_evscan_t *s);
 
 /*
- * Lookups in the raw text of a JSON object, such as an event's args; the object is read
- * only as far as the key's last occurrence, and nothing outside @object is read.
+ * Lookups in the raw text of a JSON object, such as an event's args: the whole object is
+ * read each time (of duplicate keys the last wins), and nothing outside it.
  */
 
 /*
@@ -140,18 +145,19 @@ npf_evscan_t *npf_evscan_free(npf_evscan_t *s);
 bool npf_evscan_get(npf_evscan_str_t object, const char *key, npf_evscan_str_t *ret_raw);
 
 /* npf_evscan_get() of an integer, or of a string holding one ("-"? digits), that fits in
- * int64_t. Return: whether there is one, and it in @ret. */
-bool npf_evscan_get_int(npf_evscan_str_t object, const char *key, int64_t *ret);
+ * int64_t. Return: whether there is one, and it in @ret_value. */
+bool npf_evscan_get_int(npf_evscan_str_t object, const char *key, int64_t *ret_value);
 
 /* npf_evscan_get() of a number, or of a string holding a decimal or exponent number
- * (strtod(), so within 127 bytes; no "inf", "nan" or hex). Return: whether there is one. */
-bool npf_evscan_get_double(npf_evscan_str_t object, const char *key, double *ret);
+ * (strtod(), so within 127 bytes; no "inf", "nan" or hex). Return: whether there is one,
+ * and it in @ret_value. */
+bool npf_evscan_get_double(npf_evscan_str_t object, const char *key, double *ret_value);
 
 /*
  * npf_evscan_unescape() - the raw string contents @s decoded into @buf (@size bytes): the
  * JSON escapes \" \\ \/ \b \f \n \r \t and \uXXXX, surrogate pairs included, to UTF-8. A
- * bad escape, a lone surrogate, \u0000 and a byte that is not part of valid UTF-8 each
- * become U+FFFD, so that the result is valid UTF-8 without NUL. @buf is always
+ * bad escape, a lone surrogate, \u0000, a raw NUL and a byte that is not part of valid
+ * UTF-8 each become U+FFFD, so that the result is valid UTF-8 without NUL. @buf is always
  * NUL-terminated when @size > 0, and cut at a character boundary.
  * Return: the length of the whole decoded string, as snprintf() counts it: @size or more
  * when @buf holds only a part of it.
