@@ -175,6 +175,7 @@ FUZZ_PICKLE := build/fuzz/fuzz-pickle
 FUZZ_SNAPSHOT := build/fuzz/fuzz-snapshot
 FUZZ_PROTO := build/fuzz/fuzz-proto
 FUZZ_EVSCAN := build/fuzz/fuzz-evscan
+FUZZ_DEVICE := build/fuzz/fuzz-device
 
 .PHONY: all check demo bench fuzz fuzz-check install uninstall deb clean help
 all: $(PROGRAMS)
@@ -404,7 +405,7 @@ FUZZ_FLAGS := -std=c11 -g -O1 -D_GNU_SOURCE -I. -Iinclude $(PKG_CFLAGS) \
 FUZZ_SRCS  := tests/fuzz/fuzz-conf.c conf/conf.c lib/jsonpos.c lib/outroot.c shm/shm.c shm/names.c lib/proc.c lib/clock.c
 
 .PHONY: fuzz-build
-fuzz-build: $(FUZZ_CONF) $(FUZZ_TRACE) $(FUZZ_PICKLE) $(FUZZ_SNAPSHOT) $(FUZZ_PROTO) $(FUZZ_EVSCAN)
+fuzz-build: $(FUZZ_CONF) $(FUZZ_TRACE) $(FUZZ_PICKLE) $(FUZZ_SNAPSHOT) $(FUZZ_PROTO) $(FUZZ_EVSCAN) $(FUZZ_DEVICE)
 $(FUZZ_CONF): $(FUZZ_SRCS) conf/conf.h lib/jsonpos.h lib/outroot.h include/npuprof/shm.h
 	@mkdir -p $(dir $@)
 	$(CLANG) $(FUZZ_FLAGS) -o $@ $(FUZZ_SRCS) $(JANSSON_LIBS)
@@ -439,7 +440,16 @@ $(FUZZ_EVSCAN): $(FUZZ_EVSCAN_SRCS) replay/evscan.h
 	@mkdir -p $(dir $@)
 	$(CLANG) $(FUZZ_FLAGS) -DNPF_EVSCAN_EVENT_MAX=2048 -DNPF_EVSCAN_TOP_MAX=256 -o $@ $(FUZZ_EVSCAN_SRCS)
 
-fuzz: $(FUZZ_CONF) $(FUZZ_TRACE) $(FUZZ_PICKLE) $(FUZZ_SNAPSHOT) $(FUZZ_PROTO) $(FUZZ_EVSCAN)
+# The device readers (a trace, step_trace_time.csv, communication.json) and analyses.
+FUZZ_DEVICE_SRCS := tests/fuzz/fuzz-device.c replay/device.c replay/device-trace.c replay/evscan.c replay/intern.c \
+                    replay/steptrace.c replay/commjson.c replay/devreport.c
+$(FUZZ_DEVICE): $(FUZZ_DEVICE_SRCS) replay/device.h replay/device-trace.h replay/evscan.h replay/steptrace.h \
+                replay/commjson.h replay/devreport.h
+	@mkdir -p $(dir $@)
+	$(CLANG) $(FUZZ_FLAGS) -DNPF_EVSCAN_EVENT_MAX=2048 -DNPF_EVSCAN_TOP_MAX=256 -o $@ $(FUZZ_DEVICE_SRCS) \
+		$(JANSSON_LIBS) $(shell pkg-config --libs zlib 2>/dev/null) -lm
+
+fuzz: $(FUZZ_CONF) $(FUZZ_TRACE) $(FUZZ_PICKLE) $(FUZZ_SNAPSHOT) $(FUZZ_PROTO) $(FUZZ_EVSCAN) $(FUZZ_DEVICE)
 	@mkdir -p build/fuzz/corpus-new
 	$(FUZZ_CONF) -max_total_time=$(FUZZ_SECONDS) -max_len=4096 -dict=tests/fuzz/conf.dict \
 		build/fuzz/corpus-new tests/fuzz/corpus-conf
@@ -458,6 +468,9 @@ fuzz: $(FUZZ_CONF) $(FUZZ_TRACE) $(FUZZ_PICKLE) $(FUZZ_SNAPSHOT) $(FUZZ_PROTO) $
 	@mkdir -p build/fuzz/corpus-evscan-new
 	$(FUZZ_EVSCAN) -max_total_time=$(FUZZ_SECONDS) -max_len=32768 -dict=tests/fuzz/evscan.dict \
 		build/fuzz/corpus-evscan-new tests/fuzz/corpus-evscan
+	@mkdir -p build/fuzz/corpus-device-new
+	$(FUZZ_DEVICE) -max_total_time=$(FUZZ_SECONDS) -max_len=32768 -dict=tests/fuzz/device.dict \
+		build/fuzz/corpus-device-new tests/fuzz/corpus-device
 
 # --- install ----------------------------------------------------------------------------
 # The unit's ExecStart follows SBINDIR; an operator's /etc/npuprof files are never overwritten.

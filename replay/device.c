@@ -56,6 +56,16 @@ static int grow(void **p, size_t *cap, size_t need, size_t elem)
         return 0;
 }
 
+/* @a + @b, held at INT64_MAX and INT64_MIN: sums of what a file says may be of any size. */
+static int64_t sat_add(int64_t a, int64_t b)
+{
+        int64_t r;
+
+        if (__builtin_add_overflow(a, b, &r))
+                return b > 0 ? INT64_MAX : INT64_MIN;
+        return r;
+}
+
 npf_device_t *npf_device_new(void)
 {
         npf_device_t *d = calloc(1, sizeof(*d));
@@ -127,8 +137,8 @@ int npf_device_add_link(npf_device_t *d, uint32_t group, uint32_t link, uint64_t
         for (size_t i = 0; i < d->n_links; i++) {
                 l = &d->links[i];
                 if (l->group == group && l->link == link) {
-                        l->bytes += bytes;
-                        l->time_ns += time_ns;
+                        l->bytes = l->bytes + bytes < l->bytes ? UINT64_MAX : l->bytes + bytes;
+                        l->time_ns = sat_add(l->time_ns, time_ns);
                         l->count += count;
                         return 0;
                 }
@@ -450,7 +460,7 @@ int64_t npf_device_breakdown(const npf_device_t *d, npf_dev_breakdown_t **ret)
                         if (classes_add(&c, t) < 0)
                                 goto fail;
                         if (t->cls == NPF_DEV_COMM && t->receive)
-                                bubble += t->end - t->start;
+                                bubble = sat_add(bubble, t->end - t->start);
                         b->tasks++;
                 }
                 figures(&c, bubble, b);
@@ -642,7 +652,7 @@ int64_t npf_device_kernels(const npf_device_t *d, npf_dev_kernel_t **ret)
         for (size_t i = 0, j; i < n; i = j) {
                 npf_dev_kernel_t *o = &out[n_out++];
                 for (j = i; j < n && k[j].key == k[i].key; j++)
-                        o->total += k[j].dur;
+                        o->total = sat_add(o->total, k[j].dur);
                 o->name = (uint32_t) (k[i].key >> 8);
                 o->type = (uint8_t) (k[i].key & 0xff);
                 o->count = j - i;
@@ -691,10 +701,15 @@ int64_t npf_device_collectives(npf_device_t *d, npf_dev_collective_t **ret)
         for (size_t i = 0; i < d->n_tasks; i++) {
                 const npf_dev_task_t *t = &d->tasks[i];
                 const char *name = npf_intern_str(d->in, t->name);
+                char type[1024];
                 int64_t op;
                 if (t->cls != NPF_DEV_COMM)
                         continue;
-                if ((op = npf_intern_string(d->in, name, op_type_len(name))) < 0) {
+                /* A copy: interning may move the table's strings, @name among them. */
+                size_t len = op_type_len(name);
+                len = len < sizeof(type) ? len : sizeof(type) - 1;
+                memcpy(type, name, len);
+                if ((op = npf_intern_string(d->in, type, len)) < 0) {
                         r = op;
                         goto fail;
                 }
@@ -706,8 +721,9 @@ int64_t npf_device_collectives(npf_device_t *d, npf_dev_collective_t **ret)
         for (size_t i = 0, j; i < n; i = j) {
                 npf_dev_collective_t *o = &out[n_out++];
                 for (j = i; j < n && k[j].key == k[i].key; j++) {
-                        o->total += k[j].dur;
-                        o->bytes += d->tasks[k[j].task].bytes;
+                        uint64_t b = d->tasks[k[j].task].bytes;
+                        o->total = sat_add(o->total, k[j].dur);
+                        o->bytes = o->bytes + b < o->bytes ? UINT64_MAX : o->bytes + b;
                 }
                 o->name = (uint32_t) (k[i].key >> 32);
                 o->group = (uint32_t) k[i].key;
