@@ -190,6 +190,28 @@ def settle(path, age=60):
     os.utime(path, (then, then))
 
 
+def test_mindspore_layout():
+    """MindSpore's NAME_ascend_ms has torch_npu's layout: read alike, said to be MindSpore's."""
+    src = os.path.join(ALEXNET, "text", "level1", "rank1_ascend_pt")
+    win = os.path.join(tmp, "ms", "rank1_start1_stop2", "host_123_ascend_ms")
+    shutil.copytree(src, win)
+    os.chmod(os.path.join(win, "ASCEND_PROFILER_OUTPUT"), 0o755)
+    os.unlink(os.path.join(win, "ASCEND_PROFILER_OUTPUT", "step_trace_time.csv"))
+    settle(win)
+    out = os.path.join(tmp, "ms-out")
+    p = run("-o", out, os.path.dirname(win))
+    rep = report(out)
+    if check("MindSpore's *_ascend_ms: exit 0", p.returncode == 0 and rep, p.stderr):
+        ranks = rep["device"]["ranks"]
+        check("MindSpore's *_ascend_ms: rank 1, framework mindspore, step 50 read",
+              len(ranks) == 1 and ranks[0]["rank"] == 1 and ranks[0]["framework"] == "mindspore" and
+              [s["step"] for s in ranks[0]["steps"]] == [50], json.dumps(ranks)[:300])
+        summary = json.load(open(os.path.join(out, "summary.json")))
+        check("summary.json: the rank's answer, one line", len(summary["answers"]) == 1 and
+              summary["answers"][0].startswith("rank 1: step 50: ") and "of the device's step is" in summary["answers"][0],
+              summary)
+
+
 def test_parsing_and_raw():
     src = os.path.join(ALEXNET, "text", "level0", "rank0_ascend_pt")
     win = os.path.join(tmp, "parsing", "rank0_start5_stop6", "w_ascend_pt")
@@ -502,7 +524,7 @@ def main():
         print("test-device: skipped: %s is absent (the real profiler outputs)" % DATA)
         return 77
     try:
-        npftest.run_tests((test_text_export, test_db_export, test_parsing_and_raw, test_kineto, test_hostile,
+        npftest.run_tests((test_text_export, test_db_export, test_mindspore_layout, test_parsing_and_raw, test_kineto, test_hostile,
                            test_cluster_msprof, test_cluster_slow, test_slow_link))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
