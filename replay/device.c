@@ -332,10 +332,12 @@ static void assign(const npf_device_t *d, step_t *steps, size_t n, uint32_t *of)
                 steps[s].dev_start = INT64_MAX;
                 steps[s].dev_end = steps[s].end;
         }
+        /* Every launched task spans the range, whatever its class (torch_npu's step range
+         * is that of all the tasks of its node-level calls); only counted ones are figures. */
         for (size_t i = 0; i < d->n_tasks; i++) {
                 const npf_dev_task_t *t = &d->tasks[i];
                 of[i] = NO_STEP;
-                if (!counted(t) || t->launch == NPF_DEVICE_NO_TIME)
+                if (t->launch == NPF_DEVICE_NO_TIME)
                         continue;
                 if ((of[i] = step_holding(steps, n, t->launch)) == NO_STEP)
                         continue;
