@@ -190,14 +190,46 @@ static int cmp_double(const void *a, const void *b)
         return x < y ? -1 : x > y;
 }
 
+/* @dir itself when it is a window directory, else the windows below it. */
+static int find_in(walk_t *w, const char *dir)
+{
+        const char *base = strrchr(dir, '/') ? strrchr(dir, '/') + 1 : dir;
+        window_t win;
+        struct stat st;
+
+        if (window_name(base, &win) && stat(dir, &st) == 0 && S_ISDIR(st.st_mode)) {
+                if (w->n == w->cap) {
+                        size_t cap = w->cap ? w->cap * 2 : 64;
+                        window_t *p = realloc(w->v, cap * sizeof(*p));
+                        if (!p)
+                                return -ENOMEM;
+                        w->v = p;
+                        w->cap = cap;
+                }
+                snprintf(win.dir, sizeof(win.dir), "%s", dir);
+                w->v[w->n++] = win;
+                return 0;
+        }
+        return find_windows(w, dir, 0);
+}
+
 int npf_cluster_report(const char *dir, json_t **ret, char *err, size_t err_size)
 {
+        return npf_cluster_report_dirs(&dir, 1, ret, err, err_size);
+}
+
+int npf_cluster_report_dirs(const char *const *dirs, size_t n_dirs, json_t **ret, char *err, size_t err_size)
+{
         walk_t w = { 0 };
-        int r = find_windows(&w, dir, 0);
+        const char *dir = n_dirs ? dirs[0] : "";
         json_t *rows, *stragglers, *report;
         double *medians;
         size_t nm = 0;
+        int r = 0;
 
+        for (size_t i = 0; i < n_dirs && r >= 0; i++)
+                if ((r = find_in(&w, dirs[i])) < 0)
+                        dir = dirs[i];
         if (r < 0 || w.n == 0) {
                 snprintf(err, err_size, "%s: %s", dir,
                          r < 0 ? strerror(-r) : "no rank*_start*_stop* window directory below it");

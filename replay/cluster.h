@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * `npuprof-replay cluster DIR`: every rank*_start*_stop* window directory below DIR, one row
+ * `npuprof-replay cluster DIR...`: every rank*_start*_stop* window directory below DIR, one row
  * each: its rank, its median and p90 step time (the ProfilerStep#N spans of its trace) and
  * its peak memory (the replay of its snapshot), and the stragglers: the windows whose median
  * step time exceeds the median of all windows' medians by more than 10%.
@@ -25,6 +25,13 @@
  * with an "error" and no figures.
  */
 int npf_cluster_report(const char *dir, json_t **ret, char *err, size_t err_size);
+
+/*
+ * npf_cluster_report_dirs() - the same over @n_dirs directories, each a window directory
+ * itself or one searched for windows; the report's "dir" is the first.
+ * Return: as npf_cluster_report(), the error naming the directory that failed.
+ */
+int npf_cluster_report_dirs(const char *const *dirs, size_t n_dirs, json_t **ret, char *err, size_t err_size);
 
 /* The report for people: one aligned row per window, stragglers marked. Return: 0 or -errno. */
 int npf_cluster_text(FILE *f, const json_t *report);

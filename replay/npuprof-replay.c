@@ -894,8 +894,8 @@ static json_t *msprof_stages(const char *dir)
         return NULL;
 }
 
-/* The device section of the cluster report: every framework output below @dir. */
-static json_t *cluster_device(const char *dir, const options_t *o, json_t *errors)
+/* The device section of the cluster report: every framework output below the @n @dirs. */
+static json_t *cluster_device(const char *const *dirs, size_t n, const options_t *o, json_t *errors)
 {
         run_t run = { .o = o, .errors = errors };
         json_t *stages, *device;
@@ -903,8 +903,9 @@ static json_t *cluster_device(const char *dir, const options_t *o, json_t *error
         run.device = json_pack("{s:[],s:[]}", "ranks", "not_analysed");
         if (!run.device)
                 return NULL;
-        analyse_fwouts(&run, dir);
-        stages = msprof_stages(dir);
+        for (size_t i = 0; i < n; i++)
+                analyse_fwouts(&run, dirs[i]);
+        stages = msprof_stages(dirs[0]);
         device = npf_devcluster(json_object_get(run.device, "ranks"), stages);
         if (device)
                 json_object_set(device, "not_analysed", json_object_get(run.device, "not_analysed"));
@@ -913,25 +914,30 @@ static json_t *cluster_device(const char *dir, const options_t *o, json_t *error
         return device;
 }
 
-static int cluster(const char *dir, const options_t *o)
+/* `cluster DIR...`: @n directories, windows or trees of them; the report goes to DIR/cluster
+ * of the first, or to -o. */
+static int cluster(const char *const *dirs, size_t n, const options_t *o)
 {
         char outdir[PATH_MAX], err[PATH_MAX + 128];
         json_t *report = NULL, *device, *errors = json_array();
+        const char *dir = dirs[0];
         bool windows;
         out_t out;
         int r;
 
-        struct stat st;
-        if (stat(dir, &st) < 0) {
-                json_decref(errors);
-                return fail(EXIT_INPUT, "%s: %s", dir, strerror(errno));
+        for (size_t i = 0; i < n; i++) {
+                struct stat st;
+                if (stat(dirs[i], &st) < 0) {
+                        json_decref(errors);
+                        return fail(EXIT_INPUT, "%s: %s", dirs[i], strerror(errno));
+                }
         }
-        if ((r = npf_cluster_report(dir, &report, err, sizeof(err))) < 0 && r != -ENOENT) {
+        if ((r = npf_cluster_report_dirs(dirs, n, &report, err, sizeof(err))) < 0 && r != -ENOENT) {
                 json_decref(errors);
                 return r == -ENOMEM ? fail(EXIT_NOMEM, "out of memory") : fail(EXIT_INPUT, "%s", err);
         }
         windows = r == 0;
-        device = cluster_device(dir, o, errors);
+        device = cluster_device(dirs, n, o, errors);
         if (!device) {
                 json_decref(report);
                 json_decref(errors);
@@ -1016,7 +1022,7 @@ static void usage(FILE *f)
 {
         fprintf(f,
                 "Usage: npuprof-replay [OPTIONS] PATH\n"
-                "       npuprof-replay cluster [OPTIONS] DIR\n"
+                "       npuprof-replay cluster [OPTIONS] DIR...\n"
                 "       npuprof-replay split (--slices N | --max-entries K) [-o OUTDIR] FILE\n"
                 "\n"
                 "Analyse what a profiling window captured. PATH is a memory snapshot (a PyTorch or\n"
@@ -1025,7 +1031,7 @@ static void usage(FILE *f)
                 "or a window directory holding them or the frameworks' own output (*_ascend_pt,\n"
                 "*_ascend_ms, *.pt.trace.json): where each step's time went on the device, first.\n"
                 "The report goes to OUTDIR: report.json, report.txt, timeline.csv (snapshots), memory.svg.\n"
-                "`cluster DIR` reads every window and framework output below DIR: which rank is slow\n"
+                "`cluster DIR...` reads every window and framework output below DIR: which rank is slow\n"
                 "and why, the pipeline stages, per-rank step time and peak memory: report.json,\n"
                 "report.txt, ranks.svg.\n"
                 "`split FILE` cuts a snapshot into pieces, each a snapshot of its own (NAME.partK.pickle).\n"
@@ -1138,10 +1144,12 @@ int main(int argc, char **argv)
                         return EXIT_USAGE;
                 }
         }
-        if (optind != argc - 1) {
+        if (optind == argc || (optind != argc - 1 && !cluster_mode)) {
                 usage(stderr);
                 return EXIT_USAGE;
         }
+        if (cluster_mode && optind != argc - 1 && !o.outdir)
+                return fail(EXIT_USAGE, "cluster: several directories need -o OUTDIR");
         progress.quiet = o.quiet;
         /* Hidden, for tests: NPF_REPLAY_PROGRESS_AFTER_MS, in milliseconds, replaces the second
          * before the first progress line and between two (0: a line at every report). */
@@ -1166,7 +1174,7 @@ int main(int argc, char **argv)
         if (nice_by && setpriority(PRIO_PROCESS, 0, getpriority(PRIO_PROCESS, 0) + (int) nice_by) < 0)
                 return fail(EXIT_USAGE, "--nice: %s", strerror(errno));
         if (cluster_mode)
-                return cluster(argv[optind], &o);
+                return cluster((const char *const *) argv + optind, (size_t) (argc - optind), &o);
         if (split_mode) {
                 if (!o.slices == !o.max_entries)
                         return fail(EXIT_USAGE, "split: give --slices N or --max-entries K");

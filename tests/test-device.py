@@ -426,6 +426,15 @@ def test_cluster_slow():
         txt = open(os.path.join(root, "cluster", "report.txt")).read()
         check("slow computing: report.txt leads with it", txt.startswith("\nDevice: rank 3 computes 1.7x its stage peers"),
               txt[:300])
+        # Named directories only, each one rank's: those ranks and no other.
+        out = os.path.join(tmp, "named-out")
+        p = subprocess.run([REPLAY, "cluster", "-q", "-o", out, os.path.join(root, "rank_3_ascend_pt"),
+                            os.path.join(root, "rank_0_ascend_pt")], capture_output=True, text=True, env=ENV)
+        rep = report(out)
+        check("cluster DIR DIR -o OUT: the two ranks named, no other",
+              p.returncode == 0 and rep and sorted(r["rank"] for r in rep["device"]["ranks"]) == [0, 3], p.stderr)
+        p = subprocess.run([REPLAY, "cluster", "-q", root, root], capture_output=True, text=True, env=ENV)
+        check("cluster DIR DIR without -o: a usage error", p.returncode == 2 and "need -o" in p.stderr, p.stderr)
     # Free: rank 5 leaves its device idle (a host-bound rank).
     root = os.path.join(tmp, "slow-free")
     sync_cluster(root, base, [80000.0 if r == 5 else f for r, f in enumerate(free)])
