@@ -116,7 +116,7 @@ REPLAY_CORE_OBJS := $(BUILD)/replay/input.o $(BUILD)/replay/value.o $(BUILD)/rep
 REPLAY_LIBS := $(JANSSON_LIBS) -lm -pthread
 SQLITE_LIBS := $(shell pkg-config --libs sqlite3 2>/dev/null)
 # The charts (memory.svg, the cluster chart): no dependency beyond libc.
-SVG_OBJS := $(BUILD)/replay/svg.o $(BUILD)/replay/svg-memory.o $(BUILD)/replay/svg-ranks.o
+SVG_OBJS := $(BUILD)/replay/svg.o $(BUILD)/replay/svg-memory.o $(BUILD)/replay/svg-ranks.o $(BUILD)/replay/svg-steps.o
 # Chrome trace analysis (the host backend's trace.json, torch.profiler's); jsonpos places its errors.
 TRACE_OBJS := $(BUILD)/replay/trace.o $(BUILD)/replay/input.o $(BUILD)/replay/intern.o $(BUILD)/lib/jsonpos.o
 TRACE_LIBS := $(JANSSON_LIBS) -lm

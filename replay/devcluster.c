@@ -30,7 +30,7 @@ typedef struct rank {
         int64_t id;
         size_t stage;
         double v[PARTS];
-        double span;                    /* computing + not overlapped + free + bubble */
+        double span;                    /* computing + not overlapped (receives in it) + free */
 } rank_t;
 
 static int by_double(const void *a, const void *b)
@@ -61,7 +61,7 @@ static void rank_medians(rank_t *r)
                 json_array_foreach (steps, i, s)
                         v[i] = json_number_value(json_object_get(s, keys[p]));
                 r->v[p] = median_of(v, n);
-                if (p != PREPARING)
+                if (p == COMPUTING || p == NOT_OVERLAPPED || p == FREE)
                         r->span += r->v[p];
         }
         free(v);

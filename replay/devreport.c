@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* The device section: JSON first, and the text rendered from the JSON, so the two agree. */
 #include "replay/devreport.h"
+#include "replay/svg-steps.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -10,7 +11,8 @@
 
 #define US(ns) ((double) (ns) / 1000.0)
 
-/* The parts of a step that add up to its device span, in the order they are told. */
+/* The parts of a step that add up to its device span, in the order they are told; the
+ * communication not overlapped less the pipeline receives (bubble), which it holds. */
 static const char *const parts[] = { "computing_us", "communication_not_overlapped_us", "free_us", "bubble_us" };
 static const char *const part_words[] = { "computing", "communication not overlapped", "idle (free)",
                                           "pipeline bubble" };
@@ -192,8 +194,11 @@ const char *npf_devreport_answer(const json_t *rank, char *buf, size_t size)
                 snprintf(buf, size, "no device activity in this window");
                 return buf;
         }
-        for (size_t i = 0; i < 4; i++) {
+        for (size_t i = 0; i < 4; i++)
                 v[i] = n == 1 ? num(json_array_get(steps, 0), parts[i]) : median(steps, parts[i]);
+        /* Pipeline receives are communication too: told apart, they are not counted twice. */
+        v[1] = v[1] > v[3] ? v[1] - v[3] : 0;
+        for (size_t i = 0; i < 4; i++) {
                 span += v[i];
                 if (v[i] > v[best])
                         best = i;
@@ -286,4 +291,54 @@ int npf_devreport_text(FILE *f, const json_t *device, size_t top)
                 fprintf(f, "\n%s: %s\n", json_string_value(json_object_get(x, "dir")),
                         json_string_value(json_object_get(x, "why")));
         return ferror(f) ? -EIO : 0;
+}
+
+int npf_devreport_svg(FILE *f, const char *title, const json_t *device)
+{
+        const json_t *ranks = json_object_get(device, "ranks"), *r, *s, *x;
+        size_t n = json_array_size(ranks), i, k, total = 0;
+        npf_svg_steps_rank_t *rk = calloc(n + 1, sizeof(*rk));
+        npf_svg_step_t *steps;
+        char (*names)[32] = calloc(n + 1, sizeof(*names)), (*notes)[96] = calloc(n + 1, sizeof(*notes));
+        int ret = -ENOMEM;
+
+        json_array_foreach (ranks, i, r)
+                total += json_array_size(json_object_get(r, "steps"));
+        steps = calloc(total + 1, sizeof(*steps));
+        if (!rk || !steps || !names || !notes)
+                goto out;
+        total = 0;
+        json_array_foreach (ranks, i, r) {
+                const json_t *list = json_object_get(r, "steps");
+                int64_t id = json_integer_value(json_object_get(r, "rank"));
+                snprintf(names[i], sizeof(names[i]), "rank %" PRId64, id);
+                rk[i] = (npf_svg_steps_rank_t) { .name = names[i], .steps = steps + total, .n_steps = json_array_size(list) };
+                json_array_foreach (list, k, s) {
+                        double bubble = num(s, "bubble_us"), not_ovl = num(s, "communication_not_overlapped_us");
+                        /* Receives are inside the communication not overlapped: drawn once. */
+                        steps[total++] = (npf_svg_step_t) {
+                                .computing_us = num(s, "computing_us"),
+                                .not_overlapped_us = not_ovl > bubble ? not_ovl - bubble : 0,
+                                .free_us = num(s, "free_us"), .bubble_us = bubble,
+                                .overlapped_us = num(s, "overlapped_us"),
+                        };
+                }
+                json_array_foreach (json_object_get(device, "slow_ranks"), k, x) {
+                        if (json_integer_value(json_object_get(x, "rank")) != id)
+                                continue;
+                        const char *cause = json_string_value(json_object_get(x, "cause"));
+                        const char *scope = json_string_value(json_object_get(x, "scope"));
+                        rk[i].slow = true;
+                        snprintf(notes[i], sizeof(notes[i]), "%s %.1fx its %s", cause ? cause : "slow", num(x, "ratio"),
+                                 scope && !strcmp(scope, "stage") ? "other stages" : "stage peers");
+                        rk[i].note = notes[i];
+                }
+        }
+        ret = npf_svg_steps(f, title, rk, n);
+out:
+        free(rk);
+        free(steps);
+        free(names);
+        free(notes);
+        return ret;
 }

@@ -36,4 +36,12 @@ const char *npf_devreport_answer(const json_t *rank, char *buf, size_t size);
  * links, from the "device" object @device. Return: 0, or -EIO when writing failed. */
 int npf_devreport_text(FILE *f, const json_t *device, size_t top);
 
+/*
+ * npf_devreport_svg() - steps.svg from the "device" object @device: one rank's steps as
+ * stacked bars (computing, communication not overlapped, idle, pipeline bubble), or each
+ * rank's median step side by side, its "slow_ranks" (a cluster's) marked with their cause.
+ * Return: 0, -ENOMEM, or the -errno of a failed write.
+ */
+int npf_devreport_svg(FILE *f, const char *title, const json_t *device);
+
 #endif /* NPUPROF_REPLAY_DEVREPORT_H */

@@ -646,6 +646,15 @@ static int write_outputs(run_t *run, const char *dir, side_output_t *const *side
                         return r;
                 }
 
+        /* steps.svg: where the device's time went, step by step. */
+        if (json_array_size(json_object_get(run->device, "ranks"))) {
+                if ((r = out_open(o, dir, "steps.svg")) < 0)
+                        return r;
+                if ((r = out_close(o, npf_devreport_svg(o->f, json_string_value(json_object_get(run->report, "input")),
+                                                        run->device))) < 0)
+                        return r;
+        }
+
         /* summary.json: the answers in a few lines, for npuprofd and `npuprofctl windows`. */
         if ((r = out_open(o, dir, "summary.json")) < 0)
                 return r;
@@ -788,8 +797,9 @@ static int analyse(const char *path, const options_t *o)
                 fputc('\n', stdout);
         }
         if (!o->quiet)
-                fprintf(stderr, "npuprof-replay: wrote %s/report.json, report.txt%s and memory.svg\n", outdir,
-                        run.n_snaps ? ", timeline.csv" : "");
+                fprintf(stderr, "npuprof-replay: wrote %s/report.json, report.txt%s%s and memory.svg\n", outdir,
+                        run.n_snaps ? ", timeline.csv" : "",
+                        json_array_size(json_object_get(run.device, "ranks")) ? ", steps.svg" : "");
         if (run.worst < 0)
                 status = fail(status_of(run.worst), "%s", run.reason);
 out:
@@ -974,6 +984,8 @@ static int cluster(const char *const *dirs, size_t n, const options_t *o)
         }
         if (r == 0 && (r = out_open(&out, outdir, "ranks.svg")) == 0)
                 r = out_close(&out, npf_cluster_svg(out.f, report));
+        if (r == 0 && json_array_size(json_object_get(device, "ranks")) && (r = out_open(&out, outdir, "steps.svg")) == 0)
+                r = out_close(&out, npf_devreport_svg(out.f, dir, device));
         if (r == 0 && (r = out_open(&out, outdir, "report.json")) == 0) {
                 r = json_dumpf(report, out.f, JSON_INDENT(1) | JSON_REAL_PRECISION(15)) < 0 ? -EIO : 0;
                 fputc('\n', out.f);
@@ -983,11 +995,13 @@ static int cluster(const char *const *dirs, size_t n, const options_t *o)
                 json_dumpf(report, stdout, JSON_INDENT(1) | JSON_REAL_PRECISION(15));
                 fputc('\n', stdout);
         }
+        bool steps = json_array_size(json_object_get(device, "ranks")) > 0;
         json_decref(report);
         if (r < 0)
                 return fail(EXIT_INPUT, "%s: cannot write the report: %s", outdir, strerror(-r));
         if (!o->quiet)
-                fprintf(stderr, "npuprof-replay: wrote %s/report.json, report.txt and ranks.svg\n", outdir);
+                fprintf(stderr, "npuprof-replay: wrote %s/report.json, report.txt, ranks.svg%s\n", outdir,
+                        steps ? " and steps.svg" : "");
         return 0;
 }
 

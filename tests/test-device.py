@@ -33,6 +33,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import xml.etree.ElementTree as ET
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import npftest  # noqa: E402
@@ -137,6 +138,13 @@ def test_text_export():
                          json.dumps(ranks)[:400]):
                 continue
             compare(what, ranks[0]["steps"], want)
+            try:
+                bars = [e for e in ET.parse(os.path.join(out, "steps.svg")).getroot().iter()
+                        if (e.get("class") or "").startswith("bar")]
+            except (OSError, ET.ParseError) as e:
+                bars = "steps.svg: %s" % e
+            check("%s: steps.svg, well-formed, one bar for its one step" % what, isinstance(bars, list) and len(bars) == 1,
+                  bars)
             if level == "level1" and rank == 0:
                 txt = open(os.path.join(out, "report.txt")).read()
                 check("report.txt leads with the answer: communication not overlapped, its share",
@@ -423,6 +431,13 @@ def test_cluster_slow():
         check("slow computing: rank 3 found, cause computing, 7 ranks wait for it 70 ms a step",
               len(slow) == 1 and slow[0]["rank"] == 3 and slow[0]["cause"] == "computing" and
               len(slow[0]["waiting_ranks"]) == 7 and abs(slow[0]["others_wait_us"] - 70000) < 1, slow)
+        try:
+            svg = ET.parse(os.path.join(root, "cluster", "steps.svg")).getroot()
+            slow_bars = [e.get("id") for e in svg.iter() if (e.get("class") or "") == "bar slow"]
+        except (OSError, ET.ParseError) as e:
+            slow_bars = "steps.svg: %s" % e
+        check("slow computing: steps.svg, well-formed, marks one bar slow (rank 3's, the fourth)",
+              slow_bars == ["bar-3"], slow_bars)
         txt = open(os.path.join(root, "cluster", "report.txt")).read()
         check("slow computing: report.txt leads with it", txt.startswith("\nDevice: rank 3 computes 1.7x its stage peers"),
               txt[:300])

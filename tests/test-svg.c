@@ -1,10 +1,13 @@
 /* SPDX-License-Identifier: MIT */
-/* The charts: well-formed SVG, peaks kept through downsampling, axes, escaping, the rank chart. */
+/* The charts: well-formed SVG, peaks kept through downsampling, axes, escaping, the rank chart,
+ * the device chart. */
 #include "replay/svg-memory.h"
 #include "replay/svg-ranks.h"
+#include "replay/svg-steps.h"
 #include "replay/svg.h"
 
 #include <errno.h>
+#include <float.h>
 #include <inttypes.h>
 #include <math.h>
 #include <setjmp.h>
@@ -51,6 +54,17 @@ static doc_t rank_chart(const char *title, const npf_svg_rank_t *ranks, size_t n
 
         assert_non_null(f);
         d.rc = npf_svg_ranks(f, title, ranks, n, median, threshold);
+        assert_int_equal(fclose(f), 0);
+        return d;
+}
+
+static doc_t steps_chart(const char *title, const npf_svg_steps_rank_t *ranks, size_t n)
+{
+        doc_t d = { 0 };
+        FILE *f = open_memstream(&d.text, &d.len);
+
+        assert_non_null(f);
+        d.rc = npf_svg_steps(f, title, ranks, n);
         assert_int_equal(fclose(f), 0);
         return d;
 }
@@ -796,6 +810,367 @@ static void test_ranks_empty_and_many(void **state)
         free(r);
 }
 
+
+/* --- the device chart ------------------------------------------------------------------ */
+
+#define EN_DASH "\xe2\x80\x93"
+
+/* The number in the attribute @attr of the element @id; the element must exist. */
+static double num_attr(const char *svg, const char *id, const char *attr)
+{
+        char *v = attr_of(svg, id, attr);
+        double x;
+
+        if (!v)
+                fail_msg("no %s of an element with id %s", attr, id);
+        x = strtod(v, NULL);
+        free(v);
+        return x;
+}
+
+/* Whether @got / @want is within 1% of 1. */
+static void expect_ratio(double got, double want, const char *what)
+{
+        if (!(want > 0) || !(got > want * 0.99 && got < want * 1.01))
+                fail_msg("%s: %g, expected %g within 1%%", what, got, want);
+}
+
+/* The part @part of bar @j: the height of its rect; 0 when none is drawn. */
+static double part_height(const char *svg, size_t j, const char *part)
+{
+        char id[64];
+        char *v;
+        double h;
+
+        snprintf(id, sizeof(id), "bar-%zu-%s", j, part);
+        v = attr_of(svg, id, "height");
+        h = v ? strtod(v, NULL) : 0;
+        free(v);
+        return h;
+}
+
+/* torch_npu's own figures for step 50 of a real 2-rank job: one bar, its parts in proportion. */
+static void test_steps_one_rank(void **state)
+{
+        npf_svg_step_t s = { .label = "step 50", .computing_us = 8873.756, .not_overlapped_us = 101963.203,
+                             .free_us = 25744.05, .bubble_us = 0 };
+        npf_svg_steps_rank_t r = { .name = "rank 0", .steps = &s, .n_steps = 1 };
+
+        (void) state;
+        doc_t d = steps_chart("device", &r, 1);
+        assert_int_equal(d.rc, 0);
+        assert_int_equal(occurrences(d.text, "<g id=\"bar-"), 1);
+        /* The four parts' swatches, no overlap's: nothing was overlapped. */
+        assert_int_equal(occurrences(d.text, "width=\"14\" height=\"10\""), 4);
+        double computing = part_height(d.text, 0, "computing"), comm = part_height(d.text, 0, "communication"),
+               idle = part_height(d.text, 0, "free");
+        expect_ratio(computing / comm, 8873.756 / 101963.203, "computing / communication");
+        expect_ratio(idle / comm, 25744.05 / 101963.203, "free / communication");
+        assert_true(part_height(d.text, 0, "bubble") == 0);
+        assert_null(strstr(d.text, "bar-0-overlapped"));
+        /* Stacked in order, each on the one below, on the axis. */
+        double y_comp = num_attr(d.text, "bar-0-computing", "y"), y_comm = num_attr(d.text, "bar-0-communication", "y"),
+               y_free = num_attr(d.text, "bar-0-free", "y");
+        assert_true(fabs(y_comm + comm - y_comp) < 0.01);
+        assert_true(fabs(y_free + idle - y_comm) < 0.01);
+        assert_true(fabs(y_comp + computing - (NPF_SVG_HEAD_H + NPF_SVG_PANEL_HEAD_H + NPF_SVG_PLOT_H)) < 0.01);
+        char *lines = xml_read(&d);
+        /* The legend says each part once. */
+        static const char *const words[] = { "computing", "communication not overlapped", "idle (free)",
+                                             "pipeline bubble" };
+        for (size_t i = 0; i < N_OF(words); i++) {
+                char line[64];
+                snprintf(line, sizeof(line), "\n%s\n", words[i]);
+                if (occurrences(lines, line) != 1)
+                        fail_msg("\"%s\" is in the chart %zu times; its texts are:\n%s", words[i],
+                                 occurrences(lines, line), lines);
+        }
+        expect_line(lines, "rank 0, step 50: 137 ms, 75% communication not overlapped, 19% idle, 6% computing");
+        expect_line(lines, "step 50");
+        expect_line(lines, "137 ms");
+        expect_line(lines, "75%");
+        free(lines);
+        free(d.text);
+
+        /* Overlapped communication: hatched at the top of the computing, never taller, and in the legend. */
+        s.overlapped_us = 4436.878;
+        d = steps_chart("device", &r, 1);
+        assert_int_equal(occurrences(d.text, "width=\"14\" height=\"10\""), 5);
+        expect_ratio(part_height(d.text, 0, "overlapped") / part_height(d.text, 0, "computing"), 0.5, "overlapped");
+        assert_true(num_attr(d.text, "bar-0-overlapped", "y") == num_attr(d.text, "bar-0-computing", "y"));
+        s.overlapped_us = 1e9;
+        free(d.text);
+        d = steps_chart("device", &r, 1);
+        assert_true(part_height(d.text, 0, "overlapped") == part_height(d.text, 0, "computing"));
+        expect_texts(&d, TEXTS("overlapped communication"), NULL);
+}
+
+/* Eight ranks, a bar each of its median step; the slow rank outlined and its note told. */
+static void test_steps_cluster(void **state)
+{
+        enum { N = 8, STEPS = 3 };
+        npf_svg_step_t steps[N][STEPS];
+        npf_svg_steps_rank_t r[N];
+        char names[N][16];
+
+        (void) state;
+        for (size_t i = 0; i < N; i++) {
+                snprintf(names[i], sizeof(names[i]), "rank %zu", i);
+                for (size_t k = 0; k < STEPS; k++)
+                        steps[i][k] = (npf_svg_step_t) { .computing_us = 30000, .not_overlapped_us = 20000,
+                                                          .free_us = 5000, .bubble_us = i < 4 ? 8000 : 0 };
+                r[i] = (npf_svg_steps_rank_t) { .name = names[i], .steps = steps[i], .n_steps = STEPS };
+        }
+        /* The median, not the mean: one long step does not move rank 2's bar. */
+        steps[2][1].computing_us = 900000;
+        steps[2][2].computing_us = 10000;
+        steps[5][0].computing_us = steps[5][1].computing_us = steps[5][2].computing_us = 51000;
+        r[5].slow = true;
+        r[5].note = "computes 1.7x its stage peers";
+        doc_t d = steps_chart("cluster", r, N);
+        assert_int_equal(d.rc, 0);
+        assert_int_equal(occurrences(d.text, "<g id=\"bar-"), N);
+        for (size_t i = 0; i < N; i++) {
+                char id[32];
+                snprintf(id, sizeof(id), "bar-%zu", i);
+                char *cls = attr_of(d.text, id, "class");
+                assert_non_null(cls);
+                assert_string_equal(cls, i == 5 ? "bar slow" : "bar");
+                free(cls);
+        }
+        assert_non_null(strstr(d.text, "id=\"bar-5-slow\""));
+        assert_int_equal(occurrences(d.text, "-slow\""), 1);
+        expect_ratio(part_height(d.text, 2, "computing") / part_height(d.text, 2, "communication"), 1.5,
+                     "rank 2's median computing / communication");
+        expect_ratio(part_height(d.text, 5, "computing") / part_height(d.text, 0, "computing"), 1.7,
+                     "rank 5's computing / rank 0's");
+        assert_true(part_height(d.text, 3, "bubble") > 0);
+        assert_true(part_height(d.text, 4, "bubble") == 0);
+        expect_texts(&d,
+                     TEXTS("cluster", "8 ranks, 24 steps, 1 slow: rank 5", "median step of each rank", "slow rank",
+                           "slow", "rank 5: computes 1.7x its stage peers", "rank 0", "rank 7", "rank"),
+                     TEXTS("rank 4: computes 1.7x its stage peers"));
+
+        /* A rank without steps has no bar; no rank with steps, no plot. */
+        r[3].n_steps = 0;
+        r[3].steps = NULL;
+        d = steps_chart("cluster", r, N);
+        assert_null(strstr(d.text, "id=\"bar-3\""));
+        expect_texts(&d, TEXTS("n/a", "8 ranks, 21 steps (1 rank without), 1 slow: rank 5"), NULL);
+        for (size_t i = 0; i < N; i++)
+                r[i].n_steps = 0;
+        d = steps_chart("cluster", r, N);
+        expect_texts(&d, TEXTS("no steps on any rank"), TEXTS("n/a"));
+}
+
+/* Many steps: binned into runs, each bar the runs' medians, labelled with its range; small files. */
+static void test_steps_binned(void **state)
+{
+        enum { N = 10000 };
+        npf_svg_step_t *s = calloc(NPF_SVG_STEPS_MAX, sizeof(*s));
+        char (*labels)[24] = calloc(NPF_SVG_STEPS_MAX, sizeof(*labels));
+        npf_svg_steps_rank_t r = { .name = "rank 1", .steps = s, .n_steps = N };
+
+        (void) state;
+        assert_non_null(s);
+        assert_non_null(labels);
+        for (size_t i = 0; i < NPF_SVG_STEPS_MAX; i++) {
+                snprintf(labels[i], sizeof(labels[i]), "step %zu", i + 50);
+                /* In each run of 25 the computing goes 1000 to 3400 us: its median is 2200. */
+                s[i] = (npf_svg_step_t) { .label = labels[i], .computing_us = 1000 + (double) (i % 25) * 100,
+                                          .not_overlapped_us = 1000, .free_us = 500, .overlapped_us = 100 };
+        }
+        s[20].computing_us = 1e7;       /* an outlier above the median, which leaves it out */
+        doc_t d = steps_chart(NULL, &r, 1);
+        assert_int_equal(d.rc, 0);
+        assert_int_equal(occurrences(d.text, "<g id=\"bar-"), N / 25);
+        if (d.len > 2000000)
+                fail_msg("%zu bytes for %d steps", d.len, N);
+        expect_ratio(part_height(d.text, 0, "computing") / part_height(d.text, 0, "communication"), 2.2,
+                     "bar 0's median computing / communication");
+        expect_ratio(part_height(d.text, 399, "computing") / part_height(d.text, 0, "computing"), 1,
+                     "the last bar's computing / the first's");
+        assert_non_null(strstr(d.text, "<title>step 10025" EN_DASH "10049 (median of 25 steps): "));
+        char *lines = xml_read(&d);
+        expect_line(lines, "step 50" EN_DASH "74");
+        expect_line(lines, "device time of each step: a bar the median of 25 steps");
+        expect_line(lines, "rank 1, 10,000 steps, median step 3.7 ms: 59% computing, 27% communication not overlapped, "
+                           "14% idle");
+        /* The axis' labels are thinned out: far fewer than the bars. */
+        assert_true(occurrences(lines, EN_DASH) < 60);
+        free(lines);
+        free(d.text);
+
+        /* At the cap, still 400 bars at most and under 2 MB; past it, refused. */
+        r.n_steps = NPF_SVG_STEPS_MAX;
+        d = steps_chart(NULL, &r, 1);
+        assert_int_equal(d.rc, 0);
+        assert_true(occurrences(d.text, "<g id=\"bar-") <= NPF_SVG_STEPS_BARS);
+        assert_true(occurrences(d.text, "<g id=\"bar-") >= NPF_SVG_STEPS_BARS - 1);
+        if (d.len > 2000000)
+                fail_msg("%zu bytes at the cap", d.len);
+        expect_texts(&d, TEXTS("device time of each step: a bar the median of 164 steps", "step 50" EN_DASH "213"),
+                     NULL);
+        r.n_steps = NPF_SVG_STEPS_MAX + 1;
+        d = steps_chart(NULL, &r, 1);
+        assert_int_equal(d.rc, -E2BIG);
+        assert_int_equal(d.len, 0);
+        free(d.text);
+
+        /* Ranks past NPF_SVG_STEPS_BARS are binned too, a run with a slow rank outlined. */
+        enum { RANKS = 1000 };
+        npf_svg_steps_rank_t *ranks = calloc(RANKS, sizeof(*ranks));
+        assert_non_null(ranks);
+        for (size_t i = 0; i < RANKS; i++)
+                ranks[i] = (npf_svg_steps_rank_t) { .name = labels[i], .steps = s + i, .n_steps = 1, .slow = i == 500 };
+        d = steps_chart(NULL, ranks, RANKS);
+        assert_int_equal(d.rc, 0);
+        assert_int_equal(occurrences(d.text, "<g id=\"bar-"), 334);
+        assert_int_equal(occurrences(d.text, "class=\"bar slow\""), 1);
+        expect_texts(&d, TEXTS("median step of each rank: a bar the median of 3 ranks", "step 548" EN_DASH "550 slow",
+                               "step 550: slow"),
+                     NULL);
+        free(ranks);
+        free(labels);
+        free(s);
+}
+
+/* Labels, names, notes and the title are the input's: escaped, repaired, cut short. */
+static void test_steps_hostile(void **state)
+{
+        enum { LONG = 10 * 1024 };
+        char *long_label = malloc(LONG + 1);
+        npf_svg_step_t s[] = { { .label = "</text><script>alert(1)</script>", .computing_us = 100 },
+                               { .label = "bad \xff\xfe\x01 utf-8", .computing_us = 200 },
+                               { .label = long_label, .computing_us = 300 } };
+        npf_svg_steps_rank_t r[] = { { .name = "<b>&\"r'0\"", .steps = s, .n_steps = 3, .slow = true,
+                                       .note = "<script>note & \xc3\x28</script>" },
+                                     { .name = long_label, .steps = s, .n_steps = 3, .note = long_label } };
+
+        (void) state;
+        memset(long_label, 'x', LONG);
+        long_label[LONG] = '\0';
+        doc_t d = steps_chart("a < b & \"c\"", r, 1);
+        assert_int_equal(d.rc, 0);
+        assert_null(strstr(d.text, "<script"));
+        assert_null(strstr(d.text, "<b>"));
+        assert_null(strstr(d.text, long_label + LONG - 130));  /* no run of 130 x */
+        assert_true(d.len < 20000);
+        char *lines = xml_read(&d);
+        expect_line(lines, "a < b & \"c\"");
+        expect_line(lines, "</text><script>alert\xe2\x80\xa6");
+        expect_line(lines, "bad \xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd utf-8");
+        expect_line(lines, "xxxxxxxxxxxxxxxxxxxx\xe2\x80\xa6");
+        expect_line(lines, "<b>&\"r'0\": <script>note & \xef\xbf\xbd(</script>");
+        free(lines);
+        free(d.text);
+
+        d = steps_chart(long_label, r, 2);
+        assert_int_equal(d.rc, 0);
+        assert_true(d.len < 20000);
+        lines = xml_read(&d);
+        expect_line(lines, "2 ranks, 6 steps, 1 slow: <b>&\"r'0\"");
+        expect_line(lines, "<b>&\"r'0\"");
+        assert_non_null(strstr(lines, "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\xe2\x80\xa6: xxxx"));
+        free(lines);
+        free(d.text);
+        free(long_label);
+}
+
+/* What is not a number, infinite or negative is drawn as 0, and the SVG stays sound. */
+static void test_steps_not_numbers(void **state)
+{
+        npf_svg_step_t s[] = { { .label = "a", .computing_us = 1000, .not_overlapped_us = NAN, .free_us = -500,
+                                 .bubble_us = INFINITY, .overlapped_us = -INFINITY },
+                               { .label = "b", .computing_us = 1000, .not_overlapped_us = 1000, .free_us = -0.0,
+                                 .bubble_us = 500, .overlapped_us = NAN },
+                               { .label = "c", .computing_us = NAN, .not_overlapped_us = -1, .free_us = -INFINITY } };
+        npf_svg_steps_rank_t r = { .name = "rank 0", .steps = s, .n_steps = N_OF(s) };
+
+        (void) state;
+        doc_t d = steps_chart("not numbers", &r, 1);
+        assert_int_equal(d.rc, 0);
+        assert_null(strstr(d.text, "nan"));
+        assert_null(strstr(d.text, "inf"));
+        assert_null(strstr(d.text, "=\"-"));
+        /* a: computing alone; b: its computing as tall as a's, then communication and bubble; c: nothing. */
+        assert_true(part_height(d.text, 0, "computing") > 0);
+        assert_true(part_height(d.text, 0, "communication") == 0);
+        assert_true(part_height(d.text, 0, "free") == 0 && part_height(d.text, 0, "bubble") == 0);
+        assert_true(part_height(d.text, 0, "overlapped") == 0);
+        assert_true(part_height(d.text, 1, "computing") == part_height(d.text, 0, "computing"));
+        expect_ratio(part_height(d.text, 1, "bubble") / part_height(d.text, 1, "computing"), 0.5, "b's bubble");
+        assert_null(strstr(d.text, "bar-2-"));
+        free(xml_read(&d));
+        free(d.text);
+
+        /* Values too large to mean anything still make a sound chart. */
+        s[1].bubble_us = 1e300;
+        s[1].free_us = DBL_MAX;
+        d = steps_chart("huge", &r, 1);
+        assert_int_equal(d.rc, 0);
+        assert_null(strstr(d.text, "inf"));
+        assert_null(strstr(d.text, "e+"));
+        assert_true(part_height(d.text, 1, "bubble") > 100);
+        free(xml_read(&d));
+        free(d.text);
+
+        /* Nothing to draw at all: said so. */
+        r.steps = s + 2;
+        r.n_steps = 1;
+        d = steps_chart("nothing", &r, 1);
+        expect_texts(&d, TEXTS("no device time in any step", "rank 0, c, no device time"), NULL);
+}
+
+static void test_steps_empty_and_invalid(void **state)
+{
+        npf_svg_step_t s = { .computing_us = 1 };
+        npf_svg_steps_rank_t r[2] = { { .name = "rank 0" }, { .name = "rank 1", .steps = &s, .n_steps = 1 } };
+        doc_t d;
+
+        (void) state;
+        d = steps_chart(NULL, NULL, 0);
+        expect_texts(&d, TEXTS("device time per step", "no ranks"), NULL);
+        d = steps_chart(NULL, r, 1);
+        expect_texts(&d, TEXTS("rank 0, 0 steps", "no steps"), NULL);
+
+        /* Without labels or names, a bar is labelled with its position. */
+        d = steps_chart(NULL, r + 1, 1);
+        expect_texts(&d, TEXTS("rank 1, 1 step: 1 us, 100% computing", "0", "step"), NULL);
+        npf_svg_steps_rank_t unnamed[2] = { { .steps = &s, .n_steps = 1 }, { .steps = &s, .n_steps = 1 } };
+        d = steps_chart(NULL, unnamed, 2);
+        expect_texts(&d, TEXTS("device time per rank", "0", "1", "rank"), NULL);
+
+        /* Refused before anything is written. */
+        assert_int_equal(npf_svg_steps(NULL, "x", r, 1), -EINVAL);
+        d = steps_chart("x", NULL, 1);
+        assert_int_equal(d.rc, -EINVAL);
+        assert_int_equal(d.len, 0);
+        free(d.text);
+        r[0].n_steps = 3;       /* and no steps */
+        d = steps_chart("x", r, 2);
+        assert_int_equal(d.rc, -EINVAL);
+        assert_int_equal(d.len, 0);
+        free(d.text);
+        r[0].steps = &s;
+        r[0].n_steps = NPF_SVG_STEPS_MAX + 1;
+        d = steps_chart("x", r, 2);
+        assert_int_equal(d.rc, -E2BIG);
+        assert_int_equal(d.len, 0);
+        free(d.text);
+        d = steps_chart("x", r, NPF_SVG_STEPS_MAX + 1);
+        assert_int_equal(d.rc, -E2BIG);
+        assert_int_equal(d.len, 0);
+        free(d.text);
+
+        /* A write that fails: the FILE's errno. */
+        FILE *f = fopen("/dev/full", "w");
+        assert_non_null(f);
+        r[0].n_steps = 1;
+        assert_int_equal(npf_svg_steps(f, "full", r, 2), -ENOSPC);
+        fclose(f);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -818,6 +1193,12 @@ int main(void)
                 cmocka_unit_test(test_write_error),
                 cmocka_unit_test(test_ranks_stragglers),
                 cmocka_unit_test(test_ranks_empty_and_many),
+                cmocka_unit_test(test_steps_one_rank),
+                cmocka_unit_test(test_steps_cluster),
+                cmocka_unit_test(test_steps_binned),
+                cmocka_unit_test(test_steps_hostile),
+                cmocka_unit_test(test_steps_not_numbers),
+                cmocka_unit_test(test_steps_empty_and_invalid),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);
