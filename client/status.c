@@ -232,6 +232,11 @@ static void print_window_list(json_t *res)
                         print_analysis_detail(w, 43);
                 }
         }
+        /* Each generation's cluster analysis, once every window of it on the node has ended. */
+        json_array_foreach(json_object_get(res, "clusters"), i, w) {
+                printf("cluster of generation %lld: %s\n", (long long) num(w, "generation"), analysis_state(w));
+                print_analysis_detail(w, 4);
+        }
         printf("windows:");
         for (size_t k = 0; k < sizeof(outcomes) / sizeof(outcomes[0]); k++)
                 printf(" %s %lld%s", outcomes[k], (long long) num(counts, outcomes[k]), k + 1 < 5 ? "," : "\n");

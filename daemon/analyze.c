@@ -27,6 +27,8 @@ typedef struct record {
         char *report;                   /* done */
         char *reason;                   /* failed */
         json_t *answers;                /* the report's answers (summary.json), or NULL */
+        char **more;                    /* a cluster's: the window directories after dir, until it has run */
+        size_t n_more;
         run_t *run;                     /* running */
 } record_t;
 
@@ -278,8 +280,18 @@ static record_t *find(const npf_analyze_t *a, uint64_t window_id)
         return NULL;
 }
 
+static void free_more(record_t *r)
+{
+        for (size_t i = 0; i < r->n_more; i++)
+                free(r->more[i]);
+        free(r->more);
+        r->more = NULL;
+        r->n_more = 0;
+}
+
 static void record_clear(record_t *r)
 {
+        free_more(r);
         free(r->dir);
         free(r->outdir);
         free(r->report);
@@ -348,6 +360,7 @@ static json_t *read_answers(const char *report)
 static void record_finish(npf_analyze_t *a, record_t *r, const char *report, const char *reason)
 {
         r->ended_ns = npf_clock_ns(CLOCK_MONOTONIC);
+        free_more(r);
         free(r->dir);
         free(r->outdir);
         r->dir = r->outdir = NULL;
@@ -560,11 +573,30 @@ static void start(npf_analyze_t *a, record_t *rec)
         /* A framework's own parser (torch_npu's, MindSpore's) may still be writing the
          * window's output when it closes: half the time limit goes to waiting for it. */
         snprintf(wait, sizeof(wait), "%" PRIu64, a->opt.timeout_s / 2);
-        char *args[] = { a->analyzer, (char *) "--nice", nice, (char *) "--limit-cpu", cpu, (char *) "--wait", wait,
-                         (char *) "-o", run->outdir, (char *) "--limit-memory", mem, rec->dir, NULL };
-        /* Without an address-space limit the option is left out: the path takes its place. */
-        if (!a->opt.memory_bytes)
-                args[9] = rec->dir, args[10] = NULL;
+        /* A cluster's: "cluster" first, its window directories last. */
+        char *argv[NPF_ANALYZE_CLUSTER_MAX + 16];
+        size_t n = 0;
+        argv[n++] = a->analyzer;
+        if (rec->n_more)
+                argv[n++] = (char *) "cluster";
+        argv[n++] = (char *) "--nice";
+        argv[n++] = nice;
+        argv[n++] = (char *) "--limit-cpu";
+        argv[n++] = cpu;
+        argv[n++] = (char *) "--wait";
+        argv[n++] = wait;
+        argv[n++] = (char *) "-o";
+        argv[n++] = run->outdir;
+        /* Without an address-space limit the option is left out. */
+        if (a->opt.memory_bytes) {
+                argv[n++] = (char *) "--limit-memory";
+                argv[n++] = mem;
+        }
+        argv[n++] = rec->dir;
+        for (size_t i = 0; i < rec->n_more; i++)
+                argv[n++] = rec->more[i];
+        argv[n] = NULL;
+        char **args = argv;
         uv_stdio_container_t stdio[3] = {
                 { .flags = UV_IGNORE },
                 { .flags = UV_IGNORE },
@@ -664,22 +696,21 @@ static int admit(npf_analyze_t *a, uint64_t window_id, record_t **ret)
         return 0;
 }
 
-int npf_analyze_window(npf_analyze_t *a, uint64_t window_id, const char *dir, const char *outdir, uid_t uid,
-                       gid_t gid)
+/* Queue the analysis @id of @dir, and, for a cluster, of the @n_more directories @more
+ * (taken over, freed here on failure). Return: as npf_analyze_window(). */
+static int enqueue(npf_analyze_t *a, uint64_t id, const char *dir, const char *outdir, uid_t uid, gid_t gid,
+                   char **more, size_t n_more)
 {
         char *copy = strdup(dir), *out = outdir ? strdup(outdir) : NULL;
         record_t *r;
-        int ret;
+        int ret = -ENOMEM;
 
-        if (!copy || (outdir && !out)) {
+        if (!copy || (outdir && !out) || (ret = admit(a, id, &r)) < 0) {
                 free(copy);
                 free(out);
-                return -ENOMEM;
-        }
-        ret = admit(a, window_id, &r);
-        if (ret < 0) {
-                free(copy);
-                free(out);
+                for (size_t i = 0; i < n_more; i++)
+                        free(more[i]);
+                free(more);
                 return ret;
         }
         r->state = NPF_ANALYSIS_QUEUED;
@@ -687,6 +718,8 @@ int npf_analyze_window(npf_analyze_t *a, uint64_t window_id, const char *dir, co
         r->outdir = out;
         r->uid = uid;
         r->gid = gid;
+        r->more = more;
+        r->n_more = n_more;
         if (a->q_len == a->opt.queue_max) {
                 record_t *oldest = a->queue[a->q_head];
                 char why[128];
@@ -701,6 +734,31 @@ int npf_analyze_window(npf_analyze_t *a, uint64_t window_id, const char *dir, co
         a->q_len++;
         pump(a);
         return 0;
+}
+
+int npf_analyze_window(npf_analyze_t *a, uint64_t window_id, const char *dir, const char *outdir, uid_t uid,
+                       gid_t gid)
+{
+        return enqueue(a, window_id, dir, outdir, uid, gid, NULL, 0);
+}
+
+int npf_analyze_cluster(npf_analyze_t *a, uint64_t generation, const char *const *dirs, size_t n, const char *outdir,
+                        uid_t uid, gid_t gid)
+{
+        char **more;
+
+        if (n < 2 || n > NPF_ANALYZE_CLUSTER_MAX || !outdir)
+                return -EINVAL;
+        if (!(more = calloc(n - 1, sizeof(*more))))
+                return -ENOMEM;
+        for (size_t i = 1; i < n; i++)
+                if (!(more[i - 1] = strdup(dirs[i]))) {
+                        while (--i > 0)
+                                free(more[i - 1]);
+                        free(more);
+                        return -ENOMEM;
+                }
+        return enqueue(a, NPF_ANALYZE_CLUSTER_ID(generation), dirs[0], outdir, uid, gid, more, n - 1);
 }
 
 int npf_analyze_refuse(npf_analyze_t *a, uint64_t window_id, const char *reason)

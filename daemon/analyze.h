@@ -92,6 +92,20 @@ int npf_analyze_new(uv_loop_t *loop, const npf_analyze_options_t *opt, npf_analy
 int npf_analyze_window(npf_analyze_t *a, uint64_t window_id, const char *dir, const char *outdir, uid_t uid,
                        gid_t gid);
 
+/* The id of the cluster analysis of a generation, beside the windows' ids. */
+#define NPF_ANALYZE_CLUSTER_ID(generation) ((UINT64_C(1) << 63) | (uint64_t) (generation))
+#define NPF_ANALYZE_CLUSTER_MAX 1024u           /* windows in one cluster analysis */
+
+/*
+ * npf_analyze_cluster() - queue the cluster analysis of @generation: `npuprof-replay
+ * cluster` over the @n (2 to NPF_ANALYZE_CLUSTER_MAX) window directories @dirs (absolute;
+ * copied), into @outdir (copied), as @uid and @gid ((uid_t) -1: the daemon's), under the
+ * id NPF_ANALYZE_CLUSTER_ID(@generation), in the same queue and limits as the windows'.
+ * Return: as npf_analyze_window(), or -EINVAL for a count out of range or no @outdir.
+ */
+int npf_analyze_cluster(npf_analyze_t *a, uint64_t generation, const char *const *dirs, size_t n, const char *outdir,
+                        uid_t uid, gid_t gid);
+
 /*
  * npf_analyze_refuse() - record that the window @window_id cannot be analysed, as a failed
  * analysis with @reason (a window without a directory, or one outside the output root).

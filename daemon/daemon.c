@@ -275,6 +275,7 @@ static void sweep(daemon_t *d)
         uint64_t period;
 
         npf_sweep_run(&d->sweep, d->shm, npf_clock_ns(CLOCK_MONOTONIC), on_window_recorded, d);
+        npf_windows_cluster(&d->windows, d->analyze, &d->sweep);
         npf_shm_heartbeat(d->shm, npf_clock_ns(CLOCK_MONOTONIC));
         if (before != d->sweep.attached)
                 npf_log(LOG_INFO, NPF_LOG_NONE, NPF_LOG_NONE, "%u rank%s attached", d->sweep.attached,
@@ -469,9 +470,10 @@ static void on_request(npf_request_t *req, npf_command_t command, json_t *reques
         }
         case NPF_COMMAND_WINDOWS:
                 sweep(d);
-                npf_server_reply(req, json_pack("{s:o, s:o, s:o}", "windows", npf_windows_history_json(&d->windows, &d->sweep, d->analyze, NPF_SWEEP_HISTORY),
+                npf_server_reply(req, json_pack("{s:o, s:o, s:o, s:o}", "windows", npf_windows_history_json(&d->windows, &d->sweep, d->analyze, NPF_SWEEP_HISTORY),
                                                 "outcomes", npf_sweep_outcomes_json(&d->sweep),
-                                                "analysis", analysis_summary(d)));
+                                                "analysis", analysis_summary(d),
+                                                "clusters", npf_windows_clusters_json(&d->sweep, d->analyze)));
                 break;
         case NPF_COMMAND_METRICS:
                 sweep(d);

@@ -227,10 +227,103 @@ void npf_windows_ended(const npf_windows_t *w, npf_analyze_t *analyze, const npf
                 mark_incomplete(w, rec);
 }
 
+void npf_windows_cluster(npf_windows_t *w, npf_analyze_t *analyze, const npf_sweep_t *sweep)
+{
+        const npf_window_record_t *rec;
+        uint64_t gen = 0;
+        char **dirs = NULL, parent[PATH_MAX], err[NPF_OUTROOT_ERR_MAX], *outdir = NULL, *where = NULL;
+        size_t n = 0;
+        struct stat st;
+        uid_t uid;
+        gid_t gid;
+        int r;
+
+        if (!analyze || sweep->by_state[NPF_WINDOW_ARMED] || sweep->by_state[NPF_WINDOW_COLLECTING] ||
+            sweep->by_state[NPF_WINDOW_FLUSHING] || sweep->by_state[NPF_SWEEP_STALLED])
+                return;
+        /* The newest generation of the history, newest first, and its done windows. */
+        for (size_t k = 0; (rec = npf_sweep_history_at(sweep, k)); k++)
+                if (rec->generation > gen)
+                        gen = rec->generation;
+        if (gen <= w->clustered)
+                return;
+        if (!(dirs = calloc(NPF_SWEEP_HISTORY, sizeof(*dirs))))
+                return;
+        for (size_t k = 0; (rec = npf_sweep_history_at(sweep, k)) && n < NPF_ANALYZE_CLUSTER_MAX; k++) {
+                char confined[PATH_MAX];
+                if (rec->generation != gen || rec->outcome != NPF_WINDOW_DONE ||
+                    confined_window_dir(w, rec, confined, err) < 0 || !(dirs[n] = strdup(confined)))
+                        continue;
+                n++;
+        }
+        w->clustered = gen;
+        if (n < 2)
+                goto out;
+        /* Beside the first window, as its parent directory's owner. */
+        snprintf(parent, sizeof(parent), "%s", dirs[0]);
+        *strrchr(parent, '/') = '\0';
+        if (lstat(parent, &st) < 0 || !S_ISDIR(st.st_mode) || strlen(parent) < strlen(w->output_root))
+                goto out;
+        if ((r = analysis_outdir(w, parent, &st, &where, &uid, &gid)) < 0) {
+                npf_log(LOG_WARNING, (int64_t) gen, NPF_LOG_NONE, "the cluster analysis of generation %" PRIu64
+                        " is not run: %s is uid %u's and the daemon writes into no other user's directory", gen, parent,
+                        (unsigned) st.st_uid);
+                goto out;
+        }
+        if (asprintf(&outdir, "%s/cluster-gen%" PRIu64, where ? where : parent, gen) < 0) {
+                outdir = NULL;
+                goto out;
+        }
+        if (where && mkdir(where, 0755) < 0 && errno != EEXIST)
+                goto out;
+        if ((r = npf_analyze_cluster(analyze, gen, (const char *const *) dirs, n, outdir, uid, gid)) < 0 && r != -ECANCELED)
+                npf_log(LOG_WARNING, (int64_t) gen, NPF_LOG_NONE, "cannot queue the cluster analysis of generation %"
+                        PRIu64 ": %s", gen, strerror(-r));
+out:
+        for (size_t i = 0; i < n; i++)
+                free(dirs[i]);
+        free(dirs);
+        free(where);
+        free(outdir);
+}
+
+json_t *npf_windows_clusters_json(const npf_sweep_t *sweep, npf_analyze_t *analyze)
+{
+        const npf_window_record_t *rec;
+        json_t *list = json_array();
+        uint64_t last = UINT64_MAX;
+
+        /* Each generation once, newest first (the history is newest first). */
+        for (size_t k = 0; (rec = npf_sweep_history_at(sweep, k)); k++) {
+                json_t *an;
+                if (rec->generation >= last)
+                        continue;
+                last = rec->generation;
+                if ((an = npf_analyze_window_json(analyze, NPF_ANALYZE_CLUSTER_ID(rec->generation))))
+                        json_array_append_new(list, json_pack("{s:I,s:o}", "generation", (json_int_t) rec->generation,
+                                                              "analysis", an));
+        }
+        return list;
+}
+
 void npf_windows_analysis_logged(const npf_sweep_t *sweep, const npf_analysis_event_t *ev)
 {
         const npf_window_record_t *rec = NULL;
         int64_t gen = NPF_LOG_NONE, rank = NPF_LOG_NONE;
+
+        if (ev->window_id & NPF_ANALYZE_CLUSTER_ID(0)) {
+                gen = (int64_t) (ev->window_id & ~NPF_ANALYZE_CLUSTER_ID(0));
+                if (ev->state == NPF_ANALYSIS_RUNNING)
+                        npf_log(LOG_INFO, gen, NPF_LOG_NONE, "analysing the cluster of generation %" PRId64 " (pid %d)",
+                                gen, ev->pid);
+                else if (ev->state == NPF_ANALYSIS_DONE)
+                        npf_log(LOG_INFO, gen, NPF_LOG_NONE, "analysis of the cluster of generation %" PRId64
+                                " done in %.1f s: %s", gen, ev->seconds, ev->report);
+                else
+                        npf_log(LOG_WARNING, gen, NPF_LOG_NONE, "analysis of the cluster of generation %" PRId64
+                                " failed after %.1f s: %s", gen, ev->seconds, ev->reason);
+                return;
+        }
 
         for (size_t k = 0; (rec = npf_sweep_history_at(sweep, k)); k++)
                 if (rec->id == ev->window_id) {

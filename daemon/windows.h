@@ -22,6 +22,7 @@ typedef struct npf_windows {
         const char *state_dir;          /* borrowed: systemd's StateDirectory=, or NULL */
         struct npf_windows_prof_dir { uint64_t generation; char *dir; } prof_dirs[NPF_WINDOWS_PROF_DIRS];
         unsigned head;
+        uint64_t clustered;             /* the last generation whose cluster analysis was queued */
 } npf_windows_t;
 
 /* Remember that the windows of @generation are named below @prof_dir. */
@@ -33,6 +34,20 @@ void npf_windows_note_prof_dir(npf_windows_t *w, uint64_t generation, const char
  * Context: the daemon's loop, from a sweep.
  */
 void npf_windows_ended(const npf_windows_t *w, npf_analyze_t *analyze, const npf_window_record_t *rec);
+
+/*
+ * npf_windows_cluster() - once no rank of the node is in a window (armed, collecting,
+ * flushing or stalled, as @sweep last saw them), queue in @analyze the cluster analysis of
+ * the newest generation not yet analysed so whose windows include two done ones or more:
+ * `npuprof-replay cluster` over those window directories, into cluster-gen<G>/ beside them
+ * (or, for a daemon that writes under its StateDirectory=, there below STATE/analysis/).
+ * Context: the daemon's loop, after a sweep.
+ */
+void npf_windows_cluster(npf_windows_t *w, npf_analyze_t *analyze, const npf_sweep_t *sweep);
+
+/* The cluster analyses of the generations in @sweep's history, newest first:
+ * [{generation, windows, analysis}]. Return: a new reference. */
+json_t *npf_windows_clusters_json(const npf_sweep_t *sweep, npf_analyze_t *analyze);
 
 /* Log what became of an analysis, with the generation and rank of its window in @sweep. */
 void npf_windows_analysis_logged(const npf_sweep_t *sweep, const npf_analysis_event_t *ev);

@@ -986,6 +986,27 @@ static int cluster(const char *const *dirs, size_t n, const options_t *o)
                 r = out_close(&out, npf_cluster_svg(out.f, report));
         if (r == 0 && json_array_size(json_object_get(device, "ranks")) && (r = out_open(&out, outdir, "steps.svg")) == 0)
                 r = out_close(&out, npf_devreport_svg(out.f, dir, device));
+        /* summary.json: the cluster's answer, for npuprofd and `npuprofctl windows`. */
+        if (r == 0 && (r = out_open(&out, outdir, "summary.json")) == 0) {
+                json_t *lines = json_array(), *x;
+                size_t i;
+                if (json_array_size(json_object_get(device, "ranks")))
+                        json_array_append(lines, json_object_get(device, "answer"));
+                json_array_foreach (json_object_get(device, "slow_links"), i, x) {
+                        if (json_array_size(lines) >= SUMMARY_LINES)
+                                break;
+                        json_array_append_new(lines, json_sprintf("slow link: rank %" JSON_INTEGER_FORMAT " %s at %.2f GB/s, "
+                                                                  "%.0f%% of the median", json_integer_value(json_object_get(x, "rank")),
+                                                                  json_string_value(json_object_get(x, "link")),
+                                                                  json_number_value(json_object_get(x, "bandwidth_gbps")),
+                                                                  100 * json_number_value(json_object_get(x, "ratio"))));
+                }
+                json_t *summary = json_pack("{s:s,s:i,s:o}", "tool", "npuprof-replay", "schema", 1, "answers", lines);
+                r = !summary || json_dumpf(summary, out.f, JSON_COMPACT) < 0 ? -EIO : 0;
+                json_decref(summary);
+                fputc('\n', out.f);
+                r = out_close(&out, r);
+        }
         if (r == 0 && (r = out_open(&out, outdir, "report.json")) == 0) {
                 r = json_dumpf(report, out.f, JSON_INDENT(1) | JSON_REAL_PRECISION(15)) < 0 ? -EIO : 0;
                 fputc('\n', out.f);

@@ -242,7 +242,8 @@ t_crash() {
         eventually "crash: rank 2's analysis, after it, is done" jw "A(2).get('state') == 'done'"
         check "crash: windows names the signal" grep -Fq 'failed: killed by signal 11 (Segmentation fault)' <(ctl windows)
         eventually "crash: the log names it" grep -Fq "analysis of $(window 1) failed after" "$log"
-        check "crash: status counts it" grep -qx 'analyses: 0 queued, 0 running, 1 done, 1 failed' <(ctl status)
+        # Rank 1's, failed; rank 2's and the generation's cluster analysis after them, done.
+        eventually "crash: status counts it" grep -qx 'analyses: 0 queued, 0 running, 2 done, 1 failed' <(ctl status)
 }
 
 # --- the limits ---------------------------------------------------------------------------
@@ -424,6 +425,35 @@ sys.exit(0 if [x["step"] for x in s] == [50] and abs(s[0]["communication_not_ove
                 "$(window 0)/analysis/report.json"
 }
 
+# --- every window of a generation ended: the cluster analysis -----------------------------------
+
+t_cluster() {
+        local out
+        if [ ! -d "$ascend" ]; then
+                skip "cluster: $ascend is absent (the real profiler outputs)"
+                return
+        fi
+        start_daemon "${mem_opts[@]}" "${held[@]}" || { fail "cluster: the daemon did not start" "$(diag)"; return; }
+        train 0 1
+        # Each rank's window holds its real torch_npu output, written a minute ago.
+        cp -r "$ascend" "$(window 0)/w0_ascend_pt" && cp -r "${ascend%rank0_ascend_pt}rank1_ascend_pt" "$(window 1)/w1_ascend_pt" &&
+                chmod -R u+w "$(window 0)" "$(window 1)" && find "$(window 0)" "$(window 1)" -exec touch -d '-1 min' {} +
+        eventually "cluster: once both windows ended, the generation's cluster analysis is done" \
+                jw "(o.get('clusters') or [{}])[0].get('analysis', {}).get('state') == 'done'"
+        check "cluster: its report is cluster-gen1/ beside the windows" \
+                jw "o['clusters'][0]['analysis']['report'] == '$root/cluster-gen1/report.json'"
+        check "cluster: it read both ranks' torch_npu output" python3 -c '
+import json, sys
+r = json.load(open(sys.argv[1]))
+sys.exit(0 if sorted(x["rank"] for x in r["device"]["ranks"]) == [0, 1] and len(r["windows"]) == 2 else 1)' \
+                "$root/cluster-gen1/report.json"
+        out=$(ctl windows)
+        check "cluster: windows shows it, with its answer" \
+                grep -A2 -q "^cluster of generation 1: done" <<<"$out"
+        check "cluster: ... the answer: no slow rank among the two" grep -q "^    no slow rank" <<<"$out"
+        eventually "cluster: the log says it ran" grep -q "analysis of the cluster of generation 1 done in" "$log"
+}
+
 run t_done
 run t_queue
 run t_crash
@@ -436,6 +466,7 @@ run t_no_directory
 run t_state_directory
 run t_ctl_analyze
 run t_device
+run t_cluster
 
 echo "analyze: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]
