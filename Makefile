@@ -442,12 +442,13 @@ $(FUZZ_EVSCAN): $(FUZZ_EVSCAN_SRCS) replay/evscan.h
 
 # The device readers (a trace, step_trace_time.csv, communication.json) and analyses.
 FUZZ_DEVICE_SRCS := tests/fuzz/fuzz-device.c replay/device.c replay/device-trace.c replay/evscan.c replay/intern.c \
-                    replay/steptrace.c replay/commjson.c replay/devreport.c
+                    replay/steptrace.c replay/commjson.c replay/devreport.c replay/device-db.c replay/svg-steps.c \
+                    replay/svg.c
 $(FUZZ_DEVICE): $(FUZZ_DEVICE_SRCS) replay/device.h replay/device-trace.h replay/evscan.h replay/steptrace.h \
-                replay/commjson.h replay/devreport.h
+                replay/commjson.h replay/devreport.h replay/device-db.h
 	@mkdir -p $(dir $@)
 	$(CLANG) $(FUZZ_FLAGS) -DNPF_EVSCAN_EVENT_MAX=2048 -DNPF_EVSCAN_TOP_MAX=256 -o $@ $(FUZZ_DEVICE_SRCS) \
-		$(JANSSON_LIBS) $(shell pkg-config --libs zlib 2>/dev/null) -lm
+		$(JANSSON_LIBS) $(shell pkg-config --libs zlib sqlite3 2>/dev/null) -lm
 
 fuzz: $(FUZZ_CONF) $(FUZZ_TRACE) $(FUZZ_PICKLE) $(FUZZ_SNAPSHOT) $(FUZZ_PROTO) $(FUZZ_EVSCAN) $(FUZZ_DEVICE)
 	@mkdir -p build/fuzz/corpus-new

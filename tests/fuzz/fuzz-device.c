@@ -2,7 +2,8 @@
 /*
  * libFuzzer target for the device readers and analyses: the input, written to a file of its
  * own, is read as a trace (trace_view.json or Kineto's), as step_trace_time.csv and as
- * communication.json, and every timeline read is analysed and reported. Besides "no crash,
+ * communication.json, and, when it begins as SQLite files do, as a db export (the corpus
+ * holds a small one); every timeline read is analysed and reported. Besides "no crash,
  * no leak, no UB" it checks what the report relies on: a failure has a known errno and a
  * terminated message; in every step computing, communication and free are not negative,
  * not overlapped is at most communication, and the parts never add up to more than the span
@@ -10,6 +11,7 @@
  * within its longest; the rank object jansson can write (names stay UTF-8).
  */
 #include "replay/commjson.h"
+#include "replay/device-db.h"
 #include "replay/device-trace.h"
 #include "replay/device.h"
 #include "replay/devreport.h"
@@ -77,6 +79,18 @@ static void check_device(npf_device_t *d)
         if (!dump)
                 abort();
         npf_devreport_answer(j, answer, sizeof(answer));
+        /* steps.svg of it, in memory. */
+        char *svg = NULL;
+        size_t len = 0;
+        FILE *f = open_memstream(&svg, &len);
+        json_t *device = json_pack("{s:[O]}", "ranks", j);
+        if (!f || !device || npf_devreport_svg(f, "fuzz", device) != 0)
+                abort();
+        fclose(f);
+        if (strlen(svg) != len)
+                abort();
+        free(svg);
+        json_decref(device);
         free(dump);
         json_decref(j);
 }
@@ -108,6 +122,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 check_err((int) npf_commjson_load(path, d, cerr), cerr, sizeof(cerr));
                 check_device(d);
                 d = npf_device_free(d);
+        }
+
+        if (size >= 16 && !memcmp(data, "SQLite format 3", 16)) {
+                char derr[NPF_DEVICE_DB_ERR_MAX];
+                memset(derr, 'x', sizeof(derr));
+                r = npf_device_db_load(path, &d, NULL, derr);
+                if (r < 0 && (!memchr(derr, '\0', sizeof(derr)) || !derr[0]))
+                        abort();
+                if (r == 0) {
+                        check_device(d);
+                        d = npf_device_free(d);
+                }
         }
 
         char serr[NPF_STEPTRACE_ERR_MAX];
