@@ -117,8 +117,9 @@ REPLAY_LIBS := $(JANSSON_LIBS) -lm -pthread
 SQLITE_LIBS := $(shell pkg-config --libs sqlite3 2>/dev/null)
 # The charts (memory.svg, the cluster chart): no dependency beyond libc.
 SVG_OBJS := $(BUILD)/replay/svg.o $(BUILD)/replay/svg-memory.o $(BUILD)/replay/svg-ranks.o $(BUILD)/replay/svg-steps.o
-# Chrome trace analysis (the host backend's trace.json, torch.profiler's); jsonpos places its errors.
-TRACE_OBJS := $(BUILD)/replay/trace.o $(BUILD)/replay/input.o $(BUILD)/replay/intern.o $(BUILD)/lib/jsonpos.o
+# Chrome trace analysis (the host backend's trace.json, torch.profiler's): evscan reads it, jsonpos places its errors.
+TRACE_OBJS := $(BUILD)/replay/trace.o $(BUILD)/replay/evscan.o $(BUILD)/replay/input.o $(BUILD)/replay/intern.o \
+              $(BUILD)/lib/jsonpos.o
 TRACE_LIBS := $(JANSSON_LIBS) -lm
 # What the accelerators did: device timelines from the frameworks' and Kineto's output, and
 # their analyses (replay/device.h); Kineto's gzipped traces through zlib, db exports through SQLite.
@@ -409,10 +410,12 @@ fuzz-build: $(FUZZ_CONF) $(FUZZ_TRACE) $(FUZZ_PICKLE) $(FUZZ_SNAPSHOT) $(FUZZ_PR
 $(FUZZ_CONF): $(FUZZ_SRCS) conf/conf.h lib/jsonpos.h lib/outroot.h include/npuprof/shm.h
 	@mkdir -p $(dir $@)
 	$(CLANG) $(FUZZ_FLAGS) -o $@ $(FUZZ_SRCS) $(JANSSON_LIBS)
-FUZZ_TRACE_SRCS := tests/fuzz/fuzz-trace.c replay/trace.c replay/input.c replay/intern.c lib/jsonpos.c
-$(FUZZ_TRACE): $(FUZZ_TRACE_SRCS) replay/trace.h replay/input.h replay/intern.h lib/jsonpos.h
+# The scanner's size limits lowered, as for its own fuzzer, so that they are reached.
+FUZZ_TRACE_SRCS := tests/fuzz/fuzz-trace.c replay/trace.c replay/evscan.c replay/input.c replay/intern.c lib/jsonpos.c
+$(FUZZ_TRACE): $(FUZZ_TRACE_SRCS) replay/trace.h replay/evscan.h replay/input.h replay/intern.h lib/jsonpos.h
 	@mkdir -p $(dir $@)
-	$(CLANG) $(FUZZ_FLAGS) -o $@ $(FUZZ_TRACE_SRCS) $(JANSSON_LIBS) -lm
+	$(CLANG) $(FUZZ_FLAGS) -DNPF_EVSCAN_EVENT_MAX=2048 -DNPF_EVSCAN_TOP_MAX=256 -o $@ $(FUZZ_TRACE_SRCS) \
+		$(JANSSON_LIBS) -lm
 FUZZ_PICKLE_SRCS := tests/fuzz/fuzz-pickle.c replay/pickle.c replay/pickle-batch.c replay/value.c replay/beside.c
 $(FUZZ_PICKLE): $(FUZZ_PICKLE_SRCS) replay/pickle.h replay/pickle-batch.h replay/pickle-internal.h replay/input.h \
                 replay/value.h replay/beside.h tests/pickle-direct.h

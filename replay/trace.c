@@ -1,28 +1,33 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Chrome trace analysis. The reader walks the top level of the document by hand and hands
- * each value to jansson (JSON_DISABLE_EOF_CHECK gives back where the value ended), so that
- * an events array of gigabytes is never a tree in memory: each event is turned into a
- * 32-byte span (or a B/E edge) and freed. The analysis then sorts the spans per thread and
- * nests them with a stack.
+ * Chrome trace analysis. The reader is the streaming scanner of replay/evscan.h: the file is
+ * mapped a piece at a time and each piece unmapped once scanned, and each event handed over
+ * is turned into a 32-byte span (or a B/E edge) while its bytes are still there, so that
+ * neither the file nor its events are ever in memory whole. The analysis then sorts the
+ * spans per thread and nests them with a stack.
  */
 #include "replay/trace.h"
+#include "replay/evscan.h"
 #include "replay/input.h"
 #include "lib/jsonpos.h"
 #include "replay/intern.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #define NONE UINT32_MAX
-#define PIECE_MAX ((size_t) 1 << 30)    /* one JSON value; jansson counts positions in an int */
+#define CHUNK ((size_t) 4 << 20)        /* bytes fed to the scanner at a time */
 #define NOT_TRACE_AFTER 64u             /* elements without "ph" before the input is no trace */
-#define TRUNCATED 1                     /* internal: the input ended inside the events */
+#define NO_OFFSET SIZE_MAX
 #define STEP_PREFIX "ProfilerStep#"
 
 /* A pid or tid: an integer, or a string (an interned id). */
@@ -48,10 +53,21 @@ typedef struct thread {
         uint32_t name;                  /* thread_name, NONE if none */
         uint32_t process;               /* process_name of its pid, NONE if none */
         uint64_t events, clipped, borrowed;
+        uint64_t device_events;         /* of them, a device's by their category */
         int64_t start, end;
         uint64_t steps;                 /* ProfilerStep spans on this thread */
         int64_t first_step;             /* the start of the first of them */
+        bool npu;                       /* its process is labelled an NPU's */
+        bool device;                    /* an accelerator's track (see trace.h) */
+        struct span *spans;             /* its events, freed once nested */
+        size_t n_spans, cap_spans;
 } thread_t;
+
+/* What the metadata says of a process. */
+typedef struct proc {
+        uint32_t name;                  /* process_name, NONE if none */
+        bool npu;                       /* process_labels begins with "NPU" */
+} proc_t;
 
 /* One event of a tree. */
 typedef struct span {
@@ -59,6 +75,7 @@ typedef struct span {
         uint32_t name, thread;
         uint32_t seq;                   /* element index: the order of the file on ties */
         bool open;                      /* no end known: borrows its parent's */
+        bool device;                    /* of a device's category (kernel, gpu_memcpy, ...) */
 } span_t;
 
 /* A "B" or an "E", before they are paired. */
@@ -66,6 +83,7 @@ typedef struct edge {
         int64_t ts;
         uint32_t name, thread, seq;
         bool end;
+        bool device;
 } edge_t;
 
 typedef struct step {
@@ -79,10 +97,8 @@ struct npf_trace {
         size_t n_names, cap_names;
         thread_t *threads;
         size_t n_threads, cap_threads;
-        uint32_t *procs;                /* process_name of each process key's index */
+        proc_t *procs;                  /* by process key's index */
         size_t n_procs, cap_procs;
-        span_t *spans;                  /* freed once analysed */
-        size_t n_spans, cap_spans;
         edge_t *edges;                  /* freed once paired */
         size_t n_edges, cap_edges;
         npf_trace_step_t *steps;
@@ -100,17 +116,22 @@ struct npf_trace {
 
 typedef struct loader {
         npf_trace_t *t;
-        const char *text;
-        size_t len, pos;
+        npf_evscan_t *s;
+        const char *text;               /* the whole input, or NULL when it is read from fd */
+        int fd;
+        size_t len;
         npf_input_progress_cb progress;
         void *userdata;
         size_t next_progress;
-        size_t elements;                /* of the events array, so far */
+        size_t elements;                /* of the events array so far, objects or not */
+        uint64_t scan_malformed;        /* the scanner's count of malformed elements, so far */
         bool any_ph;                    /* some element has a "ph" */
-        bool events_started;            /* the end of input is a truncation from here on */
         tkey_t last_pid, last_tid;      /* the thread of the previous event, looked up again often */
         uint32_t last_thread;
-        char *err;
+        size_t m_offset;                /* where the first malformed event is, while not in its message */
+        int failed;                     /* why the event callback stopped the scan */
+        size_t fail_offset;             /* where, NO_OFFSET if nowhere */
+        char fail[NPF_TRACE_ERR_MAX];   /* the message, without the place */
 } loader_t;
 
 /* --- small things -------------------------------------------------------------------- */
@@ -139,20 +160,6 @@ static int64_t sat_add(int64_t a, int64_t b)
 static bool key_eq(tkey_t a, tkey_t b)
 {
         return a.num == b.num && a.str == b.str;
-}
-
-static const char *json_kind(const json_t *v)
-{
-        switch (json_typeof(v)) {
-        case JSON_OBJECT: return "an object";
-        case JSON_ARRAY: return "an array";
-        case JSON_STRING: return "a string";
-        case JSON_INTEGER:
-        case JSON_REAL: return "a number";
-        case JSON_TRUE:
-        case JSON_FALSE: return "a boolean";
-        default: return "null";
-        }
 }
 
 /* N of "ProfilerStep#N", or -1. */
@@ -196,12 +203,14 @@ static const char *str(const npf_trace_t *t, uint32_t id)
         return npf_intern_str(t->in, id);
 }
 
-/* The id of the name @s (NUL-terminated), shortened past NPF_TRACE_NAME_MAX. */
-static int intern(npf_trace_t *t, const char *s, uint32_t *ret)
+/*
+ * The id of the name @s, valid UTF-8 without NUL, whose whole length is @len; past
+ * NPF_TRACE_NAME_MAX it is shortened, and only its first NPF_TRACE_NAME_MAX bytes are read.
+ */
+static int intern_name(npf_trace_t *t, const char *s, size_t len, uint32_t *ret)
 {
         static const char dots[] = "...";
         char buf[NPF_TRACE_NAME_MAX + 1];
-        size_t len = strlen(s);
 
         if (len > NPF_TRACE_NAME_MAX) {
                 /* Cut at a character boundary: the name must stay UTF-8 for the report. */
@@ -215,6 +224,42 @@ static int intern(npf_trace_t *t, const char *s, uint32_t *ret)
                 t->names_truncated++;
         }
         return intern_bytes(t, s, len, ret);
+}
+
+/* Whether the @n bytes at @p are ASCII without control characters and backslashes: a word
+ * at a time, since kernels' names are long. */
+static bool plain(const char *p, size_t n)
+{
+        const uint64_t ones = 0x0101010101010101u, highs = 0x8080808080808080u;
+        size_t i = 0;
+
+        for (; i + 8 <= n; i += 8) {
+                uint64_t w, b;
+                memcpy(&w, p + i, 8);
+                b = w ^ (ones * '\\');
+                /* A byte >= 0x80, one < 0x20, one that is a backslash. */
+                if ((w | ((w - ones * 0x20) & ~w) | ((b - ones) & ~b)) & highs)
+                        return false;
+        }
+        for (; i < n; i++)
+                if ((unsigned char) p[i] < 0x20 || (unsigned char) p[i] >= 0x80 || p[i] == '\\')
+                        return false;
+        return true;
+}
+
+/*
+ * The id of the raw JSON string contents @s. Printable ASCII without a backslash, what names
+ * nearly always are, is interned as it lies; anything else is decoded first, a bad escape or
+ * byte turned into U+FFFD, so that every name is valid UTF-8 without NUL.
+ */
+static int intern_raw(npf_trace_t *t, npf_evscan_str_t s, uint32_t *ret)
+{
+        char buf[NPF_TRACE_NAME_MAX + 1];
+
+        if (plain(s.p, s.n))
+                return intern_name(t, s.n ? s.p : "", s.n, ret);
+        /* The buffer holds at least NPF_TRACE_NAME_MAX - 3 bytes of a longer name: enough. */
+        return intern_name(t, buf, npf_evscan_unescape(s, buf, sizeof(buf)), ret);
 }
 
 /*
@@ -252,8 +297,8 @@ static int thread_get(npf_trace_t *t, tkey_t pid, tkey_t tid, uint32_t *ret)
         return 0;
 }
 
-/* The process_name slot of @pid, added if new. */
-static int proc_get(npf_trace_t *t, tkey_t pid, uint32_t **ret)
+/* The process of @pid, added if new. */
+static int proc_get(npf_trace_t *t, tkey_t pid, proc_t **ret)
 {
         uint32_t id;
         int r = key_id(t, 'P', pid, (tkey_t) { 0 }, &id);
@@ -261,9 +306,9 @@ static int proc_get(npf_trace_t *t, tkey_t pid, uint32_t **ret)
         if (r < 0)
                 return r;
         if (t->names[id].entry == NONE) {
-                if (grow((void **) &t->procs, &t->cap_procs, t->n_procs, sizeof(uint32_t)) < 0)
+                if (grow((void **) &t->procs, &t->cap_procs, t->n_procs, sizeof(proc_t)) < 0)
                         return -ENOMEM;
-                t->procs[t->n_procs] = NONE;
+                t->procs[t->n_procs] = (proc_t) { .name = NONE };
                 t->names[id].entry = (uint32_t) t->n_procs++;
         }
         *ret = &t->procs[t->names[id].entry];
@@ -272,145 +317,218 @@ static int proc_get(npf_trace_t *t, tkey_t pid, uint32_t **ret)
 
 /* --- reading ---------------------------------------------------------------------------- */
 
-static int fail_at(loader_t *L, int r, size_t offset, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
-static int fail_at(loader_t *L, int r, size_t offset, const char *fmt, ...)
+/*
+ * The 1-based line and column (in bytes) of byte @offset of the input. Only a message needs
+ * them, so they are counted afresh, from the start of the input (read again from the file,
+ * whose pages were dropped as it was scanned).
+ */
+static void place(const loader_t *L, size_t offset, uint32_t *ret_line, uint32_t *ret_column)
 {
-        uint32_t line, column;
-        va_list ap;
-        int n;
+        size_t pos = 0, line_start = 0, size = (size_t) 1 << 20;
+        uint64_t lines = 0;
+        char *buf;
 
-        npf_jsonpos_line_column(L->text, L->len, offset, &line, &column);
-        n = snprintf(L->err, NPF_TRACE_ERR_MAX, "line %" PRIu32 ", column %" PRIu32 ": ", line, column);
+        if (L->text) {
+                npf_jsonpos_line_column(L->text, L->len, offset, ret_line, ret_column);
+                return;
+        }
+        if (!(buf = malloc(size))) {
+                *ret_line = *ret_column = 0;
+                return;
+        }
+        while (pos < offset) {
+                ssize_t n = pread(L->fd, buf, offset - pos < size ? offset - pos : size, (off_t) pos);
+                if (n <= 0)
+                        break;
+                for (const char *p = buf, *end = buf + n; (p = memchr(p, '\n', (size_t) (end - p))); ) {
+                        lines++;
+                        line_start = pos + (size_t) (++p - buf);
+                }
+                pos += (size_t) n;
+        }
+        free(buf);
+        *ret_line = lines + 1 > UINT32_MAX ? UINT32_MAX : (uint32_t) (lines + 1);
+        *ret_column = offset - line_start + 1 > UINT32_MAX ? UINT32_MAX : (uint32_t) (offset - line_start + 1);
+}
+
+/* @msg prefixed with the place of @offset into @buf (NPF_TRACE_ERR_MAX bytes). */
+static void placed(const loader_t *L, size_t offset, const char *msg, char *buf)
+{
+        char tmp[NPF_TRACE_ERR_MAX];
+        uint32_t line, column;
+        size_t n, k = strlen(msg);
+
+        /* @msg may be @buf itself: kept aside, then cut to what fits after the place. */
+        memcpy(tmp, msg, k + 1);
+        place(L, offset, &line, &column);
+        n = (size_t) snprintf(buf, NPF_TRACE_ERR_MAX, "line %" PRIu32 ", column %" PRIu32 ": ", line, column);
+        k = k < NPF_TRACE_ERR_MAX - 1 - n ? k : NPF_TRACE_ERR_MAX - 1 - n;
+        memcpy(buf + n, tmp, k);
+        buf[n + k] = '\0';
+}
+
+/* Stop the scan from the event callback, with a message placed at @offset once it has stopped. */
+static int stop(loader_t *L, int r, size_t offset, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static int stop(loader_t *L, int r, size_t offset, const char *fmt, ...)
+{
+        va_list ap;
+
         va_start(ap, fmt);
-        vsnprintf(L->err + n, NPF_TRACE_ERR_MAX - (size_t) n, fmt, ap);
+        vsnprintf(L->fail, sizeof(L->fail), fmt, ap);
         va_end(ap);
+        L->failed = r;
+        L->fail_offset = offset;
         return r;
 }
 
-/* Count a skipped event; the first one is described with its place. */
-static int malformed(loader_t *L, size_t offset, const char *what)
+/* Count a skipped event, element @index at @offset; the first one is described (and placed
+ * once the input is read). */
+static void malformed(loader_t *L, size_t index, size_t offset, const char *what)
 {
         npf_trace_t *t = L->t;
 
         if (t->malformed++ == 0) {
-                uint32_t line, column;
-                npf_jsonpos_line_column(L->text, L->len, offset, &line, &column);
-                snprintf(t->first_malformed, sizeof(t->first_malformed),
-                         "line %" PRIu32 ", column %" PRIu32 ": event %zu %s; skipped", line, column, L->elements,
-                         what);
+                snprintf(t->first_malformed, sizeof(t->first_malformed), "event %zu %s; skipped", index, what);
+                L->m_offset = offset;
         }
-        return 0;
-}
-
-static bool at_end(const loader_t *L)
-{
-        return L->pos >= L->len;
-}
-
-static void skip_ws(loader_t *L)
-{
-        for (; L->pos < L->len; L->pos++) {
-                char c = L->text[L->pos];
-                if (c != ' ' && c != '\t' && c != '\n' && c != '\r')
-                        return;
-        }
-}
-
-/* The end of input where a value or a token was expected: a truncation once events began. */
-static int early_end(loader_t *L, const char *expected)
-{
-        if (L->events_started)
-                return TRUNCATED;
-        return fail_at(L, -EINVAL, L->len, "the file ends where %s was expected", expected);
 }
 
 /*
- * The JSON value at L->pos, which then moves past it. Return: 0 and the value, TRUNCATED
- * when the input ends inside it after the events began, or -EINVAL with L->err filled.
+ * @n elements that are not objects, which the scanner skipped since the last event: counted
+ * as malformed. When the first of them is the first malformed element, it is also the
+ * scanner's first (every element the scanner counts as malformed is one here), which the
+ * scanner has described and placed.
  */
-static int value(loader_t *L, json_t **ret)
+static void non_objects(loader_t *L, const npf_evscan_stats_t *st, uint64_t n)
 {
-        size_t off = L->pos, n = L->len - off < PIECE_MAX ? L->len - off : PIECE_MAX;
-        json_error_t e;
+        npf_trace_t *t = L->t;
 
-        json_t *v = json_loadb(L->text + off, n, JSON_DECODE_ANY | JSON_DISABLE_EOF_CHECK | JSON_ALLOW_NUL, &e);
-        if (v) {
-                L->pos = off + (size_t) e.position;
-                *ret = v;
-                return 0;
+        if (t->malformed == 0) {
+                snprintf(t->first_malformed, sizeof(t->first_malformed), "%s", st->first_malformed);
+                L->m_offset = NO_OFFSET;
         }
-        size_t at = off + (e.position > 0 ? (size_t) e.position : 0);
-        if (n == PIECE_MAX && at >= off + n)
-                return fail_at(L, -EINVAL, off, "a JSON value of more than %zu MiB; refused", PIECE_MAX >> 20);
-        /*
-         * The input ends inside the value (or inside its last token, "tr" or "1."): a file
-         * cut short by a writer that died, rather than a broken one.
-         */
-        if (L->events_started && (json_error_code(&e) == json_error_premature_end_of_input ||
-                                  (at >= L->len && L->text[L->len - 1] != ']' && L->text[L->len - 1] != '}')))
-                return TRUNCATED;
-        return fail_at(L, -EINVAL, at > off ? at - 1 : off, "%s", e.text);
+        t->malformed += n;
+        L->elements += (size_t) n;
 }
 
-/* @v as nanoseconds: an integer, a real or a numeric string of microseconds within range. */
-static bool time_of(const json_t *v, int64_t *ret_ns)
+static bool is_ws(char c)
 {
-        double us;
-
-        if (json_is_integer(v)) {
-                json_int_t i = json_integer_value(v);
-                if (i > (json_int_t) NPF_TRACE_TIME_MAX_US || i < -(json_int_t) NPF_TRACE_TIME_MAX_US)
-                        return false;
-                *ret_ns = (int64_t) i * 1000;
-                return true;
-        }
-        if (json_is_real(v)) {
-                us = json_real_value(v);
-        } else if (json_is_string(v)) {
-                /* Digits, sign, point and exponent only: no "inf", "nan", hex or spaces. */
-                const char *s = json_string_value(v);
-                size_t len = json_string_length(v);
-                char buf[64], *end;
-                if (len == 0 || len >= sizeof(buf) || strspn(s, "0123456789+-.eE") != len)
-                        return false;
-                memcpy(buf, s, len + 1);
-                us = strtod(buf, &end);
-                if (*end)
-                        return false;
-        } else {
-                return false;
-        }
-        if (!(fabs(us) <= NPF_TRACE_TIME_MAX_US))
-                return false;
-        *ret_ns = (int64_t) llround(us * 1000.0);
-        return true;
+        return c == ' ' || c == '\t' || c == '\n' || c == '\r';
 }
 
-/* A pid or tid: an integer or a string; missing is 0. Return: 0, -EINVAL (neither), -ENOMEM, -E2BIG. */
-static int key_of(npf_trace_t *t, const json_t *v, tkey_t *ret)
+/* The end of the JSON value at @p in well-formed text that ends before @end. */
+static const char *value_end(const char *p, const char *end)
 {
-        if (!v || json_is_integer(v)) {
-                *ret = (tkey_t) { .num = v ? json_integer_value(v) : 0, .str = NONE };
+        size_t depth = 0;
+        bool in_string = false;
+
+        if (p < end && *p != '"' && *p != '{' && *p != '[') {
+                while (p < end && *p != ',' && *p != '}' && *p != ']' && !is_ws(*p))
+                        p++;
+                return p;
+        }
+        for (; p < end; p++) {
+                if (in_string) {
+                        if (*p == '\\')
+                                p++;
+                        else if (*p == '"' && (in_string = false, depth == 0))
+                                return p + 1;
+                } else if (*p == '"') {
+                        in_string = true;
+                } else if (*p == '{' || *p == '[') {
+                        depth++;
+                } else if ((*p == '}' || *p == ']') && --depth == 0) {
+                        return p + 1;
+                }
+        }
+        return end;
+}
+
+/*
+ * The raw text of the value of @key in the object @obj, which the scanner has read (so it is
+ * well-formed): keys compared as raw bytes, the last of duplicates, as the scanner takes them.
+ * Return: whether there is one, and where in *@ret (a string keeps its quotes).
+ */
+static bool member(npf_evscan_str_t obj, const char *key, npf_evscan_str_t *ret)
+{
+        const char *p = obj.p, *end = obj.p + obj.n;
+        size_t klen = strlen(key);
+        bool found = false;
+
+        if (!p || obj.n < 2 || *p != '{')
+                return false;
+        for (p++; p < end;) {
+                while (p < end && (is_ws(*p) || *p == ','))
+                        p++;
+                if (p >= end || *p != '"')
+                        break;
+                const char *k = p + 1, *q = value_end(p, end);
+                bool match = q - k == (ptrdiff_t) klen + 1 && memcmp(k, key, klen) == 0;
+                for (p = q; p < end && (is_ws(*p) || *p == ':'); p++)
+                        ;
+                q = value_end(p, end);
+                if (match) {
+                        *ret = (npf_evscan_str_t) { p, (size_t) (q - p) };
+                        found = true;
+                }
+                p = q;
+        }
+        return found;
+}
+
+/* Bits of the fields of an event whose value is there but not usable. */
+enum { BAD_TS = 1, BAD_DUR = 2, BAD_PID = 4, BAD_TID = 8 };
+
+/* Which fields of @ev the scanner found unusable: those it hands over absent, yet present. */
+static unsigned unusable(const npf_evscan_event_t *ev)
+{
+        npf_evscan_str_t v;
+        unsigned bad = 0;
+
+        if (!ev->has_ts && member(ev->raw, "ts", &v))
+                bad |= BAD_TS;
+        if (!ev->has_dur && member(ev->raw, "dur", &v))
+                bad |= BAD_DUR;
+        if (!ev->has_pid && !ev->pid_str.p && member(ev->raw, "pid", &v))
+                bad |= BAD_PID;
+        if (!ev->has_tid && !ev->tid_str.p && member(ev->raw, "tid", &v))
+                bad |= BAD_TID;
+        return bad;
+}
+
+static const char *unusable_text(unsigned bad)
+{
+        if (bad & (BAD_PID | BAD_TID))
+                return "has a pid or tid that is neither an integer nor a string";
+        if (bad & BAD_TS)
+                return "has no usable \"ts\" (microseconds, at most 3e15)";
+        return "has a \"dur\" that is not a number of microseconds >= 0";
+}
+
+/* A pid or tid: an integer, a string, or 0 when it is missing. */
+static int key_of(npf_trace_t *t, bool has, int64_t num, npf_evscan_str_t s, tkey_t *ret)
+{
+        uint32_t id;
+        int r;
+
+        if (has || !s.p) {
+                *ret = (tkey_t) { .num = has ? num : 0, .str = NONE };
                 return 0;
         }
-        if (!json_is_string(v))
-                return -EINVAL;
-        uint32_t s;
-        int r = intern(t, json_string_value(v), &s);
-        if (r < 0)
+        if ((r = intern_raw(t, s, &id)) < 0)
                 return r;
-        *ret = (tkey_t) { .num = 0, .str = s };
+        *ret = (tkey_t) { .num = 0, .str = id };
         return 0;
 }
 
-/* The thread of @ev. Return: 0, -EINVAL (a pid or tid of another type), -ENOMEM, -E2BIG. */
-static int thread_of(loader_t *L, const json_t *ev, uint32_t *ret)
+/* The thread of @ev. Return: 0, -ENOMEM, -E2BIG. */
+static int thread_of(loader_t *L, const npf_evscan_event_t *ev, uint32_t *ret)
 {
         tkey_t pid, tid;
         int r;
 
-        if ((r = key_of(L->t, json_object_get(ev, "pid"), &pid)) < 0 ||
-            (r = key_of(L->t, json_object_get(ev, "tid"), &tid)) < 0)
+        if ((r = key_of(L->t, ev->has_pid, ev->pid, ev->pid_str, &pid)) < 0 ||
+            (r = key_of(L->t, ev->has_tid, ev->tid, ev->tid_str, &tid)) < 0)
                 return r;
         if (L->last_thread == NONE || !key_eq(pid, L->last_pid) || !key_eq(tid, L->last_tid)) {
                 if ((r = thread_get(L->t, pid, tid, &L->last_thread)) < 0)
@@ -422,47 +540,92 @@ static int thread_of(loader_t *L, const json_t *ev, uint32_t *ret)
         return 0;
 }
 
-/* An "M" event: process_name and thread_name name things; the others are ignored. */
-static int metadata(loader_t *L, const json_t *ev, size_t off)
+/* The string value of @key in @args: its raw contents, quotes off. */
+static bool arg_string(npf_evscan_str_t args, const char *key, npf_evscan_str_t *ret)
+{
+        npf_evscan_str_t v;
+
+        /* A string's contents come after its opening quote; any other value after ':' or a space. */
+        if (!args.p || !npf_evscan_get(args, key, &v) || v.p == args.p || v.p[-1] != '"')
+                return false;
+        *ret = v;
+        return true;
+}
+
+/* An "M" event: process_name, thread_name and process_labels; other metadata is ignored. */
+static int metadata(loader_t *L, const npf_evscan_event_t *ev)
 {
         npf_trace_t *t = L->t;
-        const char *what = json_string_value(json_object_get(ev, "name"));
-        const char *name = json_string_value(json_object_get(json_object_get(ev, "args"), "name"));
-        bool process = what && strcmp(what, "process_name") == 0;
-        uint32_t n, thread = 0, *p = NULL;
+        bool process = npf_evscan_eq(ev->name, "process_name"), labels = npf_evscan_eq(ev->name, "process_labels");
+        npf_evscan_str_t value;
+        uint32_t n, thread;
+        proc_t *p;
         tkey_t pid;
         int r;
 
-        if (!what || !name || (!process && strcmp(what, "thread_name") != 0)) {
+        if ((!process && !labels && !npf_evscan_eq(ev->name, "thread_name")) ||
+            !arg_string(ev->args, labels ? "labels" : "name", &value)) {
                 t->ignored++;
                 return 0;
         }
-        if (process) {
-                r = key_of(t, json_object_get(ev, "pid"), &pid);
-                if (r == 0)
-                        r = proc_get(t, pid, &p);
-        } else {
-                r = thread_of(L, ev, &thread);
+        if (process || labels) {
+                if ((r = key_of(t, ev->has_pid, ev->pid, ev->pid_str, &pid)) < 0 || (r = proc_get(t, pid, &p)) < 0)
+                        return r;
+                if (labels) {
+                        /* torch_npu's and MindSpore's device processes: "NPU", "NPU 0". Read, yet
+                         * counted as ignored: it names nothing. */
+                        p->npu = value.n >= 3 && memcmp(value.p, "NPU", 3) == 0;
+                        t->ignored++;
+                        return 0;
+                }
+                if ((r = intern_raw(t, value, &n)) < 0)
+                        return r;
+                p->name = n;
+                return 0;
         }
-        if (r == -EINVAL)
-                return malformed(L, off, "has a pid or tid that is neither an integer nor a string");
-        if (r < 0 || (r = intern(t, name, &n)) < 0)
+        if ((r = thread_of(L, ev, &thread)) < 0 || (r = intern_raw(t, value, &n)) < 0)
                 return r;
-        if (process)
-                *p = n;
-        else
-                t->threads[thread].name = n;
+        t->threads[thread].name = n;
         return 0;
 }
 
 static int add_span(npf_trace_t *t, int64_t start, int64_t end, bool open, uint32_t name, uint32_t thread,
-                    uint32_t seq)
+                    uint32_t seq, bool device)
 {
-        if (grow((void **) &t->spans, &t->cap_spans, t->n_spans, sizeof(span_t)) < 0)
+        thread_t *th = &t->threads[thread];
+
+        if (grow((void **) &th->spans, &th->cap_spans, th->n_spans, sizeof(span_t)) < 0)
                 return -ENOMEM;
-        t->spans[t->n_spans++] = (span_t) { .start = start, .end = end, .open = open, .name = name,
-                                            .thread = thread, .seq = seq };
+        th->spans[th->n_spans++] = (span_t) { .start = start, .end = end, .open = open, .name = name,
+                                              .thread = thread, .seq = seq, .device = device };
         return 0;
+}
+
+static int add_edge(npf_trace_t *t, int64_t ts, uint32_t name, uint32_t thread, uint32_t seq, bool end,
+                    bool device)
+{
+        if (grow((void **) &t->edges, &t->cap_edges, t->n_edges, sizeof(edge_t)) < 0)
+                return -ENOMEM;
+        t->edges[t->n_edges++] = (edge_t) { .ts = ts, .name = name, .thread = thread, .seq = seq, .end = end,
+                                            .device = device };
+        return 0;
+}
+
+/* A JSON integer (no string, fraction or exponent) from 0 to @max. */
+static bool uint_of(npf_evscan_str_t v, uint64_t max, uint64_t *ret)
+{
+        uint64_t n = 0;
+
+        if (v.n == 0 || v.p[-1] == '"')
+                return false;
+        for (size_t i = 0; i < v.n; i++) {
+                unsigned d = (unsigned) (v.p[i] - '0');
+                if (d > 9 || n > (max - d) / 10)
+                        return false;
+                n = n * 10 + d;
+        }
+        *ret = n;
+        return true;
 }
 
 /*
@@ -470,238 +633,216 @@ static int add_span(npf_trace_t *t, int64_t start, int64_t end, bool open, uint3
  * backend's "memory" counter with a usable ts and an integer rss_kib, a sample of the
  * process's resident memory.
  */
-static int counter(loader_t *L, const json_t *ev)
+static int counter(loader_t *L, const npf_evscan_event_t *ev)
 {
         npf_trace_t *t = L->t;
-        const json_t *rss = json_object_get(json_object_get(ev, "args"), "rss_kib");
-        const char *name = json_string_value(json_object_get(ev, "name"));
-        int64_t ts;
+        npf_evscan_str_t v;
+        uint64_t kib;
 
         t->ignored++;
-        if (!name || strcmp(name, "memory") != 0 || !json_is_integer(rss) || json_integer_value(rss) < 0 ||
-            json_integer_value(rss) > (json_int_t) (UINT64_MAX >> 10) || !time_of(json_object_get(ev, "ts"), &ts))
+        if (!npf_evscan_eq(ev->name, "memory") || !ev->has_ts || !ev->args.p ||
+            !npf_evscan_get(ev->args, "rss_kib", &v) || v.p == ev->args.p ||
+            !uint_of(v, UINT64_MAX >> 10, &kib))
                 return 0;
         if (grow((void **) &t->rss_time_us, &t->cap_rss, t->n_rss, sizeof(double)) < 0 ||
             grow((void **) &t->rss_bytes, &t->cap_rss_bytes, t->n_rss, sizeof(uint64_t)) < 0)
                 return -ENOMEM;
-        t->rss_time_us[t->n_rss] = (double) ts / 1e3;
-        t->rss_bytes[t->n_rss++] = (uint64_t) json_integer_value(rss) << 10;
+        t->rss_time_us[t->n_rss] = (double) ev->ts_ns / 1e3;
+        t->rss_bytes[t->n_rss++] = kib << 10;
         return 0;
 }
 
-/* One element of traceEvents, which starts at byte @off. */
-static int event(loader_t *L, const json_t *ev, size_t off)
+/* Whether @cat is one of Kineto's categories of what a GPU ran. */
+static bool device_category(npf_evscan_str_t cat)
+{
+        if (!cat.p || cat.n < 6)
+                return false;
+        if (cat.p[0] == 'k')
+                return npf_evscan_eq(cat, "kernel");
+        return cat.p[0] == 'g' && (npf_evscan_eq(cat, "gpu_memcpy") || npf_evscan_eq(cat, "gpu_memset") ||
+                                   npf_evscan_eq(cat, "gpu_user_annotation"));
+}
+
+/* One event, element @seq of the events; @bad: its unusable fields. */
+static int event(loader_t *L, const npf_evscan_event_t *ev, unsigned bad, uint32_t seq)
 {
         npf_trace_t *t = L->t;
-        const char *ph = json_string_value(json_object_get(ev, "ph"));
-        uint32_t seq = (uint32_t) L->elements, thread, name;
-        int64_t ts, dur = 0;
+        char ph = ev->ph;
+        npf_evscan_str_t v;
+        uint32_t thread, name;
+        int64_t dur = 0;
         int r;
 
-        if (!ph) {
-                t->ignored++;
+        /* An empty "ph" is one too: the element is an event of no known phase. */
+        if (ph || (!L->any_ph && member(ev->raw, "ph", &v) && v.n > 0 && v.p[0] == '"'))
+                L->any_ph = true;
+        if (bad) {
+                malformed(L, seq, ev->offset, unusable_text(bad));
                 return 0;
         }
-        L->any_ph = true;
-        if (ph[0] == 'C' && !ph[1])
+        switch (ph) {
+        case 'X': case 'B': case 'E': case 'i': case 'I': case 'R':
+                break;
+        case 'C':
                 return counter(L, ev);
-        if (!ph[0] || ph[1] || !strchr("XBEiIRM", ph[0])) {
+        case 'M':
+                return metadata(L, ev);
+        default:
                 t->ignored++;
                 return 0;
         }
-        if (ph[0] == 'M')
-                return metadata(L, ev, off);
-        r = thread_of(L, ev, &thread);
-        if (r == -EINVAL)
-                return malformed(L, off, "has a pid or tid that is neither an integer nor a string");
-        if (r < 0)
+        if (!ev->has_ts) {
+                malformed(L, seq, ev->offset, unusable_text(BAD_TS));
+                return 0;
+        }
+        if ((r = thread_of(L, ev, &thread)) < 0)
                 return r;
-        if (!time_of(json_object_get(ev, "ts"), &ts))
-                return malformed(L, off, "has no usable \"ts\" (microseconds, at most 3e15)");
-        if (ph[0] == 'E') {
-                if (grow((void **) &t->edges, &t->cap_edges, t->n_edges, sizeof(edge_t)) < 0)
-                        return -ENOMEM;
-                t->edges[t->n_edges++] = (edge_t) { .ts = ts, .thread = thread, .seq = seq, .end = true };
+        bool device = device_category(ev->cat);
+        if (ph == 'E')
+                return add_edge(t, ev->ts_ns, 0, thread, seq, true, device);
+        if (!ev->name.p && member(ev->raw, "name", &v)) {
+                malformed(L, seq, ev->offset, "has a \"name\" that is not a string");
                 return 0;
         }
-        const json_t *jname = json_object_get(ev, "name"), *jdur = json_object_get(ev, "dur");
-        if (jname && !json_is_string(jname))
-                return malformed(L, off, "has a \"name\" that is not a string");
-        if (ph[0] == 'X' && jdur && (!time_of(jdur, &dur) || dur < 0))
-                return malformed(L, off, "has a \"dur\" that is not a number of microseconds >= 0");
-        if ((r = intern(t, jname ? json_string_value(jname) : "", &name)) < 0)
-                return r;
-        if (ph[0] == 'B') {
-                if (grow((void **) &t->edges, &t->cap_edges, t->n_edges, sizeof(edge_t)) < 0)
-                        return -ENOMEM;
-                t->edges[t->n_edges++] = (edge_t) { .ts = ts, .name = name, .thread = thread, .seq = seq };
-                return 0;
-        }
-        /* "X" with or without "dur"; instants are zero long. */
-        return add_span(t, ts, ts + dur, ph[0] == 'X' && !jdur, name, thread, seq);
-}
-
-static void report_progress(loader_t *L)
-{
-        if (L->progress && L->pos >= L->next_progress) {
-                L->progress(L->userdata, L->pos, L->len);
-                L->next_progress = L->pos + NPF_INPUT_PROGRESS_EVERY;
-        }
-}
-
-/* The events array; L->pos is at its '['. Return: 0, TRUNCATED, or a negative errno. */
-static int events(loader_t *L)
-{
-        L->pos++;
-        L->events_started = true;
-        skip_ws(L);
-        if (at_end(L))
-                return TRUNCATED;
-        if (L->text[L->pos] == ']') {
-                L->pos++;
-                return 0;
-        }
-        for (;;) {
-                size_t off = L->pos;
-                json_t *ev;
-                int r;
-
-                if (L->elements >= NPF_TRACE_EVENTS_MAX)
-                        return fail_at(L, -E2BIG, off, "more than %u events; at most that many are read",
-                                       NPF_TRACE_EVENTS_MAX);
-                if ((r = value(L, &ev)) != 0)
-                        return r;
-                if (!json_is_object(ev)) {
-                        r = L->any_ph ? -EINVAL : -ENOMSG;
-                        fail_at(L, r, off, "element %zu of the events is %s, not an event object%s", L->elements,
-                                json_kind(ev), L->any_ph ? "" : ": not a Chrome trace");
-                        json_decref(ev);
-                        return r;
-                }
-                r = event(L, ev, off);
-                json_decref(ev);
-                if (r == -ENOMEM)
-                        return fail_at(L, r, off, "out of memory after %zu events", L->elements);
-                if (r < 0)
-                        return fail_at(L, r, off, "event %zu cannot be kept: %s", L->elements, strerror(-r));
-                L->elements++;
-                if (!L->any_ph && L->elements >= NOT_TRACE_AFTER)
-                        return fail_at(L, -ENOMSG, off, "none of the first %u elements has a \"ph\": not a Chrome trace",
-                                       NOT_TRACE_AFTER);
-                report_progress(L);
-                skip_ws(L);
-                if (at_end(L))
-                        return TRUNCATED;
-                if (L->text[L->pos] == ']') {
-                        L->pos++;
+        if (ph == 'X' && ev->has_dur) {
+                if (ev->dur_ns < 0) {
+                        malformed(L, seq, ev->offset, unusable_text(BAD_DUR));
                         return 0;
                 }
-                if (L->text[L->pos] != ',')
-                        return fail_at(L, -EINVAL, L->pos, "',' or ']' expected after event %zu", L->elements - 1);
-                L->pos++;
-                skip_ws(L);
-                if (at_end(L))
-                        return TRUNCATED;
+                dur = ev->dur_ns;
         }
+        if ((r = intern_raw(t, ev->name, &name)) < 0)
+                return r;
+        if (ph == 'B')
+                return add_edge(t, ev->ts_ns, name, thread, seq, false, device);
+        /* "X" with or without "dur"; instants are zero long. */
+        return add_span(t, ev->ts_ns, ev->ts_ns + dur, ph == 'X' && !ev->has_dur, name, thread, seq, device);
 }
 
-/* The object form; L->pos is at its '{'. Return: 0, TRUNCATED, or a negative errno. */
-static int object(loader_t *L)
+/* The scanner's callback: every element of the events that is an object, in order. */
+static int on_event(void *userdata, const npf_evscan_event_t *ev)
 {
-        bool found = false;
+        loader_t *L = userdata;
+        npf_evscan_stats_t st;
+        unsigned bad = 0;
         int r;
 
-        L->pos++;
-        skip_ws(L);
-        if (at_end(L))
-                return early_end(L, "a key or '}'");
-        if (L->text[L->pos] == '}') {
-                L->pos++;
-                goto done;
+        /* The scanner counts as malformed the elements it skipped and the events whose ts,
+         * dur, pid or tid it hands over absent, being unusable: which of them this one is, is
+         * worked out only when its count has moved. */
+        npf_evscan_stats(L->s, &st);
+        if (st.malformed != L->scan_malformed) {
+                uint64_t n = st.malformed - L->scan_malformed;
+                L->scan_malformed = st.malformed;
+                if ((bad = unusable(ev)) != 0 && n > 0)
+                        n--;
+                if (n > 0)
+                        non_objects(L, &st, n);
         }
-        for (;;) {
-                size_t off = L->pos;
-                json_t *key, *v;
-
-                if (L->text[off] != '"')
-                        return fail_at(L, -EINVAL, off, "a key string expected");
-                if ((r = value(L, &key)) != 0)
-                        return r;
-                bool events_key = strcmp(json_string_value(key), "traceEvents") == 0;
-                json_decref(key);
-                skip_ws(L);
-                if (at_end(L))
-                        return early_end(L, "':'");
-                if (L->text[L->pos] != ':')
-                        return fail_at(L, -EINVAL, L->pos, "':' expected after a key");
-                L->pos++;
-                skip_ws(L);
-                if (at_end(L))
-                        return early_end(L, "a value");
-                off = L->pos;
-                if (events_key && found)
-                        return fail_at(L, -EINVAL, off, "\"traceEvents\" appears twice");
-                if (events_key && L->text[off] == '[') {
-                        found = true;
-                        if ((r = events(L)) != 0)
-                                return r;
-                } else {
-                        if ((r = value(L, &v)) != 0)
-                                return r;
-                        const char *kind = json_kind(v);
-                        json_decref(v);
-                        if (events_key)
-                                return fail_at(L, -EINVAL, off, "\"traceEvents\" is %s, not an array of events", kind);
-                }
-                skip_ws(L);
-                if (at_end(L))
-                        return early_end(L, "',' or '}'");
-                if (L->text[L->pos] == '}') {
-                        L->pos++;
-                        break;
-                }
-                if (L->text[L->pos] != ',')
-                        return fail_at(L, -EINVAL, L->pos, "',' or '}' expected");
-                L->pos++;
-                skip_ws(L);
-                if (at_end(L))
-                        return early_end(L, "a key");
-        }
-done:
-        if (!found) {
-                snprintf(L->err, NPF_TRACE_ERR_MAX, "a JSON object without \"traceEvents\": not a Chrome trace");
-                return -ENOMSG;
-        }
+        if (L->elements >= NPF_TRACE_EVENTS_MAX)
+                return stop(L, -E2BIG, ev->offset, "more than %u events; at most that many are read",
+                            NPF_TRACE_EVENTS_MAX);
+        size_t seq = L->elements++;
+        if ((r = event(L, ev, bad, (uint32_t) seq)) == -ENOMEM)
+                return stop(L, r, ev->offset, "out of memory after %zu events", seq);
+        if (r < 0)
+                return stop(L, r, ev->offset, "event %zu cannot be kept: %s", seq, strerror(-r));
+        if (!L->any_ph && L->elements >= NOT_TRACE_AFTER)
+                return stop(L, -ENOMSG, ev->offset, "none of the first %u elements has a \"ph\": not a Chrome trace",
+                            NOT_TRACE_AFTER);
         return 0;
 }
 
-/* The whole document. Return: 0, TRUNCATED, or a negative errno. */
-static int document(loader_t *L)
+/* Feed the input's @len bytes at @p, which end at offset @done, and report progress. */
+static int feed(loader_t *L, const void *p, size_t len, size_t done, char *msg)
 {
-        json_t *v;
-        int r;
+        int r = npf_evscan_feed(L->s, p, len, msg);
 
-        if (L->len >= 3 && memcmp(L->text, "\xef\xbb\xbf", 3) == 0)
-                L->pos = 3;
-        skip_ws(L);
-        if (at_end(L)) {
-                snprintf(L->err, NPF_TRACE_ERR_MAX, "the input is empty: no JSON value");
-                return -EINVAL;
+        if (r == 0 && L->progress && done >= L->next_progress && done < L->len) {
+                L->progress(L->userdata, done, L->len);
+                L->next_progress = done + NPF_INPUT_PROGRESS_EVERY;
         }
-        if (L->text[L->pos] == '[')
-                r = events(L);
-        else if (L->text[L->pos] == '{')
-                r = object(L);
-        else if ((r = value(L, &v)) == 0) {
-                snprintf(L->err, NPF_TRACE_ERR_MAX, "the JSON document is %s: not a Chrome trace", json_kind(v));
-                json_decref(v);
+        return r;
+}
+
+/* The file open at L->fd, mapped a piece at a time, each piece dropped once scanned. */
+static int feed_file(loader_t *L, char *msg)
+{
+        int r = 0;
+
+        for (size_t off = 0; off < L->len && r == 0; off += CHUNK) {
+                size_t n = L->len - off < CHUNK ? L->len - off : CHUNK;
+                void *map = mmap(NULL, n, PROT_READ, MAP_PRIVATE, L->fd, (off_t) off);
+                if (map == MAP_FAILED) {
+                        r = -errno;
+                        snprintf(msg, NPF_EVSCAN_ERR_MAX, "cannot map the bytes from %zu: %s", off, strerror(-r));
+                        return r;
+                }
+                /* Its pages mapped in one call rather than a fault each, and read ahead. */
+                (void) madvise(map, n, MADV_POPULATE_READ);
+                (void) madvise(map, n, MADV_SEQUENTIAL);
+                r = feed(L, map, n, off + n, msg);
+                munmap(map, n);
+        }
+        return r;
+}
+
+/*
+ * Scan the whole input and keep its events. Return: 0, or a negative errno with a sentence
+ * in @err. An input that ends early once the events have begun is marked truncated.
+ */
+static int scan(loader_t *L, char *err)
+{
+        npf_trace_t *t = L->t;
+        char msg[NPF_EVSCAN_ERR_MAX] = "";
+        npf_evscan_stats_t st;
+        bool fed = false;
+        int r = 0;
+
+        if (!(L->s = npf_evscan_new(on_event, NULL, L))) {
+                snprintf(err, NPF_TRACE_ERR_MAX, "out of memory");
+                return -ENOMEM;
+        }
+        if (L->text) {
+                for (size_t off = 0, n; off < L->len && r == 0; off += n) {
+                        n = L->len - off < CHUNK ? L->len - off : CHUNK;
+                        r = feed(L, L->text + off, n, off + n, msg);
+                }
+        } else {
+                r = feed_file(L, msg);
+        }
+        if (r == 0) {
+                fed = true;
+                r = npf_evscan_finish(L->s, msg);
+        }
+        if (L->failed) {
+                if (L->fail_offset == NO_OFFSET)
+                        snprintf(err, NPF_TRACE_ERR_MAX, "%s", L->fail);
+                else
+                        placed(L, L->fail_offset, L->fail, err);
+                return L->failed;
+        }
+        npf_evscan_stats(L->s, &st);
+        /* The end of input once the events began, after their array too: a writer that died. */
+        if (r == -EINVAL && fed && st.events_array && strstr(msg, ": the document ends "))
+                st.truncated = true, r = 0;
+        if (r < 0) {
+                snprintf(err, NPF_TRACE_ERR_MAX, "%s", msg[0] ? msg : strerror(-r));
+                return r;
+        }
+        t->truncated = st.truncated;
+        if (st.malformed != L->scan_malformed) {
+                uint64_t n = st.malformed - L->scan_malformed;
+                L->scan_malformed = st.malformed;
+                non_objects(L, &st, n);
+        }
+        if (L->elements > 0 && !L->any_ph) {
+                snprintf(err, NPF_TRACE_ERR_MAX, "none of the %zu elements has a \"ph\": not a Chrome trace",
+                         L->elements);
                 return -ENOMSG;
         }
-        if (r != 0)
-                return r;
-        skip_ws(L);
-        if (!at_end(L))
-                return fail_at(L, -EINVAL, L->pos, "the end of the file expected after the trace");
+        if (t->malformed && L->m_offset != NO_OFFSET)
+                placed(L, L->m_offset, t->first_malformed, t->first_malformed);
         return 0;
 }
 
@@ -741,7 +882,7 @@ static int pair_edges(npf_trace_t *t)
                 if (i > 0 && e->thread != t->edges[i - 1].thread) {
                         while (depth > 0 && r == 0) {
                                 const edge_t *b = &t->edges[stack[--depth]];
-                                r = add_span(t, b->ts, b->ts, true, b->name, b->thread, b->seq);
+                                r = add_span(t, b->ts, b->ts, true, b->name, b->thread, b->seq, b->device);
                         }
                 }
                 if (!e->end) {
@@ -750,12 +891,12 @@ static int pair_edges(npf_trace_t *t)
                         t->unmatched_ends++;
                 } else {
                         const edge_t *b = &t->edges[stack[--depth]];
-                        r = add_span(t, b->ts, e->ts, false, b->name, b->thread, b->seq);
+                        r = add_span(t, b->ts, e->ts, false, b->name, b->thread, b->seq, b->device);
                 }
         }
         while (depth > 0 && r == 0) {
                 const edge_t *b = &t->edges[stack[--depth]];
-                r = add_span(t, b->ts, b->ts, true, b->name, b->thread, b->seq);
+                r = add_span(t, b->ts, b->ts, true, b->name, b->thread, b->seq, b->device);
         }
         free(stack);
         free(t->edges);
@@ -764,14 +905,11 @@ static int pair_edges(npf_trace_t *t)
         return r;
 }
 
-/* Per thread, by start; an open span (it will borrow its parent's end) before a closed one, longer first. */
-static int cmp_span(const void *a, const void *b)
+/* By start; an open span (it will borrow its parent's end) before a closed one, longer first. */
+static inline int cmp_span_inline(const span_t *x, const span_t *y)
 {
-        const span_t *x = a, *y = b;
-        int c = cmp_thread_time(x->thread, x->start, y->thread, y->start);
-
-        if (c)
-                return c;
+        if (x->start != y->start)
+                return x->start < y->start ? -1 : 1;
         if (x->open != y->open)
                 return x->open ? -1 : 1;
         if (!x->open && x->end != y->end)
@@ -779,36 +917,83 @@ static int cmp_span(const void *a, const void *b)
         return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
+/* Merge the sorted @na spans at @a and @nb at @b into @out. */
+static void merge(const span_t *a, size_t na, const span_t *b, size_t nb, span_t *out)
+{
+        size_t i = 0, j = 0;
+
+        while (i < na && j < nb)
+                *out++ = cmp_span_inline(&b[j], &a[i]) < 0 ? b[j++] : a[i++];
+        memcpy(out, a + i, (na - i) * sizeof(*a));
+        memcpy(out + (na - i), b + j, (nb - j) * sizeof(*b));
+}
+
+/*
+ * Sort the @n spans at @v, with @tmp room for as many and @runs for n + 1 offsets: a merge
+ * sort of the runs already in order, since a thread's events come mostly in order (kineto's
+ * runs average dozens of events, a parent written after its children ending one).
+ */
+static void sort_spans(span_t *v, size_t n, span_t *tmp, size_t *runs)
+{
+        span_t *src = v, *dst = tmp;
+        size_t k = 0;
+
+        runs[k++] = 0;
+        for (size_t i = 1; i < n; i++)
+                if (cmp_span_inline(&v[i - 1], &v[i]) > 0)
+                        runs[k++] = i;
+        runs[k] = n;
+        if (k == 1)
+                return;
+        /* k runs, run i at [runs[i], runs[i + 1]); each pass merges them in pairs. */
+        while (k > 1) {
+                size_t m = 0;
+                for (size_t i = 0; i < k; i += 2) {
+                        size_t a = runs[i], b = runs[i + 1], c = i + 2 <= k ? runs[i + 2] : b;
+                        merge(src + a, b - a, src + b, c - b, dst + a);
+                        runs[m++] = a;
+                }
+                runs[m] = n;
+                k = m;
+                span_t *x = src;
+                src = dst;
+                dst = x;
+        }
+        if (src != v)
+                memcpy(v, src, n * sizeof(*v));
+}
+
 typedef struct frame {
         const span_t *s;
         int64_t children;               /* ns covered by the children (they never overlap) */
+        bool op;                        /* the host's: its name's figures count it */
 } frame_t;
 
 static void pop(npf_trace_t *t, const frame_t *f)
 {
         name_t *n = &t->names[f->s->name];
 
+        if (!f->op)
+                return;
         n->self_ns = sat_add(n->self_ns, f->s->end - f->s->start - f->children);
         n->open--;
 }
 
-/* Nest the spans of one thread, t->spans[@from .. @to), with @stack room for all of them. */
-static int nest(npf_trace_t *t, size_t from, size_t to, frame_t *stack, step_t **steps, size_t *n_steps,
-                size_t *cap_steps)
+/* Nest the spans of thread @th, sorted, with @stack room for all of them. */
+static int nest(npf_trace_t *t, thread_t *th, frame_t *stack, step_t **steps, size_t *n_steps, size_t *cap_steps)
 {
-        thread_t *th = &t->threads[t->spans[from].thread];
         int64_t end = INT64_MIN;
         size_t depth = 0;
 
-        for (size_t i = from; i < to; i++) {
-                const span_t *s = &t->spans[i];
+        for (size_t i = 0; i < th->n_spans; i++) {
+                const span_t *s = &th->spans[i];
                 int64_t e = s->open ? s->start : s->end;
                 end = e > end ? e : end;
         }
-        th->start = t->spans[from].start;
+        th->start = th->spans[0].start;
         th->end = end;
-        for (size_t i = from; i < to; i++) {
-                span_t *s = &t->spans[i];
+        for (size_t i = 0; i < th->n_spans; i++) {
+                span_t *s = &th->spans[i];
                 while (depth > 0 && stack[depth - 1].s->end <= s->start)
                         pop(t, &stack[--depth]);
                 int64_t limit = depth > 0 ? stack[depth - 1].s->end : end;
@@ -820,14 +1005,18 @@ static int nest(npf_trace_t *t, size_t from, size_t to, frame_t *stack, step_t *
                         th->clipped++;
                 }
                 int64_t dur = s->end - s->start;
+                bool op = !s->device && !th->npu;
                 if (depth > 0)
                         stack[depth - 1].children += dur;
-                stack[depth++] = (frame_t) { .s = s };
+                stack[depth++] = (frame_t) { .s = s, .op = op };
                 name_t *n = &t->names[s->name];
-                n->count++;
-                if (n->open++ == 0)
-                        n->total_ns = sat_add(n->total_ns, dur);
+                if (op) {
+                        n->count++;
+                        if (n->open++ == 0)
+                                n->total_ns = sat_add(n->total_ns, dur);
+                }
                 th->events++;
+                th->device_events += s->device;
                 if (n->step >= 0) {
                         if (grow((void **) steps, cap_steps, *n_steps, sizeof(step_t)) < 0)
                                 return -ENOMEM;
@@ -841,6 +1030,7 @@ static int nest(npf_trace_t *t, size_t from, size_t to, frame_t *stack, step_t *
         }
         while (depth > 0)
                 pop(t, &stack[--depth]);
+        th->device = th->npu || th->device_events == th->events;
         return 0;
 }
 
@@ -860,14 +1050,20 @@ static int cmp_double(const void *a, const void *b)
         return x < y ? -1 : x > y;
 }
 
-/* Keep the steps of the thread with the most of them, in step order, and their figures. */
+/*
+ * Keep the steps of the thread with the most of them, in step order, and their figures:
+ * a host thread's where one has steps, not a device's copy of the annotation.
+ */
 static int pick_steps(npf_trace_t *t, const step_t *all, size_t n)
 {
         uint32_t best = NONE;
+        bool host = false;
 
+        for (size_t i = 0; i < t->n_threads; i++)
+                host |= t->threads[i].steps && !t->threads[i].device;
         for (size_t i = 0; i < t->n_threads; i++) {
                 const thread_t *th = &t->threads[i];
-                if (th->steps && (best == NONE || th->steps > t->threads[best].steps ||
+                if (th->steps && !(host && th->device) && (best == NONE || th->steps > t->threads[best].steps ||
                                   (th->steps == t->threads[best].steps && th->first_step < t->threads[best].first_step)))
                         best = (uint32_t) i;
         }
@@ -901,85 +1097,85 @@ static int pick_steps(npf_trace_t *t, const step_t *all, size_t n)
 static int analyse(npf_trace_t *t)
 {
         frame_t *stack = NULL;
+        span_t *sorted = NULL;
         step_t *steps = NULL;
-        size_t n_steps = 0, cap_steps = 0;
+        size_t *runs = NULL, n_steps = 0, cap_steps = 0, most = 0;
         int r;
 
         if ((r = pair_edges(t)) < 0)
                 return r;
         for (size_t i = 0; i < t->n_threads && t->n_procs; i++) {
-                uint32_t *p;
+                proc_t *p;
                 if ((r = proc_get(t, t->threads[i].pid, &p)) < 0)
                         return r;
-                t->threads[i].process = *p;
+                t->threads[i].process = p->name;
+                t->threads[i].npu = p->npu;
         }
-        t->events = t->n_spans;
-        if (t->n_spans == 0)
+        for (size_t i = 0; i < t->n_threads; i++) {
+                t->events += t->threads[i].n_spans;
+                most = t->threads[i].n_spans > most ? t->threads[i].n_spans : most;
+        }
+        if (t->events == 0)
                 return 0;
-        qsort(t->spans, t->n_spans, sizeof(span_t), cmp_span);
-        stack = malloc(t->n_spans * sizeof(*stack));
-        if (!stack)
+        stack = malloc(most * sizeof(*stack));
+        sorted = malloc(most * sizeof(*sorted));
+        runs = malloc((most + 1) * sizeof(*runs));
+        if (!stack || !sorted || !runs) {
+                free(stack);
+                free(sorted);
+                free(runs);
                 return -ENOMEM;
+        }
         t->start = INT64_MAX;
         t->end = INT64_MIN;
-        for (size_t from = 0, to; from < t->n_spans && r == 0; from = to) {
-                for (to = from + 1; to < t->n_spans && t->spans[to].thread == t->spans[from].thread; to++)
-                        ;
-                r = nest(t, from, to, stack, &steps, &n_steps, &cap_steps);
-                const thread_t *th = &t->threads[t->spans[from].thread];
+        for (size_t i = 0; i < t->n_threads && r == 0; i++) {
+                thread_t *th = &t->threads[i];
+                if (th->n_spans == 0)
+                        continue;
+                sort_spans(th->spans, th->n_spans, sorted, runs);
+                r = nest(t, th, stack, &steps, &n_steps, &cap_steps);
                 t->start = th->start < t->start ? th->start : t->start;
                 t->end = th->end > t->end ? th->end : t->end;
+                free(th->spans);
+                th->spans = NULL;
+                th->n_spans = th->cap_spans = 0;
         }
         if (r == 0)
                 r = pick_steps(t, steps, n_steps);
         free(steps);
         free(stack);
-        free(t->spans);
-        t->spans = NULL;
-        t->n_spans = t->cap_spans = 0;
+        free(sorted);
+        free(runs);
         return r;
 }
 
-int npf_trace_load(const void *buf, size_t len, npf_input_progress_cb progress, void *userdata,
-                   npf_trace_t **ret_trace, char *err)
+/* Read and analyse the input that @L says where to find. */
+static int load(loader_t *L, npf_trace_t **ret_trace, char *err)
 {
         npf_trace_t *t = calloc(1, sizeof(*t));
         int r;
 
         err[0] = '\0';
-        if (!t) {
-                snprintf(err, NPF_TRACE_ERR_MAX, "out of memory");
-                return -ENOMEM;
-        }
-        t->step_thread = NONE;
-        t->in = npf_intern_new();
-        if (!t->in) {
+        if (!t || !(t->in = npf_intern_new())) {
                 free(t);
                 snprintf(err, NPF_TRACE_ERR_MAX, "out of memory");
                 return -ENOMEM;
         }
-        loader_t L = {
-                .t = t, .text = buf, .len = len, .progress = progress, .userdata = userdata,
-                .next_progress = NPF_INPUT_PROGRESS_EVERY, .last_thread = NONE, .err = err,
-        };
-        r = document(&L);
-        if (r == TRUNCATED) {
-                t->truncated = true;
-                r = 0;
-        }
-        if (r == 0 && L.elements > 0 && !L.any_ph) {
-                snprintf(err, NPF_TRACE_ERR_MAX, "none of the %zu elements has a \"ph\": not a Chrome trace",
-                         L.elements);
-                r = -ENOMSG;
-        }
+        t->step_thread = NONE;
+        L->t = t;
+        L->next_progress = NPF_INPUT_PROGRESS_EVERY;
+        L->last_thread = NONE;
+        L->m_offset = NO_OFFSET;
+        r = scan(L, err);
+        L->s = npf_evscan_free(L->s);
         if (r < 0)
                 goto fail;
         if ((r = analyse(t)) < 0) {
-                snprintf(err, NPF_TRACE_ERR_MAX, "out of memory analysing %zu events", L.elements);
+                snprintf(err, NPF_TRACE_ERR_MAX, "out of memory analysing %zu events", L->elements);
                 goto fail;
         }
-        if (progress)
-                progress(userdata, len, len);
+        if (L->progress)
+                L->progress(L->userdata, L->len, L->len);
         *ret_trace = t;
         return 0;
 fail:
@@ -987,17 +1183,38 @@ fail:
         return r;
 }
 
+int npf_trace_load(const void *buf, size_t len, npf_input_progress_cb progress, void *userdata,
+                   npf_trace_t **ret_trace, char *err)
+{
+        loader_t L = { .text = buf, .fd = -1, .len = len, .progress = progress, .userdata = userdata };
+
+        return load(&L, ret_trace, err);
+}
+
 int npf_trace_load_file(const char *path, npf_input_progress_cb progress, void *userdata,
                         npf_trace_t **ret_trace, char *err)
 {
-        void *map;
-        size_t len;
-        int r = npf_input_map(path, &map, &len, err, NPF_TRACE_ERR_MAX);
+        loader_t L = { .progress = progress, .userdata = userdata };
+        struct stat st;
+        int r;
 
-        if (r < 0)
+        if ((L.fd = open(path, O_RDONLY | O_CLOEXEC)) < 0) {
+                r = -errno;
+                snprintf(err, NPF_TRACE_ERR_MAX, "cannot open %.180s: %s", path, strerror(-r));
                 return r;
-        r = npf_trace_load(map, len, progress, userdata, ret_trace, err);
-        npf_input_unmap(map, len);
+        }
+        if (fstat(L.fd, &st) < 0) {
+                r = -errno;
+                snprintf(err, NPF_TRACE_ERR_MAX, "cannot stat %.180s: %s", path, strerror(-r));
+        } else if (!S_ISREG(st.st_mode) || st.st_size == 0) {
+                r = -EINVAL;
+                snprintf(err, NPF_TRACE_ERR_MAX, "%.180s: %s", path,
+                         S_ISREG(st.st_mode) ? "the file is empty" : "not a regular file");
+        } else {
+                L.len = (size_t) st.st_size;
+                r = load(&L, ret_trace, err);
+        }
+        close(L.fd);
         return r;
 }
 
@@ -1007,9 +1224,10 @@ npf_trace_t *npf_trace_free(npf_trace_t *t)
                 return NULL;
         npf_intern_free(t->in);
         free(t->names);
+        for (size_t i = 0; i < t->n_threads; i++)
+                free(t->threads[i].spans);
         free(t->threads);
         free(t->procs);
-        free(t->spans);
         free(t->edges);
         free(t->steps);
         free(t->rss_time_us);
@@ -1134,11 +1352,11 @@ json_t *npf_trace_report_json(const npf_trace_t *t, size_t top_n)
                 if (!th->events)
                         continue;
                 failed = json_array_append_new(threads, json_pack(
-                        "{s:o, s:o, s:o, s:o, s:I, s:f, s:f, s:I, s:I}", "pid", key_json(t, th->pid), "tid",
+                        "{s:o, s:o, s:o, s:o, s:I, s:f, s:f, s:I, s:I, s:b}", "pid", key_json(t, th->pid), "tid",
                         key_json(t, th->tid), "process", name_json(t, th->process), "name",
                         name_json(t, th->name), "events", (json_int_t) th->events, "start_us", us(th->start),
                         "span_us", us(th->end - th->start), "clipped", (json_int_t) th->clipped, "borrowed_ends",
-                        (json_int_t) th->borrowed)) < 0;
+                        (json_int_t) th->borrowed, "device", th->device)) < 0;
         }
         for (size_t i = 0; i < t->n_steps && !failed; i++)
                 failed = json_array_append_new(steps, json_pack("{s:I, s:f, s:f}", "step", (json_int_t) t->steps[i].step,
@@ -1294,6 +1512,7 @@ int npf_trace_report_text(const npf_trace_t *t, FILE *f, size_t top_n)
                 }
                 if (th->name != NONE)
                         put_clean(f, str(t, th->name));
+                fputs(th->device ? (p != NONE || th->name != NONE ? " (device)" : "(device)") : "", f);
                 fputc('\n', f);
         }
 

@@ -2,8 +2,9 @@
 /*
  * Chrome trace analysis: hand-written traces whose trees, self and total times are worked
  * out by hand in the comments; both top-level forms, B/E pairing, borrowed ends, clipping,
- * metadata names, ProfilerStep#N, string and float times, what is malformed, broken or no
- * trace at all. Then two real traces: torch.profiler's (committed with the fuzz corpus; its
+ * metadata names, ProfilerStep#N, the device's events (torch_npu's NPU processes, Kineto's
+ * GPU categories), string and float times, escapes in names, what is malformed, broken or
+ * no trace at all, places in a file read a piece at a time. Then two real traces: torch.profiler's (committed with the fuzz corpus; its
  * figures come from an independent Python computation) and one that the host backend
  * writes right here, in a window this test opens on a private segment, whose step spans
  * must fall between the clock readings taken around each npf_rank_step().
@@ -413,7 +414,8 @@ static void test_times(void **state)
         assert_true(s[0].start_us == 1712345678901.123 && s[0].dur_us == 2500.25);
         assert_op("top_self", "k", 2, 10.5, 10.5);
         assert_us(json_object_get(thread_at(0), "span_us"), 2500.25, "span");
-        assert_string_equal(json_string_value(json_object_get(thread_at(0), "tid")), "1");
+        /* A string that holds an integer is that integer. */
+        assert_int_equal(json_integer_value(json_object_get(thread_at(0), "tid")), 1);
 }
 
 static void test_malformed(void **state)
@@ -437,6 +439,66 @@ static void test_malformed(void **state)
                             "line 3, column 3: event 1 has no usable \"ts\" (microseconds, at most 3e15); skipped");
         load("[" X1("ok", 1, 1) "]");
         assert_null(json_object_get(report, "first_malformed"));
+
+        /*
+         * An element that is not an object is skipped too, and counts among the elements. An
+         * unusable field makes any event malformed, a counter's or a flow's too; a missing
+         * one only where it is needed (a flow needs no "dur").
+         */
+        load("[" X1("a", 1, 1) ",3,\"x\",\n[{}]," X1("b", 2, 1) ",null,"
+             "{\"name\":\"memory\",\"ph\":\"C\",\"ts\":\"soon\",\"args\":{\"rss_kib\":1}},"
+             "{\"name\":\"f\",\"ph\":\"s\",\"ts\":1,\"pid\":{},\"id\":1},"
+             "{\"name\":\"f\",\"ph\":\"f\",\"ts\":2,\"pid\":1,\"id\":1}]");
+        assert_int_equal(count("events"), 2);
+        assert_int_equal(count("malformed"), 6);
+        assert_int_equal(count("ignored"), 1);
+        assert_true(json_is_null(json_object_get(report, "rss")));
+        assert_string_equal(json_string_value(json_object_get(report, "first_malformed")),
+                            "line 1, column 55: element 1 of the events is a number, not an object; skipped");
+        /* The element index counts what was skipped; the first malformed is the first in the file. */
+        load("[" X1("a", 1, 1) ",7,{\"name\":\"b\",\"ph\":\"X\",\"ts\":1,\"dur\":[]}]");
+        assert_int_equal(count("malformed"), 2);
+        assert_string_equal(json_string_value(json_object_get(report, "first_malformed")),
+                            "line 1, column 55: element 1 of the events is a number, not an object; skipped");
+        load("[{\"name\":\"b\",\"ph\":\"X\",\"ts\":1,\"dur\":[]},7," X1("a", 1, 1) ",\n"
+             "{\"name\":\"c\",\"ph\":\"X\",\"ts\":1,\"tid\":true}]");
+        assert_int_equal(count("malformed"), 3);
+        assert_int_equal(count("events"), 1);
+        assert_string_equal(json_string_value(json_object_get(report, "first_malformed")),
+                            "line 1, column 2: event 0 has a \"dur\" that is not a number of microseconds >= 0; skipped");
+        load("[" X1("a", 1, 1) ",\n  {\"name\":\"c\",\"ph\":\"X\",\"ts\":1,\"tid\":true},7]");
+        assert_string_equal(json_string_value(json_object_get(report, "first_malformed")),
+                            "line 2, column 3: event 1 has a pid or tid that is neither an integer nor a string; skipped");
+
+        /* The phase is the first character of "ph"; an empty one is a phase, none known. */
+        load("[{\"name\":\"q\",\"ph\":\"Xy\",\"ts\":1,\"dur\":2},{\"ph\":\"\"},{\"ph\":7}]");
+        assert_int_equal(count("events"), 1);
+        assert_int_equal(count("ignored"), 2);
+        assert_op("top_self", "q", 1, 2, 2);
+}
+
+static void test_names(void **state)
+{
+        (void) state;
+        /*
+         * Escapes are decoded; a bad escape, a lone surrogate, \u0000 and a byte that is not
+         * UTF-8 become U+FFFD, so that the report stays valid JSON. pid and tid strings are
+         * names too; one that holds an integer is that integer, the same thread as the number.
+         */
+        load("[{\"name\":\"caf\\u00e9 \\ud83d\\ude00\\t\",\"ph\":\"X\",\"ts\":1,\"dur\":1,\"pid\":1,\"tid\":\"2\"},"
+             "{\"name\":\"\xff\\u0000\\ud800\\q\",\"ph\":\"X\",\"ts\":3,\"dur\":1,\"pid\":\"1\",\"tid\":2},"
+             "{\"name\":\"x\",\"ph\":\"X\",\"ts\":5,\"dur\":1,\"pid\":\"h\\u00f4te\",\"tid\":\"\"}]");
+        assert_op("top_self", "caf\xc3\xa9 \xf0\x9f\x98\x80\t", 1, 1, 1);
+        assert_op("top_self", "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd", 1, 1, 1);
+        assert_int_equal(json_array_size(json_object_get(report, "threads")), 2);
+        assert_int_equal(json_integer_value(json_object_get(thread_at(0), "pid")), 1);
+        assert_int_equal(json_integer_value(json_object_get(thread_at(0), "tid")), 2);
+        assert_int_equal(json_integer_value(json_object_get(thread_at(0), "events")), 2);
+        assert_string_equal(json_string_value(json_object_get(thread_at(1), "pid")), "h\xc3\xb4te");
+        assert_string_equal(json_string_value(json_object_get(thread_at(1), "tid")), "");
+        char *dump = json_dumps(report, 0);
+        assert_non_null(dump);
+        free(dump);
 }
 
 static void test_long_names(void **state)
@@ -465,6 +527,22 @@ static void test_long_names(void **state)
         char *dump = json_dumps(report, 0);
         assert_non_null(dump);
         free(dump);
+
+        /* The same when the name is written with escapes, decoded before it is cut (load()
+         * has freed the text above). */
+        buf = malloc(3 * n + 128);
+        assert_non_null(buf);
+        text = buf;
+        size_t len = (size_t) sprintf(buf, "[{\"name\":\"");
+        for (size_t i = 0; i < n; i += 2)
+                len += (size_t) sprintf(buf + len, "\\u00e9");
+        sprintf(buf + len, "\",\"ph\":\"X\",\"ts\":0,\"dur\":1}]");
+        load(text);
+        assert_int_equal(count("names_truncated"), 1);
+        s = top_name("top_self", 0);
+        assert_true(strlen(s) <= NPF_TRACE_NAME_MAX && strlen(s) >= NPF_TRACE_NAME_MAX - 4);
+        assert_string_equal(s + strlen(s) - 3, "...");
+        assert_memory_equal(s, "\xc3\xa9\xc3\xa9", 4);
 }
 
 /* --- errors ----------------------------------------------------------------------------- */
@@ -473,26 +551,34 @@ static void test_broken_json(void **state)
 {
         (void) state;
         load_fails("[\n" X1("a", 1, 1) "\n" X1("b", 1, 1) "]", -EINVAL,
-                   "line 3, column 1: ',' or ']' expected after event 0");
+                   "line 3, column 1: ',' or ']' expected after element 0 of the events");
         load_fails("{\"traceEvents\": [\n  {\"ph\": \"X\", \"ts\": 1,, \"dur\": 2}]}", -EINVAL,
-                   "line 2, column 23: string or '}' expected near ','");
-        load_fails("[" X1("a", 1, 1) ",]", -EINVAL, "line 1, column 55: unexpected token near ']'");
-        load_fails("[]\nx", -EINVAL, "line 2, column 1: the end of the file expected after the trace");
+                   "line 2, column 23: a key string expected");
+        load_fails("[" X1("a", 1, 1) ",]", -EINVAL, "line 1, column 55: a value expected");
+        load_fails("[" X1("a", 1, 1) ",{\"ph\":tru}]", -EINVAL,
+                   "line 1, column 61: an unknown word where a value was expected");
+        load_fails("[]\nx", -EINVAL, "line 2, column 1: the document goes on after its end");
         load_fails("{\"a\" 1}", -EINVAL, "line 1, column 6: ':' expected after a key");
-        load_fails("{\"a\":1 \"b\":2}", -EINVAL, "line 1, column 8: ',' or '}' expected");
+        load_fails("{\"a\":1 \"b\":2}", -EINVAL, "line 1, column 8: ',' or '}' expected after a value");
         load_fails("{1:2}", -EINVAL, "line 1, column 2: a key string expected");
-        load_fails("hello", -EINVAL, "line 1, column 5: invalid token near 'hello'");
-        load_fails("", -EINVAL, "the input is empty: no JSON value");
-        load_fails(" \n ", -EINVAL, "the input is empty: no JSON value");
+        load_fails("", -EINVAL, "line 1, column 1: the document ends where a JSON value was expected");
+        load_fails(" \n ", -EINVAL, "line 2, column 2: the document ends where a JSON value was expected");
         /* Before the events begin, an early end is an error, not a truncation. */
-        load_fails("{\"otherData\":{\"a\":", -EINVAL, "line 1, column 18: unexpected token near end of file");
-        load_fails("{\"otherData\":1", -EINVAL, "line 1, column 15: the file ends where ',' or '}' was expected");
+        load_fails("{\"otherData\":{\"a\":", -EINVAL, "line 1, column 19: the document ends inside a top-level value");
+        load_fails("{\"otherData\":1,", -EINVAL, "line 1, column 16: the document ends where a key was expected");
         load_fails("{\"traceEvents\":[],\"traceEvents\":[]}", -EINVAL,
-                   "line 1, column 33: \"traceEvents\" appears twice");
+                   "line 1, column 19: \"traceEvents\" appears twice");
         load_fails("{\"traceEvents\":{\"a\":1}}", -EINVAL,
-                   "line 1, column 16: \"traceEvents\" is an object, not an array of events");
-        load_fails("[" X1("a", 1, 1) ",3]", -EINVAL,
-                   "line 1, column 55: element 1 of the events is a number, not an event object");
+                   "line 1, column 16: \"traceEvents\" is not an array of events");
+
+        /* An event longer than the scanner takes (16 MiB) is refused, not read for ever. */
+        size_t n = 17u << 20;
+        text = malloc(n + 256);
+        assert_non_null(text);
+        size_t len = (size_t) sprintf(text, "[" X1("a", 1, 1) ",\n {\"name\":\"");
+        memset(text + len, 'a', n);
+        strcpy(text + len + n, "\",\"ph\":\"X\",\"ts\":1}]");
+        load_fails(text, -E2BIG, "line 2, column 2: element 1 of the events is more than 16 MiB; refused");
 }
 
 static void test_not_a_trace(void **state)
@@ -501,9 +587,11 @@ static void test_not_a_trace(void **state)
         load_fails("{\"segments\":[],\"device_traces\":[]}", -ENOMSG,
                    "a JSON object without \"traceEvents\": not a Chrome trace");
         load_fails("{}", -ENOMSG, "a JSON object without \"traceEvents\": not a Chrome trace");
-        load_fails("42", -ENOMSG, "the JSON document is a number: not a Chrome trace");
-        load_fails("[1,2]", -ENOMSG,
-                   "line 1, column 2: element 0 of the events is a number, not an event object: not a Chrome trace");
+        /* Neither an object nor an array, whatever follows its first byte. */
+        load_fails("42", -ENOMSG, "line 1, column 1: the document is neither an object nor an array: not a Chrome trace");
+        load_fails("hello", -ENOMSG,
+                   "line 1, column 1: the document is neither an object nor an array: not a Chrome trace");
+        load_fails("[1,2]", -ENOMSG, "none of the 2 elements has a \"ph\": not a Chrome trace");
         /* A snapshot's legacy form is a bare list of segments: objects, none with a "ph". */
         load_fails("[{\"device\":0,\"address\":1},{\"device\":0,\"address\":2}]", -ENOMSG,
                    "none of the 2 elements has a \"ph\": not a Chrome trace");
@@ -517,6 +605,21 @@ static void test_not_a_trace(void **state)
                 len += (size_t) sprintf(big + len, "%s{\"device\":0}", i ? "," : "");
         strcpy(big + len, "]");
         load_fails(big, -ENOMSG, "line 1, column 821: none of the first 64 elements has a \"ph\": not a Chrome trace");
+}
+
+typedef struct progress {
+        size_t calls, last, total;
+        bool ordered;
+} progress_t;
+
+static void on_progress(void *userdata, size_t done, size_t total)
+{
+        progress_t *p = userdata;
+
+        p->ordered &= done >= p->last && done <= total && (p->calls == 0 || p->total == total);
+        p->calls++;
+        p->last = done;
+        p->total = total;
 }
 
 static void test_load_file(void **state)
@@ -546,23 +649,51 @@ static void test_load_file(void **state)
         held = t;
         const npf_trace_step_t *steps;
         assert_int_equal(npf_trace_steps(t, &steps), 0);
+        held = npf_trace_free(held);
+
+        /*
+         * Past the first pieces the file is mapped in: places are found in the file again,
+         * counted over pieces too. An event on each line, padded to 6 MiB; one malformed
+         * near the end; then a broken one.
+         */
+        f = fopen(path, "w");
+        assert_non_null(f);
+        size_t lines = 0;
+        fputs("[\n", f);
+        for (; lines < 6000; lines++)
+                fprintf(f, "{\"name\":\"op\",\"ph\":\"X\",\"ts\":%zu,\"dur\":1,\"args\":{\"pad\":\"%01000d\"}},\n",
+                        lines, 0);
+        fputs("   {\"name\":\"late\",\"ph\":\"X\",\"ts\":\"never\"}\n]\n", f);
+        fclose(f);
+        progress_t p = { .ordered = true };
+        assert_int_equal(npf_trace_load_file(path, on_progress, &p, &t, err), 0);
+        held = t;
+        report = npf_trace_report_json(t, 5);
+        assert_int_equal(count("events"), 6000);
+        assert_string_equal(json_string_value(json_object_get(report, "first_malformed")),
+                            "line 6002, column 4: event 6000 has no usable \"ts\" (microseconds, at most 3e15); skipped");
+        assert_true(p.ordered);
+        assert_true(p.last == p.total && p.calls >= 1);
+        f = fopen(path, "r+");
+        assert_non_null(f);
+        assert_int_equal(fseek(f, -2, SEEK_END), 0);
+        fputs(";\n", f);
+        fclose(f);
+        held = npf_trace_free(held);
+        assert_int_equal(npf_trace_load_file(path, NULL, NULL, &t, err), -EINVAL);
+        assert_string_equal(err, "line 6003, column 1: ',' or ']' expected after element 6000 of the events");
+        /* A message from the reader itself (not the scanner) is placed the same way. */
+        f = fopen(path, "w");
+        assert_non_null(f);
+        fprintf(f, "[%*s", 5 << 20, "");
+        for (int i = 0; i < 70; i++)
+                fprintf(f, "%s\n {\"device\":%d}", i ? "," : "", i);
+        fputs("]", f);
+        fclose(f);
+        assert_int_equal(npf_trace_load_file(path, NULL, NULL, &t, err), -ENOMSG);
+        assert_string_equal(err, "line 65, column 2: none of the first 64 elements has a \"ph\": not a Chrome trace");
         unlink(path);
         rmdir(dir);
-}
-
-typedef struct progress {
-        size_t calls, last, total;
-        bool ordered;
-} progress_t;
-
-static void on_progress(void *userdata, size_t done, size_t total)
-{
-        progress_t *p = userdata;
-
-        p->ordered &= done >= p->last && done <= total && (p->calls == 0 || p->total == total);
-        p->calls++;
-        p->last = done;
-        p->total = total;
 }
 
 /* About every 16 MiB, in order, and once at the end with everything read. */
@@ -590,6 +721,143 @@ static void test_progress(void **state)
         assert_int_equal(p.calls, 2);
         assert_int_equal(p.last, len);
         assert_int_equal(p.total, len);
+}
+
+/* --- the device's events ----------------------------------------------------------------- */
+
+static bool thread_device(size_t i)
+{
+        json_t *v = json_object_get(thread_at(i), "device");
+
+        if (!json_is_boolean(v))
+                fail_msg("thread %zu: \"device\" is not a boolean", i);
+        return json_is_true(v);
+}
+
+/* Whether @name is in neither top list. */
+static void assert_no_op(const char *name)
+{
+        static const char *const lists[] = { "top_self", "top_total" };
+        json_t *e;
+        size_t i;
+
+        for (size_t l = 0; l < 2; l++)
+                json_array_foreach(json_object_get(report, lists[l]), i, e)
+                        if (strcmp(json_string_value(json_object_get(e, "name")), name) == 0)
+                                fail_msg("%s lists \"%s\"", lists[l], name);
+}
+
+/*
+ * torch_npu's trace_view.json: the Python process (labelled CPU) and the device's (labelled
+ * NPU, NPU 0), whose labels may come after their events. The device's tracks are nested and
+ * counted but are no operators, and the device's copies of the steps, more of them than the
+ * host has, are not the steps.
+ */
+static void test_device_npu(void **state)
+{
+        (void) state;
+        npf_trace_t *t = load("["
+             "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":10,\"tid\":0,\"args\":{\"name\":\"Python\"}},"
+             "{\"ph\":\"M\",\"name\":\"process_labels\",\"pid\":10,\"tid\":0,\"args\":{\"labels\":\"CPU\"}},"
+             "{\"ph\":\"X\",\"name\":\"ProfilerStep#1\",\"pid\":10,\"tid\":10,\"ts\":\"100.000\",\"dur\":50,\"cat\":\"cpu_op\"},"
+             "{\"ph\":\"X\",\"name\":\"aten::conv2d\",\"pid\":10,\"tid\":10,\"ts\":\"110.000\",\"dur\":20,\"cat\":\"cpu_op\"},"
+             "{\"ph\":\"X\",\"name\":\"Computing\",\"pid\":20,\"tid\":0,\"ts\":\"120.000\",\"dur\":30},"
+             "{\"ph\":\"X\",\"name\":\"Free\",\"pid\":20,\"tid\":3,\"ts\":\"150.000\",\"dur\":10},"
+             "{\"ph\":\"X\",\"name\":\"ProfilerStep#1\",\"pid\":30,\"tid\":1,\"ts\":\"100.500\",\"dur\":49},"
+             "{\"ph\":\"X\",\"name\":\"ProfilerStep#2\",\"pid\":30,\"tid\":1,\"ts\":\"151\",\"dur\":49},"
+             "{\"ph\":\"X\",\"name\":\"Notify_Wait\",\"pid\":30,\"tid\":1,\"ts\":\"152\",\"dur\":5},"
+             "{\"ph\":\"X\",\"name\":\"aten::conv2d\",\"pid\":30,\"tid\":1,\"ts\":\"160\",\"dur\":5},"
+             "{\"ph\":\"X\",\"name\":\"host_op\",\"pid\":40,\"tid\":4,\"ts\":\"1\",\"dur\":3},"
+             "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":20,\"tid\":0,\"args\":{\"name\":\"Overlap Analysis\"}},"
+             "{\"ph\":\"M\",\"name\":\"process_labels\",\"pid\":20,\"tid\":0,\"args\":{\"labels\":\"NPU\"}},"
+             "{\"ph\":\"M\",\"name\":\"process_labels\",\"pid\":30,\"tid\":0,\"args\":{\"labels\":\"NPU 0\"}},"
+             "{\"ph\":\"M\",\"name\":\"process_labels\",\"pid\":40,\"tid\":0,\"args\":{\"labels\":\"CPU, NPU\"}}]");
+        const npf_trace_step_t *s;
+
+        assert_int_equal(count("events"), 9);
+        assert_int_equal(count("ignored"), 4);          /* the labels, as before they were read */
+        assert_int_equal(json_array_size(json_object_get(report, "threads")), 5);
+        assert_false(thread_device(0));                 /* 10/10 */
+        assert_true(thread_device(1));                  /* 20/0 */
+        assert_true(thread_device(2));                  /* 20/3 */
+        assert_true(thread_device(3));                  /* 30/1 */
+        assert_false(thread_device(4));                 /* 40/4: its labels do not begin with NPU */
+        assert_int_equal(json_integer_value(json_object_get(thread_at(3), "events")), 4);
+        assert_string_equal(json_string_value(json_object_get(thread_at(1), "process")), "Overlap Analysis");
+        /* The host's operators only: conv2d once, not with the device's namesake. */
+        assert_int_equal(json_array_size(json_object_get(report, "top_self")), 2);
+        assert_op("top_self", "aten::conv2d", 1, 20, 20);
+        assert_op("top_total", "host_op", 1, 3, 3);
+        assert_no_op("Computing");
+        assert_no_op("Free");
+        assert_no_op("Notify_Wait");
+        /* The host's single step, not the device's two. */
+        assert_int_equal(npf_trace_steps(t, &s), 1);
+        assert_true(s[0].step == 1 && s[0].start_us == 100 && s[0].dur_us == 50);
+        assert_int_equal(json_integer_value(json_object_get(json_object_get(report, "step_thread"), "pid")), 10);
+
+        /* Where only a device has steps, they are the steps. */
+        t = load("["
+             "{\"ph\":\"X\",\"name\":\"ProfilerStep#4\",\"pid\":30,\"tid\":1,\"ts\":1,\"dur\":9},"
+             "{\"ph\":\"X\",\"name\":\"op\",\"pid\":10,\"tid\":10,\"ts\":1,\"dur\":9},"
+             "{\"ph\":\"M\",\"name\":\"process_labels\",\"pid\":30,\"args\":{\"labels\":\"NPU\"}}]");
+        assert_int_equal(npf_trace_steps(t, &s), 1);
+        assert_int_equal(s[0].step, 4);
+        assert_true(thread_device(0));
+        assert_false(thread_device(1));
+}
+
+/*
+ * A Kineto trace: the CPU threads' ops, runtime calls and annotations; the GPU streams'
+ * kernels, copies, sets and copies of the annotations (gpu_user_annotation), some of them
+ * ProfilerStep#N; a stream of only such events is a device's, one with a host event too is
+ * not, though its kernel is still no operator.
+ */
+static void test_device_kineto(void **state)
+{
+        (void) state;
+#define K(cat, name, pid, tid, ts, dur) \
+        "{\"ph\":\"X\",\"cat\":\"" cat "\",\"name\":\"" name "\",\"pid\":" #pid ",\"tid\":" #tid ",\"ts\":" #ts \
+        ",\"dur\":" #dur "}"
+        npf_trace_t *t = load("{\"schemaVersion\":1,\"traceEvents\":["
+             K("user_annotation", "ProfilerStep#1", 7, 7, 0, 100) ","
+             K("user_annotation", "## forward ##", 7, 7, 5, 50) ","
+             K("cpu_op", "aten::mm", 7, 7, 10, 20) ","
+             K("cuda_runtime", "cudaLaunchKernel", 7, 7, 12, 4) ","
+             K("kernel", "ampere_sgemm_32x128_nt", 0, 7, 20, 30) ","
+             K("gpu_memcpy", "Memcpy HtoD (Pageable -> Device)", 0, 7, 60, 5) ","
+             K("gpu_memset", "Memset (Device)", 0, 7, 70, 1) ","
+             K("gpu_user_annotation", "ProfilerStep#1", 0, 7, 18, 90) ","
+             K("gpu_user_annotation", "## forward ##", 0, 7, 19, 40) ","
+             K("gpu_user_annotation", "ProfilerStep#2", 0, 8, 120, 90) ","
+             K("gpu_user_annotation", "ProfilerStep#3", 0, 8, 220, 90) ","
+             K("kernel", "ncclKernel_AllReduce", 0, 9, 30, 10) ","
+             K("cpu_op", "odd", 0, 9, 50, 2) ","
+             "{\"ph\":\"f\",\"cat\":\"ac2g\",\"name\":\"ac2g\",\"pid\":0,\"tid\":7,\"ts\":20,\"id\":1,\"bp\":\"e\"},"
+             "{\"ph\":\"M\",\"name\":\"process_labels\",\"pid\":0,\"tid\":0,\"args\":{\"labels\":\"GPU 0\"}}"
+             "]}");
+#undef K
+        const npf_trace_step_t *s;
+
+        assert_int_equal(count("events"), 13);
+        assert_false(thread_device(0));                 /* 7/7 */
+        assert_true(thread_device(1));                  /* 0/7 */
+        assert_true(thread_device(2));                  /* 0/8 */
+        assert_false(thread_device(3));                 /* 0/9 */
+        assert_op("top_self", "aten::mm", 1, 16, 20);
+        assert_op("top_self", "cudaLaunchKernel", 1, 4, 4);
+        assert_op("top_self", "## forward ##", 1, 30, 50);
+        assert_op("top_self", "odd", 1, 2, 2);
+        assert_int_equal(json_array_size(json_object_get(report, "top_self")), 4);
+        assert_no_op("ampere_sgemm_32x128_nt");
+        assert_no_op("ncclKernel_AllReduce");
+        assert_no_op("Memcpy HtoD (Pageable -> Device)");
+        assert_no_op("Memset (Device)");
+        /* The CPU thread's step, not the stream's two copies. */
+        assert_int_equal(npf_trace_steps(t, &s), 1);
+        assert_true(s[0].step == 1 && s[0].start_us == 0 && s[0].dur_us == 100);
+        assert_int_equal(json_integer_value(json_object_get(json_object_get(report, "step_thread"), "tid")), 7);
+        assert_int_equal(json_integer_value(json_object_get(json_object_get(report, "step_thread"), "pid")), 7);
 }
 
 /* --- the text report ---------------------------------------------------------------------- */
@@ -793,10 +1061,13 @@ int main(void)
                 cmocka_unit_test_teardown(test_clipping, teardown),
                 cmocka_unit_test_teardown(test_metadata_names, teardown),
                 cmocka_unit_test_teardown(test_steps, teardown),
+                cmocka_unit_test_teardown(test_device_npu, teardown),
+                cmocka_unit_test_teardown(test_device_kineto, teardown),
                 cmocka_unit_test_teardown(test_forms, teardown),
                 cmocka_unit_test_teardown(test_times, teardown),
                 cmocka_unit_test_teardown(test_malformed, teardown),
                 cmocka_unit_test_teardown(test_long_names, teardown),
+                cmocka_unit_test_teardown(test_names, teardown),
                 cmocka_unit_test_teardown(test_broken_json, teardown),
                 cmocka_unit_test_teardown(test_not_a_trace, teardown),
                 cmocka_unit_test_teardown(test_load_file, teardown),

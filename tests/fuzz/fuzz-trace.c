@@ -5,7 +5,9 @@
  * terminated message, a success gives a report that jansson can write (names stay UTF-8),
  * a text report, steps in order with the figures inside their range, and for every
  * operator 0 <= self <= total (a moment is the self time of one span at most, and it lies
- * inside an outermost span of that name).
+ * inside an outermost span of that name); every thread says whether it is a device's, and
+ * malformed elements are described, with their place, exactly when there are some.
+ * The scanner's size limits are lowered when building this (Makefile), so that it reaches them.
  */
 #include "replay/trace.h"
 
@@ -44,11 +46,19 @@ static void check(const npf_trace_t *t)
         if (n && (st.median_us > st.p90_us || st.p90_us > st.max_us))
                 abort();
 
-        json_t *j = npf_trace_report_json(t, 8);
+        json_t *j = npf_trace_report_json(t, 8), *th;
+        size_t i;
         if (!j)
                 abort();
         check_ops(json_object_get(j, "top_self"));
         check_ops(json_object_get(j, "top_total"));
+        json_array_foreach(json_object_get(j, "threads"), i, th)
+                if (!json_is_boolean(json_object_get(th, "device")))
+                        abort();
+        const char *m = json_string_value(json_object_get(j, "first_malformed"));
+        if ((json_integer_value(json_object_get(j, "malformed")) > 0) != (m != NULL) ||
+            (m && strncmp(m, "line ", 5) != 0))
+                abort();
         char *dump = json_dumps(j, 0);
         if (!dump)
                 abort();
