@@ -191,6 +191,7 @@ typedef struct run {
         size_t n_traces;
         int worst;              /* the first failure's negative errno */
         char reason[512];
+        bool beside;            /* run on a thread beside the main one: no progress lines */
 } run_t;
 
 static void input_failed(run_t *run, const char *path, int r, const char *err)
@@ -314,7 +315,8 @@ static void analyse_fwout(run_t *run, const npf_fwout_t *f)
         npf_device_t *d;
         int r;
 
-        progress.what = f->dir;
+        if (!run->beside)
+                progress.what = f->dir;
         if ((r = npf_fwout_load(f, &d, err)) == 0) {
                 device_rank(run, npf_devreport_rank(d, f->dir, run->o->top));
                 npf_device_free(d);
@@ -395,11 +397,12 @@ static void analyse_device_file(run_t *run, const char *path)
         npf_device_t *d;
         int r;
 
-        progress.what = path;
+        if (!run->beside)
+                progress.what = path;
         if (n > 3 && !strcmp(path + n - 3, ".db"))
                 r = npf_device_db_load(path, &d, NULL, err);
         else
-                r = npf_device_trace_load(path, progress_cb, NULL, &d, &info, err);
+                r = npf_device_trace_load(path, run->beside ? NULL : progress_cb, NULL, &d, &info, err);
         if (r < 0) {
                 input_failed(run, path, r, err);
                 return;
@@ -407,6 +410,45 @@ static void analyse_device_file(run_t *run, const char *path)
         if (info.device_tracks)
                 device_rank(run, npf_devreport_rank(d, path, run->o->top));
         npf_device_free(d);
+}
+
+/*
+ * The device's analysis of the input, on a thread beside the host's and the snapshots': the
+ * two read the same trace each at its own pace, and a second core halves the wait. It has a
+ * run of its own (its errors are merged after), and writes only into the device section.
+ */
+typedef struct device_job {
+        run_t run;
+        const char *path;
+        bool dir;
+        npf_beside_t thread;
+} device_job_t;
+
+static void *device_job_run(void *userdata)
+{
+        device_job_t *j = userdata;
+
+        if (j->dir)
+                analyse_fwouts(&j->run, j->path);
+        else
+                analyse_device_file(&j->run, j->path);
+        return NULL;
+}
+
+/* Waits for @j, then takes its errors into @run. */
+static void device_job_finish(device_job_t *j, run_t *run)
+{
+        json_t *x;
+        size_t i;
+
+        npf_beside_wait(&j->thread);
+        json_array_foreach (j->run.errors, i, x)
+                json_array_append(run->errors, x);
+        if (j->run.worst < 0 && (run->worst == 0 || j->run.worst == -ENOMEM)) {
+                run->worst = j->run.worst;
+                snprintf(run->reason, sizeof(run->reason), "%s", j->run.reason);
+        }
+        json_decref(j->run.errors);
 }
 
 /*
@@ -744,16 +786,24 @@ static int analyse(const char *path, const options_t *o)
                                "window", manifest ? manifest : json_null(),
                                "snapshots", run.snapshots, "traces", run.traces, "errors", run.errors);
         json_object_set(run.report, "device", run.device);
+        /* The device's analysis beside the host's: it writes only run.device, until joined. */
+        device_job_t device = {
+                .run = { .o = o, .device = run.device, .errors = json_array(), .beside = true },
+                .path = path, .dir = S_ISDIR(st.st_mode),
+        };
+        bool device_wanted = device.dir || device_only(path) || (n == 1 && in[0].kind == NPF_INPUT_TRACE);
+        if (device_wanted)
+                npf_beside_start(&device.thread, device_job_run, &device);
         for (size_t i = 0; i < n; i++) {
                 if (in[i].kind == NPF_INPUT_SNAPSHOT)
                         replay_snapshot(&run, in[i].path);
                 else
                         analyse_trace(&run, in[i].path);
         }
-        if (S_ISDIR(st.st_mode))
-                analyse_fwouts(&run, path);
-        else if (device_only(path) || (n == 1 && in[0].kind == NPF_INPUT_TRACE))
-                analyse_device_file(&run, path);
+        if (device_wanted)
+                device_job_finish(&device, &run);
+        else
+                json_decref(device.run.errors);
         size_t n_device = json_array_size(json_object_get(run.device, "ranks")) +
                           json_array_size(json_object_get(run.device, "not_analysed"));
         /* Nothing read: no report, which would look like one of an empty window. */
