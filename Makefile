@@ -125,10 +125,11 @@ TRACE_LIBS := $(JANSSON_LIBS) -lm
 # their analyses (replay/device.h); Kineto's gzipped traces through zlib, db exports through SQLite.
 DEVICE_OBJS := $(BUILD)/replay/device.o $(BUILD)/replay/evscan.o $(BUILD)/replay/device-trace.o \
                $(BUILD)/replay/device-db.o $(BUILD)/replay/steptrace.o $(BUILD)/replay/commjson.o \
-               $(BUILD)/replay/fwout.o $(BUILD)/replay/devreport.o $(BUILD)/replay/devcluster.o $(BUILD)/replay/intern.o
+               $(BUILD)/replay/fwout.o $(BUILD)/replay/devreport.o $(BUILD)/replay/devcluster.o $(BUILD)/replay/intern.o \
+               $(BUILD)/lib/array.o
 DEVICE_LIBS := $(JANSSON_LIBS) $(shell pkg-config --libs sqlite3 zlib 2>/dev/null)
 # The device timeline of torch_npu's and MindSpore's db export (SQLite).
-DEVICE_DB_OBJS := $(BUILD)/replay/device-db.o $(BUILD)/replay/device.o $(BUILD)/replay/intern.o
+DEVICE_DB_OBJS := $(BUILD)/replay/device-db.o $(BUILD)/replay/device.o $(BUILD)/replay/intern.o $(BUILD)/lib/array.o
 REPLAY_OBJS := $(BUILD)/replay/npuprof-replay.o $(BUILD)/replay/report.o $(BUILD)/replay/cluster.o $(BUILD)/replay/db.o \
                $(BUILD)/replay/split.o $(BUILD)/replay/pickle-out.o \
                $(sort $(REPLAY_CORE_OBJS) $(SVG_OBJS) $(TRACE_OBJS) $(DEVICE_OBJS)) $(BUILD)/lib/atomicfile.o
@@ -446,7 +447,7 @@ $(FUZZ_EVSCAN): $(FUZZ_EVSCAN_SRCS) replay/evscan.h
 # The device readers (a trace, step_trace_time.csv, communication.json) and analyses.
 FUZZ_DEVICE_SRCS := tests/fuzz/fuzz-device.c replay/device.c replay/device-trace.c replay/evscan.c replay/intern.c \
                     replay/steptrace.c replay/commjson.c replay/devreport.c replay/device-db.c replay/svg-steps.c \
-                    replay/svg.c
+                    replay/svg.c lib/array.c
 $(FUZZ_DEVICE): $(FUZZ_DEVICE_SRCS) replay/device.h replay/device-trace.h replay/evscan.h replay/steptrace.h \
                 replay/commjson.h replay/devreport.h replay/device-db.h
 	@mkdir -p $(dir $@)

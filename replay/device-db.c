@@ -6,6 +6,7 @@
  * join the table itself only where the key is its rowid, else a derived table grouped by it.
  * Every value is checked for its type and range as it is read (col_int() and its callers).
  */
+#include "lib/array.h"
 #include "replay/device-db.h"
 
 #include <errno.h>
@@ -104,21 +105,6 @@ typedef struct loader {
         int64_t task_device;            /* the first TASK row's deviceId, -1 if none */
 } loader_t;
 
-static int grow(void **p, size_t *cap, size_t need, size_t elem)
-{
-        size_t c;
-        void *q;
-
-        if (need <= *cap)
-                return 0;
-        for (c = *cap ? *cap : 64; c < need; c *= 2)
-                ;
-        if (!(q = reallocarray(*p, c, elem)))
-                return -ENOMEM;
-        *p = q;
-        *cap = c;
-        return 0;
-}
 
 /* The length of the well-formed UTF-8 sequence at @s (not a control character), or 0. */
 static size_t utf8_len(const unsigned char *s)
@@ -359,8 +345,8 @@ static int map_load(loader_t *L, int table, const char *sql, str_map_t *m)
                                  NPF_DEVICE_TASKS_MAX, NPF_DEVICE_DB_STRINGS_MAX);
                         break;
                 }
-                if (grow((void **) &m->v, &m->cap, m->n + 1, sizeof(*m->v)) < 0 ||
-                    grow((void **) &m->buf, &m->cap_buf, m->len + len + 1, 1) < 0) {
+                if (npf_array_grow((void **) &m->v, &m->cap, m->n + 1, sizeof(*m->v), 64) < 0 ||
+                    npf_array_grow((void **) &m->buf, &m->cap_buf, m->len + len + 1, 1, 64) < 0) {
                         r = fail(L, -ENOMEM, "out of memory reading %s", tname);
                         break;
                 }
@@ -447,7 +433,7 @@ static int map_intern(loader_t *L, str_map_t *m, int64_t id, bool known, uint32_
 
 static int id_vals_add(loader_t *L, id_vals_t *a, int64_t id, int64_t val)
 {
-        if (grow((void **) &a->v, &a->cap, a->n + 1, sizeof(*a->v)) < 0)
+        if (npf_array_grow((void **) &a->v, &a->cap, a->n + 1, sizeof(*a->v), 64) < 0)
                 return fail(L, -ENOMEM, "out of memory");
         a->v[a->n++] = (id_val_t) { id, val };
         return 0;
@@ -800,7 +786,7 @@ static int load_tasks(loader_t *L)
 /* One more transfer; summed per (group, link) by link_sums_merge() once all are read. */
 static int link_sum_add(loader_t *L, uint32_t group, uint32_t link, int64_t bytes, int64_t time_ns)
 {
-        if (grow((void **) &L->sums, &L->cap_sums, L->n_sums + 1, sizeof(*L->sums)) < 0)
+        if (npf_array_grow((void **) &L->sums, &L->cap_sums, L->n_sums + 1, sizeof(*L->sums), 64) < 0)
                 return fail(L, -ENOMEM, "out of memory");
         L->sums[L->n_sums++] = (link_sum_t) { group, link, (uint64_t) bytes, 1, time_ns };
         return 0;

@@ -4,6 +4,7 @@
  * that names a process may come after its events, so the scan keeps a 48-byte record of each
  * event that may matter and classifies them once the file is read.
  */
+#include "lib/array.h"
 #include "replay/device-trace.h"
 #include "replay/evscan.h"
 
@@ -81,21 +82,6 @@ typedef struct loader {
         int failed;                     /* the first -errno of a callback */
 } loader_t;
 
-static int grow(void **p, size_t *cap, size_t need, size_t elem)
-{
-        size_t c;
-        void *q;
-
-        if (need <= *cap)
-                return 0;
-        for (c = *cap ? *cap : 256; c < need; c *= 2)
-                ;
-        if (!(q = realloc(*p, c * elem)))
-                return -ENOMEM;
-        *p = q;
-        *cap = c;
-        return 0;
-}
 
 static uint64_t mix(int64_t k)
 {
@@ -244,7 +230,7 @@ static int metadata(loader_t *l, const npf_evscan_event_t *e)
                         return 0;
                 if ((id = npf_device_intern(l->d, buf, len)) < 0)
                         return (int) id;
-                if (grow((void **) &l->threads, &l->cap_threads, l->n_threads + 1, sizeof(*l->threads)) < 0)
+                if (npf_array_grow((void **) &l->threads, &l->cap_threads, l->n_threads + 1, sizeof(*l->threads), 256) < 0)
                         return -ENOMEM;
                 l->threads[l->n_threads++] = (thread_t) {
                         e->pid, e->tid, (uint32_t) id,
@@ -303,7 +289,7 @@ static int keep(loader_t *l, const npf_evscan_event_t *e, enum what what, int64_
         rec_t *r;
         int64_t name;
 
-        if (grow((void **) &l->recs, &l->cap_recs, l->n_recs + 1, sizeof(*l->recs)) < 0)
+        if (npf_array_grow((void **) &l->recs, &l->cap_recs, l->n_recs + 1, sizeof(*l->recs), 256) < 0)
                 return -ENOMEM;
         if ((name = intern(l, e->name)) < 0)
                 return (int) name;

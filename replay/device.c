@@ -4,6 +4,7 @@
  * intervals: the intervals of a class are sorted by start and merged once, and the set
  * operations then walk the merged lists side by side.
  */
+#include "lib/array.h"
 #include "replay/device.h"
 #include "replay/intern.h"
 
@@ -40,21 +41,6 @@ typedef struct spans {
         size_t n, cap;
 } spans_t;
 
-static int grow(void **p, size_t *cap, size_t need, size_t elem)
-{
-        size_t c;
-        void *q;
-
-        if (need <= *cap)
-                return 0;
-        for (c = *cap ? *cap : 64; c < need; c *= 2)
-                ;
-        if (!(q = realloc(*p, c * elem)))
-                return -ENOMEM;
-        *p = q;
-        *cap = c;
-        return 0;
-}
 
 /* @a + @b, held at INT64_MAX and INT64_MIN: sums of what a file says may be of any size. */
 static int64_t sat_add(int64_t a, int64_t b)
@@ -106,7 +92,7 @@ int npf_device_add_task(npf_device_t *d, const npf_dev_task_t *t)
 
         if (d->n_tasks >= NPF_DEVICE_TASKS_MAX)
                 return -E2BIG;
-        if (grow((void **) &d->tasks, &d->cap_tasks, d->n_tasks + 1, sizeof(*d->tasks)) < 0)
+        if (npf_array_grow((void **) &d->tasks, &d->cap_tasks, d->n_tasks + 1, sizeof(*d->tasks), 64) < 0)
                 return -ENOMEM;
         p = &d->tasks[d->n_tasks++];
         *p = *t;
@@ -123,7 +109,7 @@ int npf_device_add_step(npf_device_t *d, int64_t id, int64_t start, int64_t end)
 {
         if (d->n_steps >= NPF_DEVICE_STEPS_MAX)
                 return -E2BIG;
-        if (grow((void **) &d->steps, &d->cap_steps, d->n_steps + 1, sizeof(*d->steps)) < 0)
+        if (npf_array_grow((void **) &d->steps, &d->cap_steps, d->n_steps + 1, sizeof(*d->steps), 64) < 0)
                 return -ENOMEM;
         d->steps[d->n_steps++] = (step_t) { .id = id, .start = start, .end = end < start ? start : end };
         return 0;
@@ -145,7 +131,7 @@ int npf_device_add_link(npf_device_t *d, uint32_t group, uint32_t link, uint64_t
         }
         if (d->n_links >= 65536)
                 return -E2BIG;
-        if (grow((void **) &d->links, &d->cap_links, d->n_links + 1, sizeof(*d->links)) < 0)
+        if (npf_array_grow((void **) &d->links, &d->cap_links, d->n_links + 1, sizeof(*d->links), 64) < 0)
                 return -ENOMEM;
         d->links[d->n_links++] = (npf_dev_link_t) { group, link, bytes, time_ns, count };
         return 0;
@@ -208,7 +194,7 @@ size_t npf_device_links(const npf_device_t *d, const npf_dev_link_t **ret)
 
 static int spans_add(spans_t *s, int64_t start, int64_t end)
 {
-        if (grow((void **) &s->v, &s->cap, s->n + 1, sizeof(*s->v)) < 0)
+        if (npf_array_grow((void **) &s->v, &s->cap, s->n + 1, sizeof(*s->v), 64) < 0)
                 return -ENOMEM;
         s->v[s->n++] = (span_t) { start, end };
         return 0;
