@@ -254,6 +254,50 @@ def test_parsing_and_raw():
               and "torch_npu.profiler.profiler import analyse" in na[0]["why"], json.dumps(na))
 
 
+def test_hostile_rest():
+    """One window holding a good rank beside a broken trace, a wrong-typed and a huge
+    step_trace_time.csv and a damaged db: each named in errors, the good rank reported."""
+    src = os.path.join(ALEXNET, "text", "level1", "rank0_ascend_pt")
+    root = os.path.join(tmp, "rest", "rank0_start1_stop2")
+    good = os.path.join(root, "good_ascend_pt")
+    shutil.copytree(src, good)
+    os.chmod(os.path.join(good, "ASCEND_PROFILER_OUTPUT"), 0o755)
+    bad = {}
+    for name in ("json", "csv", "huge", "db"):
+        d = os.path.join(root, "bad%s_ascend_pt" % name, "ASCEND_PROFILER_OUTPUT")
+        os.makedirs(d)
+        bad[name] = d
+    with open(os.path.join(bad["json"], "trace_view.json"), "w") as f:
+        f.write('[{"ph": "X", "name": "a", "ts": 1, "dur": 2}, {"ph": ]')
+    with open(os.path.join(bad["csv"], "step_trace_time.csv"), "w") as f:
+        f.write("Step,Computing,Free\n3,[1, 2],0\n")
+    with open(os.path.join(bad["huge"], "step_trace_time.csv"), "w") as f:
+        f.write("Step,Computing,Free\n")
+        row = "1,2.0,3.0\n" * 100000
+        for _ in range(70):           # 70 MB: over the 64 MiB a step table may take
+            f.write(row)
+    with open(os.path.join(bad["db"], "ascend_pytorch_profiler_0.db"), "wb") as f:
+        f.write(b"SQLite format 3\0" + b"\xff" * 8192)
+    settle(os.path.dirname(root))
+    out = os.path.join(tmp, "rest-out")
+    p = run("-o", out, root)
+    rep = report(out)
+    if not check("hostile beside good: exit 1, and a report", p.returncode == 1 and rep, p.stderr):
+        return
+    errs = {os.path.relpath(e["file"], root).split("/")[0]: e["error"] for e in rep["errors"]}
+    check("hostile beside good: the good rank reported, its step 50 from its trace",
+          [r["rank"] for r in rep["device"]["ranks"]] == [0] and rep["device"]["ranks"][0]["steps"][0]["step"] == 50,
+          json.dumps(rep["device"]["ranks"])[:300])
+    check("hostile beside good: the broken trace named with its line and column",
+          "line 1, column" in errs.get("badjson_ascend_pt", ""), errs)
+    check("hostile beside good: the wrong-typed CSV named with its line", "line 2" in errs.get("badcsv_ascend_pt", ""),
+          errs)
+    check("hostile beside good: the huge CSV refused by its size", "larger than 64 MiB" in errs.get("badhuge_ascend_pt", ""),
+          errs)
+    check("hostile beside good: the damaged db named", "ascend_pytorch_profiler_0.db" in errs.get("baddb_ascend_pt", ""),
+          errs)
+
+
 def test_kineto():
     for name, want in HTA.items():
         path = os.path.join(KINETO, name)
@@ -548,7 +592,7 @@ def main():
         print("test-device: skipped: %s is absent (the real profiler outputs)" % DATA)
         return 77
     try:
-        npftest.run_tests((test_text_export, test_db_export, test_mindspore_layout, test_parsing_and_raw, test_kineto, test_hostile,
+        npftest.run_tests((test_text_export, test_db_export, test_mindspore_layout, test_parsing_and_raw, test_kineto, test_hostile, test_hostile_rest,
                            test_cluster_msprof, test_cluster_slow, test_slow_link))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
