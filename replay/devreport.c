@@ -311,9 +311,20 @@ int npf_devreport_svg(FILE *f, const char *title, const json_t *device)
         json_array_foreach (ranks, i, r) {
                 const json_t *list = json_object_get(r, "steps");
                 int64_t id = json_integer_value(json_object_get(r, "rank"));
+                size_t n_steps = json_array_size(list);
+                if (i == NPF_SVG_STEPS_MAX)
+                        break;          /* the chart's ranks: the first of them */
                 snprintf(names[i], sizeof(names[i]), "rank %" PRId64, id);
-                rk[i] = (npf_svg_steps_rank_t) { .name = names[i], .steps = steps + total, .n_steps = json_array_size(list) };
+                /* A window of more steps than a chart holds: its first ones, and it says so. */
+                if (n_steps > NPF_SVG_STEPS_MAX) {
+                        snprintf(notes[i], sizeof(notes[i]), "the first %u of its %zu steps", NPF_SVG_STEPS_MAX, n_steps);
+                        n_steps = NPF_SVG_STEPS_MAX;
+                }
+                rk[i] = (npf_svg_steps_rank_t) { .name = names[i], .steps = steps + total, .n_steps = n_steps,
+                                                 .note = notes[i][0] ? notes[i] : NULL };
                 json_array_foreach (list, k, s) {
+                        if (k == n_steps)
+                                break;
                         double bubble = num(s, "bubble_us"), not_ovl = num(s, "communication_not_overlapped_us");
                         /* Receives are inside the communication not overlapped: drawn once. */
                         steps[total++] = (npf_svg_step_t) {
@@ -334,7 +345,7 @@ int npf_devreport_svg(FILE *f, const char *title, const json_t *device)
                         rk[i].note = notes[i];
                 }
         }
-        ret = npf_svg_steps(f, title, rk, n);
+        ret = npf_svg_steps(f, title, rk, n < NPF_SVG_STEPS_MAX ? n : NPF_SVG_STEPS_MAX);
 out:
         free(rk);
         free(steps);

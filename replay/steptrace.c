@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* step_trace_time.csv: a header of known names, then one row of numbers a step. */
 #include "replay/steptrace.h"
+#include "lib/array.h"
 
 #include <errno.h>
 #include <math.h>
@@ -69,7 +70,7 @@ int64_t npf_steptrace_load(const char *path, npf_dev_breakdown_t **ret, char *er
         npf_dev_breakdown_t *rows = NULL;
         enum col cols[COLUMNS_MAX];
         char *line = NULL, *v[COLUMNS_MAX];
-        size_t cap = 0, n_cols = 0, n = 0, n_rows = 0, bytes = 0;
+        size_t cap = 0, cap_rows = 0, n_cols = 0, n = 0, n_rows = 0, bytes = 0;
         ssize_t len;
         int64_t r = 0;
 
@@ -131,13 +132,14 @@ int64_t npf_steptrace_load(const char *path, npf_dev_breakdown_t **ret, char *er
                         r = -EINVAL;
                         goto out;
                 }
-                if (n_rows % 64 == 0) {
-                        npf_dev_breakdown_t *p = realloc(rows, (n_rows + 64) * sizeof(*p));
-                        if (!p) {
-                                r = -ENOMEM;
-                                goto out;
-                        }
-                        rows = p;
+                if (n_rows == NPF_STEPTRACE_ROWS_MAX) {
+                        snprintf(err, NPF_STEPTRACE_ERR_MAX, "%.180s: more than %u steps", path, NPF_STEPTRACE_ROWS_MAX);
+                        r = -E2BIG;
+                        goto out;
+                }
+                if (npf_array_grow((void **) &rows, &cap_rows, n_rows + 1, sizeof(*rows), 64) < 0) {
+                        r = -ENOMEM;
+                        goto out;
                 }
                 rows[n_rows++] = b;
         }

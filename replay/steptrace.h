@@ -15,13 +15,14 @@
 
 #define NPF_STEPTRACE_ERR_MAX 256u
 #define NPF_STEPTRACE_BYTES_MAX ((size_t) 64 << 20)     /* the file: a row a step */
+#define NPF_STEPTRACE_ROWS_MAX 65536u                   /* steps of one window */
 
 /*
  * npf_steptrace_load() - the rows of the step_trace_time.csv at @path.
  * Return: their number and a new array in @ret (free() it); -EINVAL with the line and
  * what is wrong in @err (NPF_STEPTRACE_ERR_MAX bytes) for a file without the Step and
- * Computing columns, a row with a value that is not a number, or too many rows; -E2BIG
- * past NPF_STEPTRACE_BYTES_MAX; -ENOMEM; the -errno of reading it.
+ * Computing columns or a row with a value that is not a number; -E2BIG past
+ * NPF_STEPTRACE_BYTES_MAX or NPF_STEPTRACE_ROWS_MAX; -ENOMEM; the -errno of reading it.
  */
 int64_t npf_steptrace_load(const char *path, npf_dev_breakdown_t **ret, char *err);
 

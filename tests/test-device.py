@@ -256,7 +256,8 @@ def test_parsing_and_raw():
 
 def test_hostile_rest():
     """One window holding a good rank beside a broken trace, a wrong-typed and a huge
-    step_trace_time.csv and a damaged db: each named in errors, the good rank reported."""
+    step_trace_time.csv (70,000 steps) and a damaged db: each named in errors, the good rank
+    reported."""
     src = os.path.join(ALEXNET, "text", "level1", "rank0_ascend_pt")
     root = os.path.join(tmp, "rest", "rank0_start1_stop2")
     good = os.path.join(root, "good_ascend_pt")
@@ -273,9 +274,7 @@ def test_hostile_rest():
         f.write("Step,Computing,Free\n3,[1, 2],0\n")
     with open(os.path.join(bad["huge"], "step_trace_time.csv"), "w") as f:
         f.write("Step,Computing,Free\n")
-        row = "1,2.0,3.0\n" * 100000
-        for _ in range(70):           # 70 MB: over the 64 MiB a step table may take
-            f.write(row)
+        f.write("".join("%d,2.0,3.0\n" % i for i in range(70000)))   # over the 65,536 steps a window may have
     with open(os.path.join(bad["db"], "ascend_pytorch_profiler_0.db"), "wb") as f:
         f.write(b"SQLite format 3\0" + b"\xff" * 8192)
     settle(os.path.dirname(root))
@@ -292,8 +291,8 @@ def test_hostile_rest():
           "line 1, column" in errs.get("badjson_ascend_pt", ""), errs)
     check("hostile beside good: the wrong-typed CSV named with its line", "line 2" in errs.get("badcsv_ascend_pt", ""),
           errs)
-    check("hostile beside good: the huge CSV refused by its size", "larger than 64 MiB" in errs.get("badhuge_ascend_pt", ""),
-          errs)
+    check("hostile beside good: the huge CSV refused by its number of steps",
+          "more than 65536 steps" in errs.get("badhuge_ascend_pt", ""), errs)
     check("hostile beside good: the damaged db named", "ascend_pytorch_profiler_0.db" in errs.get("baddb_ascend_pt", ""),
           errs)
 
@@ -374,6 +373,26 @@ def test_hostile():
     rep = report(out)
     check("a kernel name of 1,050 bytes: shortened at a character's start, still UTF-8",
           p.returncode == 0 and rep and rep["device"]["ranks"][0]["kernels"][0]["name"] == name[:1022], p.stderr)
+    # More steps than a chart holds: every step in report.json, the chart says it shows the first.
+    path = os.path.join(tmp, "many.pt.trace.json")
+    with open(path, "w") as f:
+        f.write('{"traceEvents": [')
+        f.write(",".join('{"ph":"X","cat":"user_annotation","name":"ProfilerStep#%d","pid":1,"tid":1,"ts":%d,"dur":9},'
+                         '{"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":1,"tid":1,"ts":%d,"dur":1,'
+                         '"args":{"correlation":%d}},'
+                         '{"ph":"X","cat":"kernel","name":"k","pid":0,"tid":7,"ts":%d,"dur":5,"args":{"correlation":%d}}'
+                         % (i, 10 * i, 10 * i + 1, i, 10 * i + 2, i) for i in range(70000)))
+        f.write("]}")
+    out = os.path.join(tmp, "many-out")
+    p = run("-o", out, path)
+    rep = report(out)
+    try:
+        svg = open(os.path.join(out, "steps.svg")).read()
+    except OSError:
+        svg = ""
+    check("a trace of 70,000 steps: all in report.json, the chart of the first 65,536 says so",
+          p.returncode == 0 and rep and len(rep["device"]["ranks"][0]["steps"]) == 70000 and
+          "the first 65536 of its 70000 steps" in svg, p.stderr)
     # A db that is not SQLite.
     bad = os.path.join(tmp, "baddb", "rank0_ascend_pt", "ASCEND_PROFILER_OUTPUT")
     os.makedirs(bad)
