@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* The cluster's device analysis, on the ranks' report objects: medians, stages, the rules. */
 #include "replay/devcluster.h"
+#include "replay/devreport.h"
 
 #include <errno.h>
 #include <math.h>
@@ -33,38 +34,16 @@ typedef struct rank {
         double span;                    /* computing + not overlapped (receives in it) + free */
 } rank_t;
 
-static int by_double(const void *a, const void *b)
-{
-        double x = *(const double *) a, y = *(const double *) b;
-        return (x > y) - (x < y);
-}
-
-static double median_of(double *v, size_t n)
-{
-        if (n == 0)
-                return 0;
-        qsort(v, n, sizeof(*v), by_double);
-        return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 static void rank_medians(rank_t *r)
 {
-        const json_t *steps = json_object_get(r->obj, "steps"), *s;
-        size_t n = json_array_size(steps), i;
-        double *v = malloc((n + 1) * sizeof(*v));
+        const json_t *steps = json_object_get(r->obj, "steps");
 
         r->span = 0;
         for (int p = 0; p < PARTS; p++) {
-                r->v[p] = 0;
-                if (!v)
-                        continue;
-                json_array_foreach (steps, i, s)
-                        v[i] = json_number_value(json_object_get(s, keys[p]));
-                r->v[p] = median_of(v, n);
+                r->v[p] = npf_devreport_steps_median(steps, keys[p]);
                 if (p == COMPUTING || p == NOT_OVERLAPPED || p == FREE)
                         r->span += r->v[p];
         }
-        free(v);
 }
 
 /* The median of part @p over the ranks of @stage but @except (SIZE_MAX: none). */
@@ -78,7 +57,7 @@ static double peers(const rank_t *rk, size_t n, size_t stage, size_t except, int
         for (size_t i = 0; i < n; i++)
                 if (rk[i].stage == stage && i != except)
                         v[k++] = p < 0 ? rk[i].span : rk[i].v[p];
-        m = median_of(v, k);
+        m = npf_devreport_median(v, k);
         free(v);
         if (ret_n)
                 *ret_n = k;
@@ -152,7 +131,7 @@ static void find_slow(const rank_t *rk, size_t n, size_t n_stages, json_t *out)
                         others[k] = comp[s];
                         others_bubble[k++] = bubble[s];
                 }
-        double m = median_of(others, k), mb = median_of(others_bubble, k);
+        double m = npf_devreport_median(others, k), mb = npf_devreport_median(others_bubble, k);
         if (k > 0 && comp[slowest] - m > NPF_DEVCLUSTER_SLOW * span && mb > bubble[slowest])
                 json_array_append_new(out, slow_rank(rk, n, worst[slowest], COMPUTING, m, mb - bubble[slowest], "stage"));
 out:
@@ -246,7 +225,7 @@ static void find_slow_links(const rank_t *rk, size_t n, json_t *out)
                 }
                 json_array_foreach (list, k, e)
                         v[k] = json_number_value(json_object_get(e, "gbps"));
-                med = median_of(v, m);
+                med = npf_devreport_median(v, m);
                 free(v);
                 json_array_foreach (list, k, e) {
                         double bw = json_number_value(json_object_get(e, "gbps"));

@@ -319,7 +319,9 @@ static int kineto_event(loader_t *l, const npf_evscan_event_t *e)
                 l->device_tracks = l->kernels = true;
                 if ((r = keep(l, e, REC_KERNEL, link)) < 0)
                         return r;
-                /* HTA's rule: a kernel is communication when its name holds "nccl". */
+                /* Communication: an NCCL kernel, "nccl" anywhere in its name, any case (HTA's
+                 * rule, hta/utils/utils.py, is a name beginning with nccl or holding ncclKernel:
+                 * the same kernels in PyTorch's traces). */
                 if ((nccl = contains_nocase(e->name, "nccl"))) {
                         rec_t *k = &l->recs[l->n_recs - 1];
                         int64_t elems = arg_int(e->args, "In msg nelems");

@@ -152,21 +152,25 @@ static int by_double(const void *a, const void *b)
         return (x > y) - (x < y);
 }
 
-/* The median of @key over the steps @steps. */
-static double median(const json_t *steps, const char *key)
+double npf_devreport_median(double *v, size_t n)
+{
+        if (n == 0)
+                return 0;
+        qsort(v, n, sizeof(*v), by_double);
+        return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+double npf_devreport_steps_median(const json_t *steps, const char *key)
 {
         size_t n = json_array_size(steps), i;
         double *v = malloc((n + 1) * sizeof(*v)), m;
         json_t *s;
 
-        if (!v || n == 0) {
-                free(v);
+        if (!v)
                 return 0;
-        }
         json_array_foreach (steps, i, s)
                 v[i] = num(s, key);
-        qsort(v, n, sizeof(*v), by_double);
-        m = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+        m = npf_devreport_median(v, n);
         free(v);
         return m;
 }
@@ -195,7 +199,7 @@ const char *npf_devreport_answer(const json_t *rank, char *buf, size_t size)
                 return buf;
         }
         for (size_t i = 0; i < 4; i++)
-                v[i] = n == 1 ? num(json_array_get(steps, 0), parts[i]) : median(steps, parts[i]);
+                v[i] = npf_devreport_steps_median(steps, parts[i]);
         /* Pipeline receives are communication too: told apart, they are not counted twice. */
         v[1] = v[1] > v[3] ? v[1] - v[3] : 0;
         for (size_t i = 0; i < 4; i++) {

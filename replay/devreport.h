@@ -28,6 +28,13 @@ json_t *npf_devreport_rank(npf_device_t *d, const char *source, size_t top);
 json_t *npf_devreport_rank_steps(int64_t rank, npf_dev_framework_t fw, const npf_dev_breakdown_t *rows, size_t n,
                                  const char *source);
 
+/* The median of the @n values at @v (sorted in place; the mean of the two middle ones for an
+ * even @n; 0 for none). */
+double npf_devreport_median(double *v, size_t n);
+
+/* The median of @key over the step objects @steps (as report.json's "steps"); 0 for none. */
+double npf_devreport_steps_median(const json_t *steps, const char *key);
+
 /* The answer for a rank object @rank, "step 50: 75% of the device's step is communication
  * not overlapped (102 ms of 137 ms)", into @buf (@size bytes). Return: @buf. */
 const char *npf_devreport_answer(const json_t *rank, char *buf, size_t size);

@@ -9,9 +9,10 @@
  * An Ascend output is ready once its ASCEND_PROFILER_OUTPUT holds a trace, a db or
  * step_trace_time.csv and nothing below its directory has changed for @settle_s seconds:
  * torch_npu and MindSpore write it after the window closes, from a parser that may run for
- * minutes (asynchronously, in dynamic profiling). Until then it is parsing; one that holds
- * only the raw collection (PROF_*, FRAMEWORK/: the analysis was switched off) and has
- * settled is raw, and the framework's offline analysis makes it readable.
+ * minutes (asynchronously, in dynamic profiling). Until then it is parsing; one that has
+ * settled with none of those files is raw (the framework's analysis was switched off: only
+ * its PROF_* and FRAMEWORK/ collection, if anything), and the framework's offline analysis
+ * makes it readable.
  */
 #ifndef NPUPROF_REPLAY_FWOUT_H
 #define NPUPROF_REPLAY_FWOUT_H
