@@ -83,6 +83,11 @@ CMOCKA_LIBS  := $(shell pkg-config --libs cmocka 2>/dev/null)
 CFLAGS   ?= -O2 -g
 CFLAGS   += -std=c11 $(WARN) $(SAN_FLAGS) -fPIC
 CPPFLAGS += -D_GNU_SOURCE -I. -Iinclude $(PKG_CFLAGS)
+# The plain build is fortified as Debian's package build is (unless the packager sets its
+# own level), so that what glibc's checks find at -O2 fails `make`, not only `make deb`.
+ifeq ($(SANITIZER)$(findstring _FORTIFY_SOURCE,$(CPPFLAGS) $(CFLAGS)),)
+CPPFLAGS += -D_FORTIFY_SOURCE=2
+endif
 LDFLAGS  += $(SAN_FLAGS)
 
 # --- modules ----------------------------------------------------------------------------

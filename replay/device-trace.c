@@ -491,7 +491,7 @@ static int feed_plain(int fd, size_t size, npf_evscan_t *s, npf_input_progress_c
 }
 
 static int feed_gzip(int fd, size_t size, npf_evscan_t *s, npf_input_progress_cb progress, void *userdata,
-                     char *err, const char *path)
+                     char *err)
 {
         z_stream z = { 0 };
         unsigned char *in = malloc(CHUNK), *out = malloc(CHUNK);
@@ -508,7 +508,7 @@ static int feed_gzip(int fd, size_t size, npf_evscan_t *s, npf_input_progress_cb
                         break;
                 }
                 if (got == 0) {
-                        snprintf(err, NPF_DEVICE_TRACE_ERR_MAX, "%.200s: the gzip stream ends early", path);
+                        snprintf(err, NPF_EVSCAN_ERR_MAX, "the gzip stream ends early");
                         r = -EINVAL;
                         break;
                 }
@@ -520,7 +520,7 @@ static int feed_gzip(int fd, size_t size, npf_evscan_t *s, npf_input_progress_cb
                         z.avail_out = (uInt) CHUNK;
                         zr = inflate(&z, Z_NO_FLUSH);
                         if (zr != Z_OK && zr != Z_STREAM_END) {
-                                snprintf(err, NPF_DEVICE_TRACE_ERR_MAX, "%.200s: not a valid gzip stream (%s)", path,
+                                snprintf(err, NPF_EVSCAN_ERR_MAX, "not a valid gzip stream (%s)",
                                          z.msg ? z.msg : "zlib error");
                                 r = zr == Z_MEM_ERROR ? -ENOMEM : -EINVAL;
                                 break;
@@ -568,7 +568,7 @@ int npf_device_trace_load(const char *path, npf_input_progress_cb progress, void
         r = -ENOMEM;
         if (!(l.d = npf_device_new()) || !(s = npf_evscan_new(on_event, on_top, &l)))
                 goto out;
-        r = gzipped(path) ? feed_gzip(fd, (size_t) sb.st_size, s, progress, userdata, msg, path) :
+        r = gzipped(path) ? feed_gzip(fd, (size_t) sb.st_size, s, progress, userdata, msg) :
                             feed_plain(fd, (size_t) sb.st_size, s, progress, userdata, msg);
         if (r == 0)
                 r = npf_evscan_finish(s, msg);

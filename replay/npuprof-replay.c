@@ -388,6 +388,14 @@ static void analyse_fwouts(run_t *run, const char *path)
         free(f);
 }
 
+/* @err without its leading "@path: ", which the device readers write and input_failed adds. */
+static const char *after_path(const char *err, const char *path)
+{
+        size_t n = strlen(path);
+
+        return !strncmp(err, path, n) && !strncmp(err + n, ": ", 2) ? err + n + 2 : err;
+}
+
 /* A file given by itself: a trace with device tracks, gzipped or not, or a db export. */
 static void analyse_device_file(run_t *run, const char *path)
 {
@@ -404,7 +412,7 @@ static void analyse_device_file(run_t *run, const char *path)
         else
                 r = npf_device_trace_load(path, run->beside ? NULL : progress_cb, NULL, &d, &info, err);
         if (r < 0) {
-                input_failed(run, path, r, err);
+                input_failed(run, path, r, after_path(err, path));
                 return;
         }
         if (info.device_tracks)

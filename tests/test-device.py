@@ -393,6 +393,18 @@ def test_hostile():
     check("a trace of 70,000 steps: all in report.json, the chart of the first 65,536 says so",
           p.returncode == 0 and rep and len(rep["device"]["ranks"][0]["steps"]) == 70000 and
           "the first 65536 of its 70000 steps" in svg, p.stderr)
+    # A gzipped trace cut short, and gzip that is not: the file named once, and why.
+    not_deflate = b"\x1f\x8b\x08\0\0\0\0\0\0\3" + b"\xff" * 64     # a gzip header, then no valid block
+    for what, cut in (("cut short", lambda z: z[:len(z) // 2]), ("not gzip", lambda z: not_deflate)):
+        path = os.path.join(tmp, "bad-%s.pt.trace.json.gz" % what.replace(" ", "-"))
+        with open(os.path.join(KINETO, "a100-rank0-of-2.pt.trace.json.gz"), "rb") as f:
+            data = f.read()
+        with open(path, "wb") as f:
+            f.write(cut(data))
+        p = run("-o", os.path.join(tmp, "badgz-out"), path)
+        why = "the gzip stream ends early" if what == "cut short" else "not a valid gzip stream"
+        check("a gzipped trace %s: exit 1, \"%s\", the file named once" % (what, why),
+              p.returncode == 1 and why in p.stderr and p.stderr.count(os.path.basename(path)) == 1, p.stderr)
     # A db that is not SQLite.
     bad = os.path.join(tmp, "baddb", "rank0_ascend_pt", "ASCEND_PROFILER_OUTPUT")
     os.makedirs(bad)
