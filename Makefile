@@ -104,7 +104,9 @@ DAEMON_OBJS := $(BUILD)/daemon/npuprofd.o $(BUILD)/daemon/daemon.o $(BUILD)/daem
                $(BUILD)/daemon/server.o $(BUILD)/daemon/sweep.o $(BUILD)/daemon/notify.o $(BUILD)/daemon/log.o \
                $(BUILD)/daemon/analyze.o $(BUILD)/daemon/fwshm.o $(BUILD)/daemon/manifest.o \
                $(BUILD)/daemon/keptfile.o $(BUILD)/daemon/fleet.o $(BUILD)/daemon/windows.o $(BUILD)/daemon/metrics.o \
-               $(MANIFEST_OBJS)
+               $(BUILD)/lib/shmopen.o $(MANIFEST_OBJS)
+# The package's one privileged program: hands npuprofd a job's object of another user.
+SHMOPEN_OBJS := $(BUILD)/opener/npuprof-shmopen.o $(BUILD)/lib/shmopen.o
 
 NPUPROFD_OBJS   := $(DAEMON_OBJS) $(VIEW_OBJS) $(CONF_OBJS) $(SHM_OBJS)
 NPUPROFCTL_OBJS := $(BUILD)/client/npuprofctl.o $(BUILD)/client/validate.o $(BUILD)/client/ipc.o \
@@ -140,7 +142,8 @@ REPLAY_OBJS := $(BUILD)/replay/npuprof-replay.o $(BUILD)/replay/report.o $(BUILD
                $(sort $(REPLAY_CORE_OBJS) $(SVG_OBJS) $(TRACE_OBJS) $(DEVICE_OBJS)) $(BUILD)/lib/atomicfile.o
 
 LIBNPUPROF := $(BUILD)/libnpuprof.so $(BUILD)/libnpuprof.a $(BUILD)/libnpuprof-heap.so
-PROGRAMS := $(BUILD)/npuprofctl $(BUILD)/npuprofd $(BUILD)/npuprof-replay $(LIBNPUPROF) $(BUILD)/train-loop
+PROGRAMS := $(BUILD)/npuprofctl $(BUILD)/npuprofd $(BUILD)/npuprof-shmopen $(BUILD)/npuprof-replay $(LIBNPUPROF) \
+            $(BUILD)/train-loop
 
 # --- tests ------------------------------------------------------------------------------
 UNIT_TESTS := $(BUILD)/tests/test-shm $(BUILD)/tests/test-slot $(BUILD)/tests/test-proc \
@@ -203,6 +206,9 @@ $(BUILD)/npuprof-replay: $(REPLAY_OBJS)
 
 $(BUILD)/npuprofd: $(NPUPROFD_OBJS)
 	$(CC) $(LDFLAGS) -o $@ $^ $(DAEMON_LIBS)
+
+$(BUILD)/npuprof-shmopen: $(SHMOPEN_OBJS)
+	$(CC) $(LDFLAGS) -o $@ $^ $(shell pkg-config --libs libsystemd 2>/dev/null)
 
 # Where npuprofd and `npuprofctl analyze` find the analyzer once installed.
 $(BUILD)/daemon/npuprofd.o $(BUILD)/daemon/analyze.o $(BUILD)/client/analyze.o: \
@@ -489,12 +495,12 @@ install: all install-systemd
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(SBINDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man3 \
 		$(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(MANDIR)/man8
 	install -m 0755 $(BUILD)/npuprofctl $(BUILD)/npuprof-replay $(DESTDIR)$(BINDIR)/
-	install -m 0755 $(BUILD)/npuprofd $(DESTDIR)$(SBINDIR)/
+	install -m 0755 $(BUILD)/npuprofd $(BUILD)/npuprof-shmopen $(DESTDIR)$(SBINDIR)/
 	install -m 0644 docs/npuprofctl.1 docs/npuprof-replay.1 $(DESTDIR)$(MANDIR)/man1/
 	install -m 0644 docs/libnpuprof.3 docs/libnpuprof-heap.3 $(DESTDIR)$(MANDIR)/man3/
 	for f in $(RANK_API); do echo '.so man3/libnpuprof.3' > $(DESTDIR)$(MANDIR)/man3/$$f.3; done
 	install -m 0644 docs/profiler_config.json.5 $(DESTDIR)$(MANDIR)/man5/
-	install -m 0644 docs/npuprofd.8 $(DESTDIR)$(MANDIR)/man8/
+	install -m 0644 docs/npuprofd.8 docs/npuprof-shmopen.8 $(DESTDIR)$(MANDIR)/man8/
 	install -d $(DESTDIR)$(LIBDIR) $(DESTDIR)$(PKGCONFIGDIR) $(DESTDIR)$(INCLUDEDIR)/npuprof
 	install -m 0755 $(BUILD)/libnpuprof.so $(DESTDIR)$(LIBDIR)/libnpuprof.so.$(VERSION)
 	ln -sf libnpuprof.so.$(VERSION) $(DESTDIR)$(LIBDIR)/libnpuprof.so.0
@@ -517,7 +523,10 @@ install-systemd:
 	install -d $(DESTDIR)$(UNITDIR) $(DESTDIR)$(SYSUSERSDIR) $(DESTDIR)$(TMPFILESDIR) $(DESTDIR)$(SYSCONFDIR)/npuprof
 	sed 's|/usr/sbin/npuprofd|$(SBINDIR)/npuprofd|' systemd/npuprofd.service > $(DESTDIR)$(UNITDIR)/npuprofd.service
 	chmod 0644 $(DESTDIR)$(UNITDIR)/npuprofd.service
-	install -m 0644 systemd/npuprofd.socket $(DESTDIR)$(UNITDIR)/
+	install -m 0644 systemd/npuprofd.socket systemd/npuprof-shmopen.socket $(DESTDIR)$(UNITDIR)/
+	sed 's|/usr/sbin/npuprof-shmopen|$(SBINDIR)/npuprof-shmopen|' systemd/npuprof-shmopen@.service \
+		> $(DESTDIR)$(UNITDIR)/npuprof-shmopen@.service
+	chmod 0644 $(DESTDIR)$(UNITDIR)/npuprof-shmopen@.service
 	install -m 0644 systemd/sysusers.d/npuprof.conf $(DESTDIR)$(SYSUSERSDIR)/
 	install -m 0644 systemd/tmpfiles.d/npuprof.conf $(DESTDIR)$(TMPFILESDIR)/
 	test -e $(DESTDIR)$(SYSCONFDIR)/npuprof/npuprofd.conf || \
@@ -531,11 +540,13 @@ RANK_API := npf_rank_open npf_rank_step npf_rank_step_call npf_rank_fail npf_ran
 
 # What install put, and nothing else: not an operator's /etc/npuprof, not a directory.
 uninstall:
-	rm -f $(DESTDIR)$(BINDIR)/npuprofctl $(DESTDIR)$(BINDIR)/npuprof-replay $(DESTDIR)$(SBINDIR)/npuprofd
+	rm -f $(DESTDIR)$(BINDIR)/npuprofctl $(DESTDIR)$(BINDIR)/npuprof-replay $(DESTDIR)$(SBINDIR)/npuprofd \
+		$(DESTDIR)$(SBINDIR)/npuprof-shmopen
 	rm -f $(DESTDIR)$(MANDIR)/man1/npuprofctl.1 $(DESTDIR)$(MANDIR)/man1/npuprof-replay.1 \
 		$(DESTDIR)$(MANDIR)/man3/libnpuprof.3 $(DESTDIR)$(MANDIR)/man3/libnpuprof-heap.3 \
 		$(DESTDIR)$(MANDIR)/man5/profiler_config.json.5 \
-		$(DESTDIR)$(MANDIR)/man8/npuprofd.8 $(RANK_API:%=$(DESTDIR)$(MANDIR)/man3/%.3)
+		$(DESTDIR)$(MANDIR)/man8/npuprofd.8 $(DESTDIR)$(MANDIR)/man8/npuprof-shmopen.8 \
+		$(RANK_API:%=$(DESTDIR)$(MANDIR)/man3/%.3)
 	rm -f $(DESTDIR)$(LIBDIR)/libnpuprof.so.$(VERSION) $(DESTDIR)$(LIBDIR)/libnpuprof.so.0 \
 		$(DESTDIR)$(LIBDIR)/libnpuprof.so $(DESTDIR)$(LIBDIR)/libnpuprof.a $(DESTDIR)$(LIBDIR)/libnpuprof-heap.so \
 		$(DESTDIR)$(PKGCONFIGDIR)/libnpuprof.pc
@@ -547,6 +558,7 @@ uninstall:
 	rm -rf $(DESTDIR)$(PYTHONDIR)/npuprof/__pycache__
 	-rmdir $(DESTDIR)$(PYTHONDIR)/npuprof 2>/dev/null
 	rm -f $(DESTDIR)$(UNITDIR)/npuprofd.service $(DESTDIR)$(UNITDIR)/npuprofd.socket \
+		$(DESTDIR)$(UNITDIR)/npuprof-shmopen.socket $(DESTDIR)$(UNITDIR)/npuprof-shmopen@.service \
 		$(DESTDIR)$(SYSUSERSDIR)/npuprof.conf $(DESTDIR)$(TMPFILESDIR)/npuprof.conf
 	rm -f $(DESTDIR)$(COMPLETIONSDIR)/npuprofctl $(DESTDIR)$(COMPLETIONSDIR)/npuprof-replay
 

@@ -260,16 +260,22 @@ static void print_fwshm(json_t *fwshm)
                         printf("    note: %s\n", str(p, "note", ""));
                 json_array_foreach(objs, k, x) {
                         if (json_is_string(json_object_get(x, "error")))
-                                printf("    %-32s cannot be opened: %s\n", str(x, "name", "?"), str(x, "error", ""));
+                                printf("    %-32s NOT DRIVEN: %s\n", str(x, "name", "?"),
+                                       str(x, "why", str(x, "error", "")));
                         else
-                                printf("    %-32s %s%s\n", str(x, "name", "?"),
+                                printf("    %-32s %s%s%s\n", str(x, "name", "?"),
                                        json_is_true(json_object_get(x, "current")) ? "current" : "not yet written",
-                                       json_is_true(json_object_get(x, "owned")) ? "" : ", made by a job");
+                                       json_is_true(json_object_get(x, "owned")) ? "" : ", made by a job",
+                                       json_is_true(json_object_get(x, "via_opener")) ? " (opened by npuprof-shmopen)"
+                                                                                      : "");
                 }
                 json_array_foreach(procs, k, x)
                         printf("    pid %-8lld %-16s %s\n", (long long) num(x, "pid"), str(x, "command", "?"),
                                str(x, "object", "?"));
         }
+        json_t *opener = json_object_get(fwshm, "opener");
+        if (json_is_string(json_object_get(opener, "error")))
+                printf("    shm opener %s: %s\n", str(opener, "socket", "?"), str(opener, "error", ""));
         if (num(fwshm, "maps_unreadable") > 0)
                 printf("    (%lld processes could not be looked into: their /proc/PID/maps is not readable)\n",
                        (long long) num(fwshm, "maps_unreadable"));

@@ -395,7 +395,7 @@ static void fleet_node(void *data, npf_fleet_node_t *n)
 /* The metrics text of the daemon as it is now (daemon/metrics.h). */
 static char *metrics_text(daemon_t *d)
 {
-        json_t *analysis = analysis_summary(d);
+        json_t *analysis = analysis_summary(d), *legacy = d->fwshm ? npf_fwshm_status_json(d->fwshm) : NULL;
         npf_metrics_t m = {
                 .up = !d->stopping,
                 .started_real_ns = d->started_real_ns,
@@ -405,12 +405,14 @@ static char *metrics_text(daemon_t *d)
                 .reloads = d->reloads,
                 .sweep = &d->sweep,
                 .analysis = analysis,
+                .legacy = legacy,
                 .has_file = d->opt.metrics_path != NULL,
                 .file_errors = d->opt.metrics_path ? npf_kept_file_errors(d->metrics) : 0,
         };
         char *text = npf_metrics_text(&m);
 
         json_decref(analysis);
+        json_decref(legacy);
         return text;
 }
 

@@ -4,6 +4,7 @@
 #include "conf/fwshm.h"
 #include "daemon/log.h"
 #include "lib/clock.h"
+#include "lib/shmopen.h"
 
 #include <ctype.h>
 #include <dirent.h>
@@ -25,6 +26,7 @@
 #define SCAN_MS 2000u           /* /dev/shm and /proc/PID/maps */
 #define NAME_MAX_ 64u
 #define HOUR_DIGITS 10u         /* %Y%m%d%H */
+#define OPENER_RETRY_MS 2000u   /* after the opener could not be reached */
 
 typedef struct object {
         char name[NAME_MAX_];
@@ -41,6 +43,10 @@ typedef struct object {
         uint64_t refreshed_ns;  /* and of the last ctime refresh */
         size_t size;            /* bytes mapped */
         bool unlinked;          /* its name was removed (a job's unlink at exit): kept while mapped */
+        bool via_opener;        /* its descriptor came from npuprof-shmopen */
+        int refused;            /* the opener's answer when it would not open it, else 0 */
+        uid_t uid;              /* its owner and mode, as seen when it could not be opened */
+        mode_t mode;
         dev_t dev;              /* the file itself, as /proc/PID/maps names it */
         ino_t ino;
 } object_t;
@@ -82,6 +88,10 @@ struct npf_fwshm {
         uint64_t scanned_ns;
         unsigned unreadable;    /* processes whose maps could not be read at the last scan */
         uint64_t publications;
+        int opener_fd;          /* a connection to npuprof-shmopen, or -1 */
+        int opener_error;       /* why the last connection failed, 0 when none did */
+        uint64_t opener_retry_ns;       /* CLOCK_MONOTONIC: no new connection before */
+        uint64_t opener_grants; /* descriptors it handed us */
 };
 
 static const struct kind {
@@ -268,6 +278,68 @@ static int set_group_and_mode(const npf_fwshm_t *l, int fd)
         return fchmod(fd, object_mode(l));
 }
 
+/*
+ * A descriptor of @o from npuprof-shmopen: the object is a job's of another user, which this
+ * unprivileged daemon may not open itself. Return: it, or -1 with errno set (EACCES while the
+ * opener cannot be reached, what it answered when it refused: @o->refused).
+ */
+static int open_through_opener(npf_fwshm_t *l, object_t *o)
+{
+        uint64_t now = npf_clock_ns(CLOCK_MONOTONIC);
+        bool remote;
+        int fd, r;
+
+        if (l->opener_fd < 0) {
+                if (now < l->opener_retry_ns)
+                        goto unreachable;
+                if ((r = npf_shmopen_connect(l->opt.opener)) < 0) {
+                        if (l->opener_error != -r)
+                                npf_log(LOG_WARNING, NPF_LOG_NONE, NPF_LOG_NONE, "the shm opener %s cannot be reached: "
+                                        "%s", l->opt.opener, strerror(-r));
+                        l->opener_error = -r;
+                        l->opener_retry_ns = now + (uint64_t) OPENER_RETRY_MS * 1000000u;
+                        goto unreachable;
+                }
+                l->opener_fd = r;
+        }
+        r = npf_shmopen_ask(l->opener_fd, o->name, &fd, &remote);
+        if (r == 0) {
+                l->opener_error = 0;
+                l->opener_grants++;
+                o->via_opener = true;
+                return fd;
+        }
+        if (remote) {
+                o->refused = -r;
+                errno = -r;
+                return -1;
+        }
+        npf_log(LOG_WARNING, NPF_LOG_NONE, NPF_LOG_NONE, "the shm opener %s: %s", l->opt.opener, strerror(-r));
+        close(l->opener_fd);
+        l->opener_fd = -1;
+        l->opener_error = -r;
+        l->opener_retry_ns = now + (uint64_t) OPENER_RETRY_MS * 1000000u;
+unreachable:
+        errno = EACCES;
+        return -1;
+}
+
+/* The owner and mode of @o, which could not be opened, for status to say whose it is. */
+static void note_owner(const npf_fwshm_t *l, object_t *o)
+{
+        char path[sizeof(l->shm_dir) + NAME_MAX_ + 2];
+        struct stat st;
+
+        snprintf(path, sizeof(path), "%s/%s", l->shm_dir, o->name);
+        if (stat(path, &st) == 0) {
+                o->uid = st.st_uid;
+                o->mode = st.st_mode & 07777;
+        } else {
+                o->uid = (uid_t) -1;
+                o->mode = 0;
+        }
+}
+
 /* Open (creating it when @create) the object @name. A failure is kept in the object. */
 static object_t *track(npf_fwshm_t *l, publisher_t *p, const char *name, time_t hour, bool create)
 {
@@ -290,12 +362,17 @@ static object_t *track(npf_fwshm_t *l, publisher_t *p, const char *name, time_t 
         }
         snprintf(path, sizeof(path), "/%s", name);
         fd = shm_open(path, O_RDWR | O_CLOEXEC, 0);
+        o->via_opener = false;
+        o->refused = 0;
+        if (fd < 0 && (errno == EACCES || errno == EPERM) && l->opt.opener)
+                fd = open_through_opener(l, o);
         if (fd < 0 && errno == ENOENT && create) {
                 fd = shm_open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
                 created = fd >= 0;
         }
         if (fd < 0) {
                 o->error = errno;
+                note_owner(l, o);
                 return o;
         }
         if (created) {
@@ -820,6 +897,7 @@ int npf_fwshm_new(uv_loop_t *loop, const npf_fwshm_options_t *o, npf_fwshm_t **r
         if (!l)
                 return -ENOMEM;
         l->opt = *o;
+        l->opener_fd = -1;
         if (!l->opt.refresh_s)
                 l->opt.refresh_s = NPF_FWSHM_REFRESH_S_DEFAULT;
         snprintf(l->shm_dir, sizeof(l->shm_dir), "%s", o->shm_dir ? o->shm_dir : "/dev/shm");
@@ -872,6 +950,34 @@ void npf_fwshm_publish(npf_fwshm_t *l, const npf_shm_config_t *c, int64_t mtime_
         }
 }
 
+/*
+ * Why a job's object @o is not driven, and what the operator can change, in a sentence:
+ * the jobs that map it are listed beside it where their maps can be read.
+ */
+static const char *undriven_why(const npf_fwshm_t *l, const publisher_t *p, const object_t *o, char *buf, size_t len)
+{
+        char whose[64] = "";
+
+        if (o->uid != (uid_t) -1)
+                snprintf(whose, sizeof(whose), " (uid %u, mode %04o)", (unsigned) o->uid, (unsigned) o->mode);
+        if (o->error == EMSGSIZE)
+                snprintf(buf, len, "%s%s is smaller than %s makes its objects (%zu bytes): not a %s object, left alone",
+                         o->name, whose, p->name, object_size(p), p->name);
+        else if (o->refused)
+                snprintf(buf, len, "the shm opener refused %s%s: %s", o->name, whose, strerror(o->refused));
+        else if ((o->error == EACCES || o->error == EPERM) && !l->opt.opener)
+                snprintf(buf, len, "%s%s is a job's that user %u may not open, and no shm opener is set: run npuprofd "
+                         "with --shm-opener and npuprof-shmopen.socket, or as the job's user", o->name, whose,
+                         (unsigned) geteuid());
+        else if ((o->error == EACCES || o->error == EPERM) && l->opener_error)
+                snprintf(buf, len, "%s%s is a job's that user %u may not open, and the shm opener %s cannot be "
+                         "reached (%s): systemctl enable --now npuprof-shmopen.socket", o->name, whose,
+                         (unsigned) geteuid(), l->opt.opener, strerror(l->opener_error));
+        else
+                snprintf(buf, len, "%s%s cannot be opened: %s", o->name, whose, strerror(o->error));
+        return buf;
+}
+
 json_t *npf_fwshm_status_json(const npf_fwshm_t *l)
 {
         json_t *a = json_array();
@@ -883,8 +989,15 @@ json_t *npf_fwshm_status_json(const npf_fwshm_t *l)
                         const object_t *o = &p->obj[k];
                         json_t *j = json_pack("{s:s, s:b, s:b, s:b}", "name", o->name, "owned", o->owned, "current",
                                               o->body_gen == p->body_gen && p->body_gen, "open_elsewhere", o->in_use);
-                        if (o->fd < 0)
+                        if (o->fd < 0) {
+                                char why[512];
                                 json_object_set_new(j, "error", json_string(strerror(o->error)));
+                                json_object_set_new(j, "why", json_string(undriven_why(l, p, o, why, sizeof(why))));
+                                if (o->uid != (uid_t) -1)
+                                        json_object_update_new(j, json_pack("{s:I, s:i}", "uid", (json_int_t) o->uid,
+                                                                            "mode", (int) o->mode));
+                        }
+                        json_object_set_new(j, "via_opener", json_boolean(o->via_opener));
                         if (p->kind == NPF_FWSHM_TORCH_NPU)
                                 json_object_set_new(j, "timestamp", json_integer(o->stamp));
                         json_array_append_new(objs, j);
@@ -897,7 +1010,12 @@ json_t *npf_fwshm_status_json(const npf_fwshm_t *l)
                                                    "processes", procs, "note", p->note[0] ? p->note : NULL,
                                                    "writes", (json_int_t) p->writes));
         }
-        return json_pack("{s:o, s:I}", "publishers", a, "maps_unreadable", (json_int_t) l->unreadable);
+        json_t *opener = json_pack("{s:s?, s:b, s:I}", "socket", l->opt.opener, "connected", l->opener_fd >= 0,
+                                   "grants", (json_int_t) l->opener_grants);
+        if (opener && l->opener_error)
+                json_object_set_new(opener, "error", json_string(strerror(l->opener_error)));
+        return json_pack("{s:o, s:I, s:o}", "publishers", a, "maps_unreadable", (json_int_t) l->unreadable,
+                         "opener", opener);
 }
 
 static void on_handle_closed(uv_handle_t *h)
@@ -912,6 +1030,8 @@ static void on_handle_closed(uv_handle_t *h)
                         untrack(p, &p->obj[p->n_obj - 1], false);
                 free(p->body);
         }
+        if (l->opener_fd >= 0)
+                close(l->opener_fd);
         free(l);
 }
 

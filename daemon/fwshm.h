@@ -52,6 +52,8 @@ typedef struct npf_fwshm_options {
         unsigned refresh_s;             /* ctime refresh period */
         int64_t clock_offset_s;         /* added to the wall clock that names the hours: for tests */
         const char *shm_dir;            /* where POSIX shared memory lives: "/dev/shm" */
+        const char *opener;             /* npuprof-shmopen's socket, for a job's object we may not
+                                         * open (lib/shmopen.h); NULL: none */
 } npf_fwshm_options_t;
 
 typedef struct npf_fwshm npf_fwshm_t;

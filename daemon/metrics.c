@@ -53,6 +53,73 @@ static void analysis_metrics(const json_t *o, char **buf, size_t *len, size_t *u
                (long long) json_integer_value(json_object_get(o, "dropped")));
 }
 
+/* A label value as the exposition format wants it: backslash, quote and newline escaped. */
+static const char *label(const char *v, char *buf, size_t len)
+{
+        size_t n = 0;
+
+        for (; v && *v && n + 3 < len; v++) {
+                if (*v == '\\' || *v == '"' || *v == '\n')
+                        buf[n++] = '\\';
+                buf[n++] = *v == '\n' ? 'n' : *v;
+        }
+        buf[n] = '\0';
+        return buf;
+}
+
+/*
+ * The frameworks' publishers (--legacy): npuprof_legacy_objects{publisher, state="driven"|
+ * "undriven"}, the processes that map them, and one npuprof_legacy_undriven{publisher,
+ * object, uid, reason} 1 for each job's object the daemon cannot write to, so that an alert
+ * names it; npuprofctl status says why and what to change.
+ */
+static void legacy_metrics(const json_t *legacy, char **buf, size_t *len, size_t *used)
+{
+        json_t *pubs = json_object_get(legacy, "publishers"), *p, *o;
+        char pub[64], name[128], reason[128];
+        size_t i, k;
+
+        if (!json_array_size(pubs))
+                return;
+        metric(buf, len, used, "# HELP npuprof_legacy_objects The frameworks' objects, by whether the daemon "
+                               "writes to them.\n# TYPE npuprof_legacy_objects gauge\n");
+        json_array_foreach(pubs, i, p) {
+                unsigned driven = 0, undriven = 0;
+                json_array_foreach(json_object_get(p, "objects"), k, o) {
+                        if (json_object_get(o, "error"))
+                                undriven++;
+                        else
+                                driven++;
+                }
+                label(json_string_value(json_object_get(p, "publisher")), pub, sizeof(pub));
+                metric(buf, len, used, "npuprof_legacy_objects{publisher=\"%s\",state=\"driven\"} %u\n"
+                                       "npuprof_legacy_objects{publisher=\"%s\",state=\"undriven\"} %u\n",
+                       pub, driven, pub, undriven);
+        }
+        metric(buf, len, used, "# HELP npuprof_legacy_processes Processes that map the frameworks' objects.\n"
+                               "# TYPE npuprof_legacy_processes gauge\n");
+        json_array_foreach(pubs, i, p)
+                metric(buf, len, used, "npuprof_legacy_processes{publisher=\"%s\"} %zu\n",
+                       label(json_string_value(json_object_get(p, "publisher")), pub, sizeof(pub)),
+                       json_array_size(json_object_get(p, "processes")));
+        metric(buf, len, used, "# HELP npuprof_legacy_undriven A job's object the daemon cannot write to: which, "
+                               "whose, and why (npuprofctl status says what to change).\n"
+                               "# TYPE npuprof_legacy_undriven gauge\n");
+        json_array_foreach(pubs, i, p) {
+                label(json_string_value(json_object_get(p, "publisher")), pub, sizeof(pub));
+                json_array_foreach(json_object_get(p, "objects"), k, o) {
+                        if (!json_object_get(o, "error"))
+                                continue;
+                        json_t *uid = json_object_get(o, "uid");
+                        metric(buf, len, used, "npuprof_legacy_undriven{publisher=\"%s\",object=\"%s\",uid=\"%s%lld\","
+                                               "reason=\"%s\"} 1\n", pub,
+                               label(json_string_value(json_object_get(o, "name")), name, sizeof(name)),
+                               uid ? "" : "unknown", uid ? (long long) json_integer_value(uid) : 0LL,
+                               label(json_string_value(json_object_get(o, "error")), reason, sizeof(reason)));
+                }
+        }
+}
+
 /* Seconds since the epoch of CLOCK_REALTIME @ns, to the millisecond. */
 static double unix_seconds(uint64_t ns)
 {
@@ -112,6 +179,7 @@ char *npf_metrics_text(const npf_metrics_t *m)
                                   "# TYPE npuprof_sweeps_total counter\nnpuprof_sweeps_total %" PRIu64 "\n",
                m->sweep->runs);
         analysis_metrics(m->analysis, &buf, &len, &used);
+        legacy_metrics(m->legacy, &buf, &len, &used);
         if (m->has_file)
                 metric(&buf, &len, &used, "# HELP npuprof_metrics_file_errors_total Writes of the metrics file that "
                                           "failed.\n# TYPE npuprof_metrics_file_errors_total counter\n"

@@ -24,6 +24,7 @@ typedef struct npf_metrics {
         uint64_t reloads;
         const npf_sweep_t *sweep;
         const json_t *analysis;         /* the analyzer's summary: queued, running, done, failed, dropped */
+        const json_t *legacy;           /* the frameworks' publishers (npf_fwshm_status_json()), or NULL */
         bool has_file;                  /* --metrics-file is set: its errors are counted */
         uint64_t file_errors;
 } npf_metrics_t;

@@ -8,6 +8,7 @@
 #include "daemon/keptfile.h"
 #include "lib/outroot.h"
 #include "lib/proc.h"
+#include "lib/shmopen.h"
 #include "npuprof/protocol.h"
 #include "npuprof/shm.h"
 #include "conf/view.h"
@@ -86,6 +87,9 @@ static void usage(FILE *f)
                 "  --legacy-group GROUP   the group of the objects it makes, mode 0660 (default: 0666)\n"
                 "  --legacy-refresh S     refresh their change time every S seconds (default %u)\n"
                 "  --legacy-clock-offset S  add S seconds to the clock that names the hours (tests)\n"
+                "  --shm-opener PATH      a job's object of another user, which this daemon may not open,\n"
+                "                         is asked of npuprof-shmopen listening at PATH (default %s;\n"
+                "                         \"\" for none)\n"
                 "  --help, --version\n"
                 "\n"
                 "Signals: SIGHUP reloads the file; SIGTERM and SIGINT stop. See npuprofd(8).\n",
@@ -94,7 +98,7 @@ static void usage(FILE *f)
                 NPF_PROTO_IDLE_MS, NPF_METRICS_INTERVAL_S_DEFAULT, NPF_KEPT_INTERVAL_S_MAX, NPF_FLEET_INTERVAL_S_DEFAULT,
                 NPF_FLEET_STALE_INTERVALS, NPF_ANALYZER_PATH,
                 NPF_ANALYZE_JOBS_DEFAULT, NPF_ANALYZE_JOBS_MAX, NPF_ANALYZE_TIMEOUT_S_DEFAULT, NPF_ANALYZE_NICE_DEFAULT,
-                NPF_FWSHM_REFRESH_S_DEFAULT);
+                NPF_FWSHM_REFRESH_S_DEFAULT, NPF_SHMOPEN_SOCKET);
 }
 
 /* Parse a positive number of milliseconds. Return: 0, or -EINVAL with a message printed. */
@@ -183,8 +187,8 @@ int main(int argc, char **argv)
         enum { OPT_CONFIG = 256, OPT_SHM, OPT_SOCKET, OPT_GROUP, OPT_POLL, OPT_NO_INOTIFY, OPT_ROOT, OPT_STALL,
                OPT_MAX_CLIENTS, OPT_IDLE, OPT_LOG, OPT_ANALYZER, OPT_JOBS, OPT_TIMEOUT, OPT_MEMORY, OPT_NICE,
                OPT_LEGACY, OPT_LEGACY_GROUP, OPT_LEGACY_REFRESH, OPT_LEGACY_CLOCK, OPT_METRICS_FILE,
-               OPT_METRICS_INTERVAL, OPT_RANK_GROUP, OPT_FLEET_DIR, OPT_NODE_NAME, OPT_FLEET_INTERVAL, OPT_HELP,
-               OPT_VERSION };
+               OPT_METRICS_INTERVAL, OPT_RANK_GROUP, OPT_FLEET_DIR, OPT_NODE_NAME, OPT_FLEET_INTERVAL, OPT_OPENER,
+               OPT_HELP, OPT_VERSION };
         static const struct option opts[] = {
                 { "config", required_argument, NULL, OPT_CONFIG },
                 { "shm-name", required_argument, NULL, OPT_SHM },
@@ -207,6 +211,7 @@ int main(int argc, char **argv)
                 { "legacy-group", required_argument, NULL, OPT_LEGACY_GROUP },
                 { "legacy-refresh", required_argument, NULL, OPT_LEGACY_REFRESH },
                 { "legacy-clock-offset", required_argument, NULL, OPT_LEGACY_CLOCK },
+                { "shm-opener", required_argument, NULL, OPT_OPENER },
                 { "metrics-file", required_argument, NULL, OPT_METRICS_FILE },
                 { "metrics-interval", required_argument, NULL, OPT_METRICS_INTERVAL },
                 { "fleet-dir", required_argument, NULL, OPT_FLEET_DIR },
@@ -241,6 +246,7 @@ int main(int argc, char **argv)
                         .group = (gid_t) -1,
                         .refresh_s = NPF_FWSHM_REFRESH_S_DEFAULT,
                         .shm_dir = "/dev/shm",
+                        .opener = NPF_SHMOPEN_SOCKET,
                 },
         };
         char err[NPF_SHM_ERR_MAX], sibling[PATH_MAX], host[HOST_NAME_MAX + 1];
@@ -350,6 +356,9 @@ int main(int argc, char **argv)
                         if (parse_int("--legacy-clock-offset", optarg, -(1LL << 32), 1LL << 32, &n) < 0)
                                 return 2;
                         o.fwshm.clock_offset_s = n;
+                        break;
+                case OPT_OPENER:
+                        o.fwshm.opener = *optarg ? optarg : NULL;
                         break;
                 case OPT_METRICS_FILE: {
                         const char *base = strrchr(optarg, '/');

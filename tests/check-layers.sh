@@ -18,6 +18,7 @@ declare -A allowed=(
         [daemon]="lib shm conf protocol"
         [client]="lib shm conf protocol"
         [replay]="lib protocol"
+        [opener]="lib protocol"
 )
 
 # layer_of INCLUDE: the layer a quoted include names, or nothing for a header of the
@@ -27,11 +28,11 @@ layer_of() {
         npuprof/shm.h) echo shm ;;
         npuprof/rank.h) echo rank ;;
         npuprof/protocol.h) echo protocol ;;
-        lib/* | shm/* | conf/* | rank/* | daemon/* | client/* | replay/*) echo "${1%%/*}" ;;
+        lib/* | shm/* | conf/* | rank/* | daemon/* | client/* | replay/* | opener/*) echo "${1%%/*}" ;;
         esac
 }
 
-for dir in lib shm conf rank daemon client replay; do
+for dir in lib shm conf rank daemon client replay opener; do
         bad=()
         for f in "$tree/$dir"/*.[ch]; do
                 [ -e "$f" ] || continue

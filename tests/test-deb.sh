@@ -61,9 +61,11 @@ holds() {       # holds PACKAGE ARCH PATH...: every PATH is in the package
         [ -z "$missing" ] || echo "     | missing:$missing"
         [ -z "$missing" ]
 }
-check "npuprofd holds the daemon, the CLI, the analyzer, units, sysusers, tmpfiles, config, man pages, completions" \
-        holds npuprofd "$arch" /usr/sbin/npuprofd /usr/bin/npuprofctl /usr/bin/npuprof-replay \
-        /lib/systemd/system/npuprofd.service /lib/systemd/system/npuprofd.socket /usr/lib/sysusers.d/npuprof.conf \
+check "npuprofd holds the daemon, the opener, the CLI, the analyzer, units, sysusers, tmpfiles, config, man pages, completions" \
+        holds npuprofd "$arch" /usr/sbin/npuprofd /usr/sbin/npuprof-shmopen /usr/bin/npuprofctl /usr/bin/npuprof-replay \
+        /lib/systemd/system/npuprofd.service /lib/systemd/system/npuprofd.socket \
+        /lib/systemd/system/npuprof-shmopen.socket /lib/systemd/system/npuprof-shmopen@.service \
+        /usr/share/man/man8/npuprof-shmopen.8.gz /usr/lib/sysusers.d/npuprof.conf \
         /usr/lib/tmpfiles.d/npuprof.conf /etc/npuprof/npuprofd.conf /etc/npuprof/profiler_config.json \
         /usr/share/man/man8/npuprofd.8.gz /usr/share/man/man1/npuprofctl.1.gz /usr/share/man/man1/npuprof-replay.1.gz \
         /usr/share/man/man5/profiler_config.json.5.gz /usr/share/bash-completion/completions/npuprofctl \
@@ -89,7 +91,7 @@ x=$tmp/unpacked
 for p in npuprofd:$arch libnpuprof0:$arch libnpuprof-dev:$arch python3-npuprof:all; do
         dpkg-deb -x "$(deb "${p%:*}" "${p#*:}")" "$x"
 done
-for prog in usr/sbin/npuprofd usr/bin/npuprofctl usr/bin/npuprof-replay; do
+for prog in usr/sbin/npuprofd usr/sbin/npuprof-shmopen usr/bin/npuprofctl usr/bin/npuprof-replay; do
         v=$("$x/$prog" --version 2>&1 | head -n 1)
         check "${prog##*/} --version: $v" sh -c "echo '$v' | grep -q '^${prog##*/} $upstream'"
         check "${prog##*/} --help names its manual page" sh -c "'$x/$prog' --help 2>&1 | grep -q '${prog##*/}([158])'"

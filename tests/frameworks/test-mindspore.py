@@ -15,7 +15,10 @@ What each test shows is the framework's own behaviour against the daemon:
   - a job of another user ends with exit 0 (MindSpore unlinks its object at the end and
     catches only FileNotFoundError), and a job started after it is driven;
   - no job's constructor refuses an object because of npuprofd, whenever it builds its
-    monitor (MindSpore refuses an object whose change time is over 30 s from its start).
+    monitor (MindSpore refuses an object whose change time is over 30 s from its start);
+  - a daemon of its own user, as the packaged unit runs it, drives a root job's object (0600)
+    through npuprof-shmopen, started by systemd's own socket activation tool; without the
+    opener, status and the metrics name the object, its owner, why, and what to change.
 """
 import json
 import os
@@ -29,6 +32,7 @@ import time
 BUILD = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "build")
 NPUPROFD = os.path.join(BUILD, "npuprofd")
 NPUPROFCTL = os.path.join(BUILD, "npuprofctl")
+SHMOPEN = os.path.join(BUILD, "npuprof-shmopen")
 HERE = os.path.dirname(os.path.abspath(__file__))
 SRC = os.path.join(HERE, "..", "..", "..", "shared", "testdata", "frameworks", "mindspore")
 JOB = os.path.join(HERE, "mindspore_job.py")
@@ -42,8 +46,9 @@ daemons = []
 
 
 class Daemon:
-    def __init__(self, tag):
+    def __init__(self, tag, user=None):
         self.tag = tag
+        self.user = user
         self.dir = tempfile.mkdtemp(prefix="npftest-ms.%s." % tag)
         os.chmod(self.dir, 0o755)
         self.config = os.path.join(self.dir, "profiler_config.json")
@@ -52,13 +57,17 @@ class Daemon:
         self.log = open(os.path.join(self.dir, "log"), "w")
         self.write({"start_step": -1, "stop_step": -1})
         self.proc = None
+        if user:
+            pw = pwd.getpwnam(user)
+            os.chown(self.dir, pw.pw_uid, pw.pw_gid)
         daemons.append(self)
 
     def start(self, *extra):
         self.proc = subprocess.Popen(
             [NPUPROFD, "--config", self.config, "--shm-name", "npftest-ms-%s" % self.tag, "--socket",
              self.socket, "--output-root", os.path.join(self.dir, "out"), "--log", "stderr", "--analyze-jobs",
-             "0", "--legacy", "mindspore-packed"] + list(extra), stderr=self.log, env=self.env)
+             "0", "--legacy", "mindspore-packed"] + list(extra), stderr=self.log, env=self.env,
+            preexec_fn=as_user(self.user))
         procs.append(self.proc)
         return wait_for(lambda: subprocess.run([NPUPROFCTL, "status"], env=self.env,
                                                capture_output=True).returncode == 0, 8)
@@ -79,6 +88,19 @@ class Daemon:
     def logged(self):
         with open(os.path.join(self.dir, "log")) as f:
             return f.read()
+
+
+def as_user(user):
+    """A preexec_fn that becomes @user, or None."""
+    if not user:
+        return None
+    pw = pwd.getpwnam(user)
+
+    def become():
+        os.setgroups([])
+        os.setgid(pw.pw_gid)
+        os.setuid(pw.pw_uid)
+    return become
 
 
 class Job:
@@ -273,6 +295,63 @@ def test_constructors_never_refuse():
     d.stop()
 
 
+def test_unprivileged_daemon():
+    """The daemon as the packaged unit runs it, as a user of its own (nobody here), and a job
+    of root: MindSpore makes its object 0600, root's."""
+    d = Daemon("unpriv", user="nobody")
+    sock = os.path.join(d.dir, "shmopen.sock")
+    if not check("unprivileged: npuprofd as nobody starts, with no opener at its socket",
+                 d.start("--shm-opener", sock), d.logged()):
+        return
+    job = Job(d, "root", step_ms=10)
+    if not wait_for(lambda: job.constructed() and job.step() > 5, 10):
+        check("unprivileged: a root job builds its monitor", False, job.stderr())
+        return
+    name = [x["object"] for x in job.lines() if x.get("event") == "constructed"][0]
+
+    def status():
+        r = subprocess.run([NPUPROFCTL, "status", "--json"], env=d.env, capture_output=True, text=True)
+        objs = json.loads(r.stdout)["legacy"]["publishers"][0]["objects"] if r.returncode == 0 else []
+        return ([o for o in objs if o["name"] == name] or [None])[0]
+    wait_for(lambda: status() and "why" in status(), 5)
+    o = status() or {}
+    check("unprivileged: without the opener, status says the root job's %s is not driven, whose, and why" % name,
+          o.get("error") == "Permission denied" and o.get("uid") == 0 and o.get("mode") == 0o600 and
+          "cannot be reached" in o.get("why", "") and "npuprof-shmopen.socket" in o.get("why", ""), o)
+    text = subprocess.run([NPUPROFCTL, "status"], env=d.env, capture_output=True, text=True).stdout
+    check("unprivileged: npuprofctl status prints it", "%s" % name in text and "NOT DRIVEN" in text, text)
+    metrics = subprocess.run([NPUPROFCTL, "metrics"], env=d.env, capture_output=True, text=True).stdout
+    want = 'npuprof_legacy_undriven{publisher="mindspore-packed",object="%s",uid="0",reason="Permission denied"} 1' \
+        % name
+    check("unprivileged: the metrics name it", want in metrics and
+          'npuprof_legacy_objects{publisher="mindspore-packed",state="undriven"} 1' in metrics,
+          [x for x in metrics.splitlines() if "legacy" in x])
+    # The opener, as npuprof-shmopen.socket starts it (Accept=yes): systemd's own tool.
+    log = open(os.path.join(d.dir, "shmopen.log"), "w")
+    procs.append(subprocess.Popen(["systemd-socket-activate", "--seqpacket", "--accept", "--listen", sock, SHMOPEN,
+                                   "--user", "nobody"], stderr=log))
+    if not check("unprivileged: npuprof-shmopen listens", wait_for(lambda: os.path.exists(sock), 5)):
+        return
+    os.chmod(sock, 0o666)
+    check("unprivileged: the daemon takes the object from the opener (status)",
+          wait_for(lambda: (status() or {}).get("via_opener") is True, 10), status())
+    s = job.step() + 60
+    d.write({"start_step": s, "stop_step": s + 1})
+    wait_for(lambda: job.step() >= s + 5, 20)
+    o = status() or {}
+    rc = job.end()
+    check("unprivileged: with the opener, the root job is driven (%d..%d)" % (s, s + 1),
+          job.windows() == [(s, s + 1)], (job.windows(), o, d.logged()[-400:]))
+    check("unprivileged: status says the object came from npuprof-shmopen", o.get("via_opener") is True and
+          "error" not in o, o)
+    with open(os.path.join(d.dir, "shmopen.log")) as f:
+        given = f.read()
+    check("unprivileged: the opener logs what it gave, to whom",
+          "gave pid %d %s (uid 0, mode 0600, 28 bytes)" % (d.proc.pid, name) in given, given)
+    check("unprivileged: the job unlinks its object and ends with exit 0", rc == 0 and not objects(),
+          (rc, objects(), job.stderr()))
+
+
 def isolated(test):
     """@test, then what it left running stopped: each test has the node's /dev/shm alone."""
     def run():
@@ -309,7 +388,8 @@ def main():
         sys.exit(77)
     try:
         npftest.run_tests([isolated(t) for t in (test_calm_edits, test_broken_after_good, test_job_before_daemon,
-                                                 test_other_user_and_next_job, test_constructors_never_refuse)])
+                                                 test_other_user_and_next_job, test_unprivileged_daemon,
+                                                 test_constructors_never_refuse)])
     finally:
         for p in procs:
             if p.poll() is None:
