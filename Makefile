@@ -156,6 +156,7 @@ UNIT_TESTS += $(BUILD)/tests/test-atomicfile $(BUILD)/tests/test-manifest $(BUIL
 UNIT_TESTS += $(BUILD)/tests/test-fleet
 UNIT_TESTS += $(BUILD)/tests/test-device-db
 UNIT_TESTS += $(BUILD)/tests/test-evscan
+UNIT_TESTS += $(BUILD)/tests/test-shmopen
 # The stand-in for the CANN runtime, which cannot exist here: it records every call and
 # answers as CANN does. It and the acl backend's test are built against CANN's own headers
 # (shared/testdata/cann), and only where they are: without them the ACL tests are skipped.
@@ -343,6 +344,9 @@ $(BUILD)/tests/test-device-db: $(BUILD)/tests/test-device-db.o $(DEVICE_DB_OBJS)
 # The trace scanner alone; the real traces of shared/testdata (skipped where absent).
 $(BUILD)/tests/test-evscan.o: CPPFLAGS += -DNPF_PROFILER_OUTPUTS='"$(CURDIR)/../shared/testdata/profiler_outputs"'
 $(BUILD)/tests/test-evscan: $(BUILD)/tests/test-evscan.o $(BUILD)/replay/evscan.o
+	$(CC) $(LDFLAGS) -o $@ $^ $(CMOCKA_LIBS)
+
+$(BUILD)/tests/test-shmopen: $(BUILD)/tests/test-shmopen.o $(BUILD)/lib/shmopen.o
 	$(CC) $(LDFLAGS) -o $@ $^ $(CMOCKA_LIBS)
 
 $(TORTURE): $(BUILD)/tests/torture-seqlock.o $(SHM_OBJS)

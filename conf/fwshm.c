@@ -75,6 +75,33 @@ static json_t *gc_threshold(const npf_shm_args_t *a)
         return a->gc_detect_threshold_us < 0 ? json_null() : json_real((double) a->gc_detect_threshold_us / 1000.0);
 }
 
+/*
+ * A window that starts at the next step, in torch_npu's terms. Both releases in
+ * shared/testdata/frameworks act alike on a window at an absolute step S: step() counts
+ * first (dynamic_profile.py:88 on master, :73 in v2.5.1), starts the profiler when the count
+ * is S (:117, :93) with schedule(wait=0, warmup, active, repeat=1) (:175, :136), steps it
+ * once per call and stops it warmup + active calls later (:101-109, :82-92); the schedule
+ * (Schedule.__call__, scheduler.py:51-76 on master, :35-55 in v2.5.1) warms up the first
+ * warmup of the iterations and records the rest, ProfilerStep#S on. Only master has a
+ * relative start: start_step -1 starts its profiler in the very call that reads the object
+ * (_dynamic_profiler_config_context.py:373, dynamic_profile.py:117), the step a torch_npu
+ * file's -1 names, while a native window starts at the step after it: one more warmup step
+ * makes master record the native window's own iterations, its profiler open one step early.
+ * v2.5.1 sets a start_step below 0 to 0 (_dynamic_profiler_config_context.py:68-71) and
+ * never starts on it, as on an explicit 0: one body serves both releases, whether they read
+ * one object or one each, and each does with it what it would do with a body of its own.
+ */
+static void torch_npu_next(const npf_shm_args_t *a, window_t *w, char *ret_note)
+{
+        if (!w->on || w->start != -1)
+                return;
+        if (a->dialect != NPF_DIALECT_TORCH_NPU)
+                w->warmup++;
+        if (ret_note && !ret_note[0])
+                snprintf(ret_note, NPF_FWSHM_NOTE_MAX, "torch_npu v2.5.1 and older (UTC-hour objects) cannot start a "
+                         "window at the next step: their jobs do not collect it");
+}
+
 json_t *npf_fwshm_torch_npu_json(const npf_shm_config_t *c, char *ret_note)
 {
         if (ret_note)
@@ -86,6 +113,7 @@ json_t *npf_fwshm_torch_npu_json(const npf_shm_config_t *c, char *ret_note)
         window_t w = window_of(a, true, NPF_STEP_MAX, "torch_npu", ret_note);
         json_t *x = extra_of(c), *ranks = json_array();
 
+        torch_npu_next(a, &w, ret_note);
         /* torch_npu's own template is off: start_step 0, one active step. */
         if (!w.on)
                 w = (window_t) { .start = 0, .active = 1 };

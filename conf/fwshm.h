@@ -10,7 +10,9 @@
  * Whatever dialect the watched file is written in, each format gets its own dialect
  * ("Level_none" for torch_npu, "LevelNone" for MindSpore). What a format cannot say (a
  * window that starts at the next step for MindSpore, a window bounded by time, a rank list
- * for MindSpore) is published as the nearest thing it can say, and named in @ret_note.
+ * for MindSpore) is published as the nearest thing it can say, and named in @ret_note. One
+ * torch_npu body serves every release, each profiling the same iterations with it, save a
+ * window at the next step, which releases before September 2025 cannot start (also named).
  */
 #ifndef NPUPROF_CONF_FWSHM_H
 #define NPUPROF_CONF_FWSHM_H

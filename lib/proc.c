@@ -127,7 +127,8 @@ static int match_locks(const char *fdinfo, pid_t pid, uint64_t start, npf_proc_l
         return found;
 }
 
-/* Look through the open files of process @pid, started at @start, for locks on (@dev, @ino). */
+/* Look through the open files of process @pid, started at @start, for locks on (@dev, @ino).
+ * Return: how many queries were answered, or -1 when its open files are closed to us. */
 static int match_process(pid_t pid, uint64_t start, dev_t dev, ino_t ino, npf_proc_lock_query_t *q, size_t n)
 {
         char path[64], buf[4096];
@@ -139,7 +140,7 @@ static int match_process(pid_t pid, uint64_t start, dev_t dev, ino_t ino, npf_pr
         snprintf(path, sizeof(path), "/proc/%d/fd", (int) pid);
         d = opendir(path);
         if (!d)
-                return 0;
+                return errno == EACCES || errno == EPERM ? -1 : 0;
         while ((e = readdir(d))) {
                 if (e->d_name[0] < '0' || e->d_name[0] > '9')
                         continue;
@@ -162,6 +163,40 @@ static int match_process(pid_t pid, uint64_t start, dev_t dev, ino_t ino, npf_pr
         return found;
 }
 
+/* The pid that @pid has in its own pid namespace, the last of NSpid in its status; 0 if unknown. */
+static pid_t innermost_pid(pid_t pid)
+{
+        char path[64], *line = NULL;
+        size_t cap = 0;
+        long inner = 0;
+        FILE *f;
+
+        snprintf(path, sizeof(path), "/proc/%d/status", (int) pid);
+        if (!(f = fopen(path, "re")))
+                return 0;
+        while (getline(&line, &cap, f) > 0) {
+                if (strncmp(line, "NSpid:", 6) != 0)
+                        continue;
+                char *p = line + 6, *end;
+                for (long v; (v = strtol(p, &end, 10)), end != p; p = end)
+                        inner = v;
+                break;
+        }
+        free(line);
+        fclose(f);
+        return inner > 0 && inner <= INT32_MAX ? (pid_t) inner : 0;
+}
+
+/* A process like the holder of @q (its start time), whose open files are closed to us. */
+static void note_candidate(npf_proc_lock_query_t *q, size_t n, pid_t pid, uint64_t start)
+{
+        pid_t inner = innermost_pid(pid);
+
+        for (size_t k = 0; inner && k < n; k++)
+                if (q[k].pid == 0 && q[k].start == start && q[k].inner == inner)
+                        q[k].candidate = q[k].candidate == 0 ? pid : -1;        /* -1: more than one */
+}
+
 int npf_proc_find_lock_holders(int fd, npf_proc_lock_query_t *q, size_t n)
 {
         struct dirent *e;
@@ -172,8 +207,10 @@ int npf_proc_find_lock_holders(int fd, npf_proc_lock_query_t *q, size_t n)
 
         if (fstat(fd, &st) < 0)
                 return -errno;
-        for (size_t k = 0; k < n; k++)
+        for (size_t k = 0; k < n; k++) {
                 left += q[k].pid == 0;
+                q[k].candidate = 0;
+        }
         d = opendir("/proc");
         if (!d)
                 return -errno;
@@ -187,10 +224,20 @@ int npf_proc_find_lock_holders(int fd, npf_proc_lock_query_t *q, size_t n)
                 /* Only a process that started when a holder did has its open files read. */
                 while (k < n && (q[k].pid != 0 || q[k].start != start))
                         k++;
-                if (k < n)
-                        found += match_process(pid, start, st.st_dev, st.st_ino, q, n);
+                if (k < n) {
+                        int m = match_process(pid, start, st.st_dev, st.st_ino, q, n);
+                        if (m < 0)
+                                note_candidate(q, n, pid, start);
+                        else
+                                found += m;
+                }
         }
         closedir(d);
+        for (size_t k = 0; k < n; k++)
+                if (q[k].pid == 0 && q[k].candidate > 0) {
+                        q[k].pid = q[k].candidate;
+                        found++;
+                }
         return found;
 }
 

@@ -39,7 +39,9 @@ int npf_proc_check(pid_t pid, uint64_t start);
 typedef struct npf_proc_lock_query {
         uint64_t start;                 /* the holder's start time, as npf_proc_start_time() gives it */
         uint64_t offset;                /* the first byte of its lock */
+        pid_t inner;                    /* its pid in its own pid namespace, as it recorded it */
         pid_t pid;                      /* found: its pid in the caller's pid namespace; 0: not found */
+        pid_t candidate;                /* internal: the one process like it whose files are closed to us */
 } npf_proc_lock_query_t;
 
 /*
@@ -47,7 +49,9 @@ typedef struct npf_proc_lock_query {
  * process that started at its start time and holds an open-file-description write lock
  * beginning at its offset on the file that @fd is open on, as /proc/PID/fdinfo shows it:
  * the holder's pid as the caller sees it, whatever pid namespace the holder runs in.
- * Processes whose /proc entries the caller may not read are not found.
+ * A process whose open files the caller may not read (another user's, for the daemon that
+ * runs as its own user) is found by its start time and, in /proc/PID/status, the pid it
+ * has in its own namespace (NSpid's last), where exactly one process matches both.
  * Return: how many were found, or -errno when /proc cannot be listed.
  * Context: reads /proc/PID/stat of every process, and the open files of those that
  * started at a wanted time: for the daemon's sweep, not for a per-step path.

@@ -536,6 +536,7 @@ void npf_slot_find_holders(npf_shm_t *shm, const bool *want, npf_slot_holder_t *
                 else if (npf_slot_guarded(slot, claim) && slot_locked(npf__shm_ranks_fd(shm), i) > 0) {
                         q[n] = (npf_proc_lock_query_t) {
                                 .start = start,
+                                .inner = (pid_t) pid,
                                 .offset = offsetof(npf_shm_ranks_t, slots) + (uint64_t) i * sizeof(npf_shm_slot_t),
                         };
                         at[n++] = i;

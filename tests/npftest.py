@@ -47,6 +47,20 @@ def check(name, cond, detail=""):
     return cond
 
 
+def as_user(user):
+    """A preexec_fn that makes the child @user (its own group, no other), or None for no user."""
+    if not user:
+        return None
+    import pwd
+    pw = pwd.getpwnam(user)
+
+    def become():
+        os.setgroups([])
+        os.setgid(pw.pw_gid)
+        os.setuid(pw.pw_uid)
+    return become
+
+
 def run_tests(tests):
     """Each of @tests in turn: one that raises is a failure with its traceback, and the
     others still run."""

@@ -39,7 +39,7 @@ JOB = os.path.join(HERE, "mindspore_job.py")
 PYTHON = "/usr/bin/python3"     # Debian's, which every user may run
 sys.path.insert(0, os.path.join(HERE, ".."))
 import npftest  # noqa: E402
-from npftest import check, wait_for  # noqa: E402
+from npftest import as_user, check, wait_for  # noqa: E402
 
 procs = []
 daemons = []
@@ -90,19 +90,6 @@ class Daemon:
             return f.read()
 
 
-def as_user(user):
-    """A preexec_fn that becomes @user, or None."""
-    if not user:
-        return None
-    pw = pwd.getpwnam(user)
-
-    def become():
-        os.setgroups([])
-        os.setgid(pw.pw_gid)
-        os.setuid(pw.pw_uid)
-    return become
-
-
 class Job:
     """One MindSpore job: its own configuration directory (no file in it, as on every rank but
     rank 0: its own monitor process then writes nothing), stepping every @step_ms."""
@@ -114,18 +101,12 @@ class Job:
         if late:
             args += ["--late", str(late)]
         env = dict(os.environ, RANK_ID="1")
-        pre = None
         if user:
             pw = pwd.getpwnam(user)
             os.chmod(d.dir, 0o777)
             open(self.out, "w").close()
             os.chown(self.out, pw.pw_uid, pw.pw_gid)
-
-            def pre():
-                os.setgroups([])
-                os.setgid(pw.pw_gid)
-                os.setuid(pw.pw_uid)
-        self.proc = subprocess.Popen(args, env=env, preexec_fn=pre, stdout=subprocess.DEVNULL,
+        self.proc = subprocess.Popen(args, env=env, preexec_fn=as_user(user), stdout=subprocess.DEVNULL,
                                      stderr=open(self.out + ".err", "w"))
         procs.append(self.proc)
 

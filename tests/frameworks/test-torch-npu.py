@@ -21,6 +21,11 @@ torch is absent).
     file after a job started reaches that job, as torch_npu's own monitor makes it (item 9);
   - utc: with TZ=Asia/Shanghai, a master job (local hour) and a v2.5.1 job (UTC hour) both
     attach to the daemon's objects and collect the same window (item 10);
+  - windows, windows-utc: windows of npuprof's own dialect (warmup 0, 1 and 2, duration_ms,
+    the next step), read by a master job and a v2.5.1 job from objects of their own
+    (TZ=Asia/Shanghai) or from one (TZ=UTC): both profile exactly the iterations the window
+    names, as their own schedule says which they warm up and record; neither can bound a
+    window by time, and v2.5.1 cannot start one at the next step (issue 29);
   - status: a job whose object has the same name in another /dev/shm (its own mount
     namespace) is not listed as attached; a job on the daemon's object is (the object
     compared by device and inode).
@@ -133,11 +138,19 @@ class Daemon:
         except ValueError:
             return None
 
-    def processes(self):
+    def publisher(self):
+        """The torch_npu publisher in `npuprofctl status`, {} when none."""
         for p in ((self.status() or {}).get("legacy") or {}).get("publishers", []):
             if p["publisher"] == "torch_npu":
-                return p["processes"]
-        return []
+                return p
+        return {}
+
+    def processes(self):
+        return self.publisher().get("processes", [])
+
+    def note(self):
+        """What the torch_npu publisher says its format could not say, "" when nothing."""
+        return self.publisher().get("note") or ""
 
     def stop(self):
         self.proc.send_signal(signal.SIGTERM)
@@ -173,6 +186,13 @@ class Job:
 
     def calls(self):
         return [(x["call"], x["at"]) for x in self.lines() if "call" in x]
+
+    def profiled(self, since):
+        """The iterations that the profiles opened after step() call @since run over, as
+        torch_npu's own schedule says: (warmup, recorded), each iteration named by the call
+        before it (the one that opens its ProfilerStep span)."""
+        spans = [(x["span"], x["action"]) for x in self.lines() if "span" in x and x["span"] > since]
+        return [k for k, a in spans if a == "WARMUP"], [k for k, a in spans if a.startswith("RECORD")]
 
     def printed(self):
         with open(os.path.join(self.dir, "stdout")) as f:
@@ -317,6 +337,83 @@ def test_utc():
     d.stop()
 
 
+# --- issue 29: a window of npuprof's dialect is the same iterations under either release ----------
+
+def windows(tag, tz, shared):
+    """Windows of every shape in npuprof's own dialect, under a master job and a v2.5.1 job:
+    both profile exactly the iterations the window names. With @shared (TZ=UTC) the local
+    and UTC hours coincide and both releases read one object, else each reads its own."""
+    env = {"TZ": tz}
+    d = Daemon(tag, env)
+    master = Job(d, "master", MASTER, interval=0.1, env=env)
+    old = Job(d, "v251", V251, interval=0.1, env=env)
+    what = "one object, both" if shared else "objects of their own, each"
+    check((master.head.get("object") == old.head.get("object")) == shared and
+          master.head.get("created") is False and old.head.get("created") is False,
+          "%s: TZ=%s: the master job and the v2.5.1 job read %s the daemon's" % (tag, tz, what),
+          (master.head, old.head))
+    master.wait_step(5)
+    old.wait_step(5)
+
+    def save(window):
+        """Save @window when both jobs are at least 25 steps before its start: the step
+        they had reached, and the save's time."""
+        next_second()
+        since = max(master.step(), old.step())
+        first = since + 25
+        mtime = d.write(dict(window, start_step=first if window.get("start_step") is None else window["start_step"]))
+        return since, first, mtime
+
+    for steps, warmup in ((2, 0), (3, 1), (1, 2)):
+        since, first, _ = save({"steps": steps, "warmup": warmup})
+        last = first + warmup + steps - 1
+        master.wait_step(last + 3)
+        old.wait_step(last + 3)
+        want = list(range(first, first + warmup)), list(range(first + warmup, last + 1))
+        got = master.profiled(since), old.profiled(since)
+        check(got[0] == want and got[1] == want,
+              "%s: \"steps\": %d, \"warmup\": %d: master and v2.5.1 profile exactly steps %d..%d, "
+              "the first %d as warmup" % (tag, steps, warmup, first, last, warmup),
+              "window %d..%d: want (warmup, recorded) %s; master %s, v2.5.1 %s" % (first, last, want, got[0], got[1]))
+
+    # A window bounded by time: torch_npu has no such bound, and neither release opens one.
+    since, first, mtime = save({"duration_ms": 500})
+    wait_for(lambda: all((read_object(j.head.get("object", "")) or (0,))[0] >= mtime for j in (master, old)))
+    master.wait_step(first + 8)
+    old.wait_step(first + 8)
+    got = master.profiled(since), old.profiled(since)
+    check(got == (([], []), ([], [])) and "duration_ms" in d.note(),
+          "%s: \"duration_ms\": neither release profiles anything (torch_npu cannot bound a window by "
+          "time), and status says why" % tag, (got, d.note()))
+
+    # The next step: master can start there, one step early with one more warmup step;
+    # v2.5.1 cannot start a window at a step it is not told (start_step below 0 is 0).
+    since, _, mtime = save({"start_step": "next", "steps": 2, "warmup": 1})
+    k = wait_for(lambda: [at for c, at in master.calls() if c == "start" and at > since], 10)
+    k = k[0] if k else 0
+    master.wait_step(k + 6)
+    old.wait_step(k + 6)
+    got = master.profiled(since)
+    check(k and got == ([k, k + 1], [k + 2, k + 3]),
+          "%s: \"next\", \"steps\": 2, \"warmup\": 1: master, reading it at step k, records exactly the "
+          "window k+1..k+3 after its warmup (k+1, and k before it)" % tag, (k, got))
+    got = old.profiled(since)
+    check(got == ([], []) and "next step" in d.note(),
+          "%s: \"next\": v2.5.1 profiles nothing, as it cannot start a window at the next step, and status says "
+          "so" % tag, (got, d.note()))
+    master.stop()
+    old.stop()
+    d.stop()
+
+
+def test_windows():
+    windows("windows", "Asia/Shanghai", False)          # UTC+8: the local and UTC hours differ
+
+
+def test_windows_utc():
+    windows("windows-utc", "UTC", True)
+
+
 # --- attached processes: the mapped file itself ----------------------------------------------------
 
 def test_status():
@@ -399,8 +496,8 @@ def test_clean_stop():
     late.stop()
 
 
-TESTS = {"broken": test_broken, "stamp": test_stamp, "utc": test_utc, "status": test_status,
-         "unlinked": test_unlinked, "stop": test_clean_stop}
+TESTS = {"broken": test_broken, "stamp": test_stamp, "utc": test_utc, "windows": test_windows,
+         "windows-utc": test_windows_utc, "status": test_status, "unlinked": test_unlinked, "stop": test_clean_stop}
 
 
 def main():

@@ -11,8 +11,11 @@ dynamic_profile.init(JOB_DIR) once, then dynamic_profile.step() every INTERVAL s
 a job calls it at the end of each training step, until LOG.stop exists. (v2.5.1 imports one
 name from torch_npu/utils/__init__.py, which the folder lacks: see utils_package().) What torch_npu
 does is written to LOG as JSON lines: {"object", "created", "cur_time"} of its shared
-memory once, {"step": k} for each step() call k, and {"call": "start"|"step"|"stop",
-"at": k} for each call torch_npu makes on the profile it builds. What torch_npu prints (its
+memory once, {"step": k} for each step() call k, {"call": "start"|"step"|"stop",
+"at": k} for each call torch_npu makes on the profile it builds, and {"span": k, "action":
+A} for each ProfilerStep span that profile opens at call k (the iteration after it), A being
+what torch_npu's own schedule (scheduler.py) says of it: "NONE", "WARMUP", "RECORD" or
+"RECORD_AND_SAVE". What torch_npu prints (its
 "config is not effective" warning among it) goes to the standard output.
 """
 
@@ -63,7 +66,7 @@ shm = monitor._shm_obj
 log.write(json.dumps({"object": shm.shm_path, "created": shm.is_create_process,
                       "cur_time": monitor._cur_time}) + "\n")
 
-calls = 0
+calls = spans = 0
 k = 0
 while not os.path.exists(log_path + ".stop"):
     k += 1
@@ -74,4 +77,8 @@ while not os.path.exists(log_path + ".stop"):
     for c in made[calls:]:
         log.write(json.dumps({"call": c[0], "at": c[1]}) + "\n")
     calls = len(made)
+    opened = [(s[0], a) for p in npu_stubs.Profile.instances for s, a in zip(p.spans, p.actions)]
+    for at, action in opened[spans:]:
+        log.write(json.dumps({"span": at, "action": action}) + "\n")
+    spans = len(opened)
     time.sleep(interval)
