@@ -738,6 +738,21 @@ def test_clock_jump():
         clock_phase(lib, phase, dont_fake_mono, offsets)
 
 
+def faketime_unlink(procs_faked):
+    """Remove what libfaketime made for each of @procs_faked, which have all been waited for.
+
+    libfaketime up to 0.9.10 (Debian 12's; FAKETIME_DISABLE_SHM came in 0.9.11) makes, in each
+    process it is preloaded into, /dev/shm/sem.faketime_sem_PID and faketime_shm_PID, and unlinks
+    them only in its destructor: a process that is killed leaves them, as the daemon does here.
+    Only our own processes' pids are named, never another user of libfaketime's objects."""
+    for p in procs_faked:
+        for f in ("sem.faketime_sem_%d" % p.pid, "faketime_shm_%d" % p.pid):
+            try:
+                os.unlink("/dev/shm/" + f)
+            except FileNotFoundError:
+                pass
+
+
 def clock_phase(lib, phase, dont_fake_mono, offsets):
     name = "clock_mono" if dont_fake_mono == "0" else "clock_wall"
     w = World(name, {"start_step": 20, "steps": 30, "output_dir": "job"}, extra=["--stall-timeout", "2000"])
@@ -746,8 +761,11 @@ def clock_phase(lib, phase, dont_fake_mono, offsets):
         f.write("+0\n")
     # A binary built with AddressSanitizer wants its runtime first; libfaketime goes first here.
     asan = ":".join(x for x in (os.environ.get("ASAN_OPTIONS"), "verify_asan_link_order=0") if x)
+    # The clock comes from the stamp file alone, so libfaketime's shared memory (a clock shared
+    # by a process tree: ticks, a start time, saved timestamps) is not wanted; 0.9.11 and later
+    # make none with FAKETIME_DISABLE_SHM, and faketime_unlink() removes what older ones make.
     env = dict(os.environ, LD_PRELOAD=lib, FAKETIME_TIMESTAMP_FILE=stamp, FAKETIME_NO_CACHE="1",
-               DONT_FAKE_MONOTONIC=dont_fake_mono, ASAN_OPTIONS=asan)
+               FAKETIME_DISABLE_SHM="1", DONT_FAKE_MONOTONIC=dont_fake_mono, ASAN_OPTIONS=asan)
     ranks = []
     samples = stalled = jumped = 0
     try:
@@ -793,7 +811,9 @@ def clock_phase(lib, phase, dont_fake_mono, offsets):
     finally:
         for p in ranks:
             p.kill()
+            p.wait(10)
         w.close()
+        faketime_unlink(ranks + [w.daemon] if w.daemon else ranks)
 
 
 CASES = {
