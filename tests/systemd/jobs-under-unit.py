@@ -11,8 +11,8 @@ code (tests/frameworks/*_job.py import ../shared/testdata/frameworks unchanged) 
 libnpuprof (train-loop); /dev/shm is the host's:
   - a torch_npu job of root that started before the daemon made its own object (0600): the
     daemon, started after it, takes it from npuprof-shmopen and drives the job;
-  - MindSpore jobs of root, of another user (nobody), and of root in a private mount and
-    pid namespace (a container sharing the host's /dev/shm): each makes its own 28-byte
+  - MindSpore jobs of root, of another user (nobody), and of root and of nobody in a private
+    mount and pid namespace (a container sharing the host's /dev/shm): each makes its own 28-byte
     object 0600, each is driven at the steps the file names and ends with exit 0;
   - libnpuprof ranks in containers, as root and as nobody: listed in npuprofctl status with
     their pid as the daemon sees it, and each collects a window.
@@ -144,7 +144,8 @@ def mindspore(label, user=None, wrap=()):
         pw = pwd.getpwnam(user)
         os.chown(log, pw.pw_uid, pw.pw_gid)
     proc = subprocess.Popen(list(wrap) + ["/usr/bin/python3", os.path.join(FRAMEWORKS, "mindspore_job.py"), d, log,
-                                          "100000", "10"], preexec_fn=as_user(user), env=dict(os.environ, RANK_ID="1"),
+                                          "100000", "10"], preexec_fn=None if wrap else as_user(user),
+                            env=dict(os.environ, RANK_ID="1"),
                             stdout=subprocess.DEVNULL, stderr=open(log + ".err", "w"))
     procs.append(proc)
     step = lambda: max([x["step"] for x in lines(log)] or [0])  # noqa: E731
@@ -236,6 +237,9 @@ def main():
             mindspore("root")
             mindspore("nobody", user="nobody")
             mindspore("root in a container", wrap=CONTAINER)
+            nobody = pwd.getpwnam("nobody")
+            mindspore("nobody in a container", user="nobody", wrap=CONTAINER + [
+                "setpriv", "--reuid=%d" % nobody.pw_uid, "--regid=%d" % nobody.pw_gid, "--clear-groups"])
         else:
             print("skip mindspore: the framework's code is absent")
         ranks_in_containers()
