@@ -104,6 +104,7 @@ DAEMON_OBJS := $(BUILD)/daemon/npuprofd.o $(BUILD)/daemon/daemon.o $(BUILD)/daem
                $(BUILD)/daemon/server.o $(BUILD)/daemon/sweep.o $(BUILD)/daemon/notify.o $(BUILD)/daemon/log.o \
                $(BUILD)/daemon/analyze.o $(BUILD)/daemon/fwshm.o $(BUILD)/daemon/manifest.o \
                $(BUILD)/daemon/keptfile.o $(BUILD)/daemon/fleet.o $(BUILD)/daemon/windows.o $(BUILD)/daemon/metrics.o \
+               $(BUILD)/daemon/progress.o \
                $(BUILD)/lib/shmopen.o $(MANIFEST_OBJS)
 # The package's one privileged program: hands npuprofd a job's object of another user.
 SHMOPEN_OBJS := $(BUILD)/opener/npuprof-shmopen.o $(BUILD)/lib/shmopen.o
@@ -111,6 +112,7 @@ SHMOPEN_OBJS := $(BUILD)/opener/npuprof-shmopen.o $(BUILD)/lib/shmopen.o
 NPUPROFD_OBJS   := $(DAEMON_OBJS) $(VIEW_OBJS) $(CONF_OBJS) $(SHM_OBJS)
 NPUPROFCTL_OBJS := $(BUILD)/client/npuprofctl.o $(BUILD)/client/validate.o $(BUILD)/client/ipc.o \
                    $(BUILD)/client/status.o $(BUILD)/client/edit.o $(BUILD)/client/analyze.o $(BUILD)/client/fleet.o \
+                   $(BUILD)/client/progress.o $(BUILD)/client/top.o \
                    $(VIEW_OBJS) $(CONF_OBJS) \
                    $(BUILD)/conf/write.o $(SHM_OBJS) $(BUILD)/lib/atomicfile.o
 
@@ -157,6 +159,7 @@ UNIT_TESTS += $(BUILD)/tests/test-fleet
 UNIT_TESTS += $(BUILD)/tests/test-device-db
 UNIT_TESTS += $(BUILD)/tests/test-evscan
 UNIT_TESTS += $(BUILD)/tests/test-shmopen
+UNIT_TESTS += $(BUILD)/tests/test-progress
 # The stand-in for the CANN runtime, which cannot exist here: it records every call and
 # answers as CANN does. It and the acl backend's test are built against CANN's own headers
 # (shared/testdata/cann), and only where they are: without them the ACL tests are skipped.
@@ -348,6 +351,10 @@ $(BUILD)/tests/test-evscan: $(BUILD)/tests/test-evscan.o $(BUILD)/replay/evscan.
 
 $(BUILD)/tests/test-shmopen: $(BUILD)/tests/test-shmopen.o $(BUILD)/lib/shmopen.o
 	$(CC) $(LDFLAGS) -o $@ $^ $(CMOCKA_LIBS)
+
+# The watch of progress on synthetic steps: jitter, slowdowns, stalls, windows, new claims.
+$(BUILD)/tests/test-progress: $(BUILD)/tests/test-progress.o $(BUILD)/daemon/progress.o
+	$(CC) $(LDFLAGS) -o $@ $^ $(CMOCKA_LIBS) $(JANSSON_LIBS)
 
 $(TORTURE): $(BUILD)/tests/torture-seqlock.o $(SHM_OBJS)
 	$(CC) $(LDFLAGS) -pthread -o $@ $^

@@ -4,6 +4,7 @@
 #include "client/edit.h"
 #include "client/fleet.h"
 #include "client/status.h"
+#include "client/top.h"
 #include "client/validate.h"
 #include "lib/outroot.h"
 #include "npuprof/protocol.h"
@@ -29,7 +30,11 @@ static void usage(FILE *f)
               "                             with the file), every rank and window, the analyses\n"
               "                             queued, running, done and failed; when the daemon\n"
               "                             cannot be reached, what the segment holds (exit 3)\n"
-              "  ranks [--json]             the ranks attached to the segment\n"
+              "  ranks [--json]             the ranks attached to the segment, with their step times\n"
+              "  top [--interval S] [--iterations N]\n"
+              "                             the node's ranks refreshed every S seconds (default 1),\n"
+              "                             like top(1): step, step time, lag behind the fastest\n"
+              "                             rank, state; the job's step time, slowdown and stalls\n"
               "  windows [--json]           every window the daemon saw end, newest first: rank,\n"
               "                             generation, steps, outcome, analysis, directory,\n"
               "                             message, and the analysis's report or why it failed\n"
@@ -75,7 +80,8 @@ static const struct {
         { "status", "status [--json]", "the daemon, the configuration in force or what is wrong with the file,\n"
                                        "every rank, the windows and their analyses; exit 3 when the daemon\n"
                                        "cannot be reached" },
-        { "ranks", "ranks [--json]", "the ranks attached to the node's segment" },
+        { "ranks", "ranks [--json]", "the ranks attached to the node's segment, each with its step time, and\n"
+                                     "the job's progress: its step time, a slowdown, the stalled ranks" },
         { "windows", "windows [--json]", "every window the daemon recorded, with its directory and outcome, and\n"
                                          "its analysis: queued, running, done (with the report's path) or failed\n"
                                          "(with the reason)" },
@@ -338,6 +344,13 @@ int main(int argc, char **argv)
                 return cmd_edit(cargc, cargv, socket_path);
         if (strcmp(cmd, "fleet") == 0)
                 return npf_cli_fleet(cargc, cargv, socket_path);
+        if (strcmp(cmd, "top") == 0) {
+                if (npf_shm_name_check(shm_name, err) < 0) {
+                        fprintf(stderr, "npuprofctl: %s\n", err);
+                        return 2;
+                }
+                return npf_cli_top(cargc, cargv, socket_path, shm_name);
+        }
         for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
                 if (strcmp(cmd, commands[i].name) != 0)
                         continue;

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include "client/status.h"
 #include "client/ipc.h"
+#include "client/progress.h"
 #include "npuprof/protocol.h"
 #include "npuprof/shm.h"
 #include "lib/clock.h"
@@ -11,21 +12,22 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *str(json_t *o, const char *key, const char *none)
+static const char *str(const json_t *o, const char *key, const char *none)
 {
         const char *s = json_string_value(json_object_get(o, key));
 
         return s ? s : none;
 }
 
-static json_int_t num(json_t *o, const char *key)
+static json_int_t num(const json_t *o, const char *key)
 {
         return json_integer_value(json_object_get(o, key));
 }
 
 static void print_json(json_t *o)
 {
-        char *s = json_dumps(o, JSON_COMPACT);
+        /* 15 digits: what the daemon sent, not 20.091000000000001. */
+        char *s = json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(15));
 
         if (s)
                 puts(s);
@@ -44,26 +46,26 @@ static void print_duration(json_int_t s)
                 printf("%llds", (long long) s);
 }
 
-static void print_window(json_t *w)
+void npf_cli_print_window(FILE *f, const json_t *w)
 {
         json_t *start = json_object_get(w, "start_step"), *stop = json_object_get(w, "stop_step");
 
         if (!json_is_true(json_object_get(w, "enabled"))) {
-                printf("none (profiling off)");
+                fprintf(f, "none (profiling off)");
                 return;
         }
         bool timed = json_is_integer(json_object_get(w, "duration_ms"));
 
         if (json_is_string(start))
-                printf("from the next step");
+                fprintf(f, "from the next step");
         else
-                printf(timed ? "from step %lld" : "steps %lld", (long long) json_integer_value(start));
+                fprintf(f, timed ? "from step %lld" : "steps %lld", (long long) json_integer_value(start));
         if (timed)
-                printf(" for %lld ms", (long long) num(w, "duration_ms"));
+                fprintf(f, " for %lld ms", (long long) num(w, "duration_ms"));
         else if (json_is_integer(stop))
-                printf("..%lld", (long long) json_integer_value(stop));
+                fprintf(f, "..%lld", (long long) json_integer_value(stop));
         else
-                printf(", %lld steps", (long long) num(w, "steps"));
+                fprintf(f, ", %lld steps", (long long) num(w, "steps"));
 }
 
 static void print_config(json_t *c)
@@ -92,30 +94,40 @@ static void print_config(json_t *c)
                         printf("         no configuration was ever valid: profiling stays off\n");
         }
         printf("window:  ");
-        print_window(json_object_get(c, "window"));
+        npf_cli_print_window(stdout, json_object_get(c, "window"));
         if (json_is_true(json_object_get(json_object_get(c, "window"), "enabled")))
                 printf(", %s%s", strcmp(str(c, "ranks", "all"), "all") ? "ranks " : "",
                        strcmp(str(c, "ranks", "all"), "all") ? str(c, "ranks", "") : "every rank");
         printf("\n");
 }
 
-static void print_ranks(json_t *ranks)
+/*
+ * The rank table, then the job's progress under it (client/progress.h): always with
+ * @always_progress, else only when the reply has a @progress.
+ */
+static void print_ranks(json_t *ranks, json_t *progress, bool always_progress)
 {
-        size_t i;
+        size_t i, stalled = 0;
         json_t *r;
 
         if (!json_is_array(ranks)) {
                 printf("ranks:   the reply holds no readable rank table\n");
                 return;
         }
-        printf("ranks:   %zu attached\n", json_array_size(ranks));
+        json_array_foreach(ranks, i, r)
+                stalled += npf_cli_rank_stalled(r);
+        printf("ranks:   %zu attached", json_array_size(ranks));
+        if (stalled)
+                printf(", %zu stalled", stalled);
+        printf("\n");
         if (json_array_size(ranks) == 0)
                 return;
-        printf("  %6s %8s %10s  %-11s %9s  %-14s %s\n", "RANK", "PID", "STEP", "STATE", "HEARTBEAT", "WINDOW", "GEN");
+        printf("  %6s %8s %10s  %-11s %9s %9s  %-14s %s\n", "RANK", "PID", "STEP", "STATE", "STEP TIME", "HEARTBEAT",
+               "WINDOW", "GEN");
         json_array_foreach(ranks, i, r) {
                 json_t *step = json_object_get(r, "step"), *age = json_object_get(r, "heartbeat_age_ms");
                 json_t *pid = json_object_get(r, "pid");
-                char win[64] = "-", hb[32] = "-", st[32] = "-", pd[32] = "-";
+                char win[64] = "-", hb[32] = "-", st[32] = "-", pd[32] = "-", stt[NPF_CLI_TIME_MAX];
                 if (json_is_integer(json_object_get(r, "start_step")))
                         snprintf(win, sizeof(win), "%lld..%lld", (long long) num(r, "start_step"),
                                  (long long) num(r, "stop_step"));
@@ -126,16 +138,22 @@ static void print_ranks(json_t *ranks)
                 /* A rank in a pid namespace the reader cannot see into has no pid here. */
                 if (json_is_integer(pid))
                         snprintf(pd, sizeof(pd), "%lld", (long long) json_integer_value(pid));
-                printf("  %6lld %8s %10s  %-11s %9s  %-14s %lld", (long long) num(r, "rank"), pd, st,
-                       str(r, "state", "?"), hb, win, (long long) num(r, "generation"));
+                printf("  %6lld %8s %10s  %-11s %9s %9s  %-14s %lld", (long long) num(r, "rank"), pd, st,
+                       str(r, "state", "?"), npf_cli_step_time(json_object_get(r, "step_time_ms"), false, stt), hb,
+                       win, (long long) num(r, "generation"));
                 if (json_is_string(json_object_get(r, "state_step")) || json_is_integer(json_object_get(r, "state_step"))) {
                         if (strcmp(str(r, "state", ""), "missed") == 0)
                                 printf("  (was at step %lld)", (long long) num(r, "state_step"));
                 }
-                if (json_is_string(json_object_get(r, "message")))
-                        printf("  %s", str(r, "message", ""));
+                npf_cli_print_stalled(stdout, r);
+                if (json_is_string(json_object_get(r, "message"))) {
+                        printf("  ");
+                        npf_cli_print_text(stdout, str(r, "message", ""));
+                }
                 printf("\n");
         }
+        if (always_progress || progress)
+                npf_cli_print_progress(stdout, progress, ranks);
 }
 
 /* "analyses: 1 queued, 1 running, 4 done, 0 failed", or that there are none. */
@@ -305,8 +323,7 @@ static void expand_ranks(json_t *o)
         }
 }
 
-/* What the segment holds, read directly: for when the daemon does not answer. */
-static json_t *segment_view(const char *shm_name)
+json_t *npf_cli_segment_view(const char *shm_name)
 {
         char err[NPF_SHM_ERR_MAX];
         npf_shm_t *shm;
@@ -329,7 +346,7 @@ int npf_cli_status(const char *socket_path, const char *shm_name, bool json)
         int r = npf_ipc_call(socket_path, "status", NPF_IPC_TIMEOUT_MS, &reply, err);
 
         if (r < 0) {
-                json_t *seg = segment_view(shm_name);
+                json_t *seg = npf_cli_segment_view(shm_name);
                 if (json) {
                         json_t *cfg = json_object_get(seg, "config"), *ranks = json_object_get(seg, "ranks");
                         json_t *o = json_pack("{s:n, s:s, s:{s:s, s:o}, s:o, s:o}", "daemon", "daemon_error", err, "shm",
@@ -347,7 +364,7 @@ int npf_cli_status(const char *socket_path, const char *shm_name, bool json)
                         } else {
                                 printf("shm:     %s (read directly, read-only)\n", shm_name);
                                 print_config(json_object_get(seg, "config"));
-                                print_ranks(json_object_get(seg, "ranks"));
+                                print_ranks(json_object_get(seg, "ranks"), NULL, true);
                         }
                 }
                 json_decref(seg);
@@ -371,7 +388,7 @@ int npf_cli_status(const char *socket_path, const char *shm_name, bool json)
                 printf("shm:     %s%s\n", str(shm, "name", "?"),
                        json_is_true(json_object_get(shm, "adopted")) ? " (adopted from an earlier daemon)" : "");
                 print_config(json_object_get(res, "config"));
-                print_ranks(json_object_get(res, "ranks"));
+                print_ranks(json_object_get(res, "ranks"), json_object_get(res, "progress"), true);
                 print_windows(json_object_get(res, "windows"));
                 print_analyses(json_object_get(res, "analysis"));
                 print_fwshm(json_object_get(res, "legacy"));
@@ -422,7 +439,7 @@ int npf_cli_command(const char *socket_path, const char *command, bool json)
         else if (strcmp(command, "metrics") == 0)
                 fputs(str(res, "text", ""), stdout);
         else if (strcmp(command, "ranks") == 0)
-                print_ranks(json_object_get(res, "ranks"));
+                print_ranks(json_object_get(res, "ranks"), json_object_get(res, "progress"), false);
         else if (strcmp(command, "windows") == 0)
                 print_window_list(res);
         else if (strcmp(command, "reload") == 0)

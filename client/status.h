@@ -3,7 +3,9 @@
 #ifndef NPUPROF_CLIENT_STATUS_H
 #define NPUPROF_CLIENT_STATUS_H
 
+#include <jansson.h>
 #include <stdbool.h>
+#include <stdio.h>
 
 #define NPF_EXIT_UNREACHABLE 3
 
@@ -14,6 +16,21 @@
  * Return: the exit status.
  */
 int npf_cli_status(const char *socket_path, const char *shm_name, bool json);
+
+/*
+ * npf_cli_print_window() - the window of a configuration (config.window of the reply) in
+ * words on @f, as the window: line of status has it: "steps 1000..1004", "none
+ * (profiling off)", "from the next step, 5 steps", "from step 10 for 500 ms".
+ */
+void npf_cli_print_window(FILE *f, const json_t *w);
+
+/*
+ * npf_cli_segment_view() - what segment @shm_name holds, read directly and read-only, for
+ * when the daemon does not answer: {name, config, ranks (an object per rank)}, or
+ * {name, error} when it cannot be opened.
+ * Return: a new reference (NULL if out of memory).
+ */
+json_t *npf_cli_segment_view(const char *shm_name);
 
 /*
  * `ranks`, `windows`, `config`, `reload` and `metrics`. With @json, one JSON object on

@@ -4,6 +4,7 @@
 #include "lib/clock.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -67,12 +68,14 @@ const char *npf_view_rank_state(const npf_slot_view_t *v, uint64_t now_monotonic
 /* The rank table's columns, in the order of each row (include/npuprof/protocol.h). */
 enum {
         COL_RANK, COL_PID, COL_STEP, COL_STATE, COL_STATE_STEP, COL_START_STEP, COL_STOP_STEP,
-        COL_GENERATION, COL_HEARTBEAT_AGE_MS, COL_LOCAL_DEVICE, COL_MESSAGE, COL_OUTPUT, COL__COUNT,
+        COL_GENERATION, COL_HEARTBEAT_AGE_MS, COL_LOCAL_DEVICE, COL_MESSAGE, COL_OUTPUT, COL_STEP_TIME_MS,
+        COL_STALLED, COL_STALLED_FOR_S, COL__COUNT,
 };
 
 static const char *const rank_columns[COL__COUNT] = {
         "rank", "pid", "step", "state", "state_step", "start_step", "stop_step",
-        "generation", "heartbeat_age_ms", "local_device", "message", "output",
+        "generation", "heartbeat_age_ms", "local_device", "message", "output", "step_time_ms",
+        "stalled", "stalled_for_s",
 };
 
 struct npf_rank_view {
@@ -124,6 +127,20 @@ static void set_int(json_t *row, size_t col, bool known, int64_t v)
                 json_array_set_new(row, col, json_integer(v));
 }
 
+/* Column @col of @row holds @v (>= 0) rounded to 1/@scale, or null when not @known. */
+static void set_real(json_t *row, size_t col, bool known, double v, double scale)
+{
+        json_t *cur = json_array_get(row, col);
+        double r = v >= 0 && v < 1e15 ? (double) (int64_t) (v * scale + 0.5) / scale : v;
+
+        if (!known)
+                json_array_set_new(row, col, json_null());
+        else if (json_is_real(cur))
+                json_real_set(cur, r);
+        else
+                json_array_set_new(row, col, json_real(r));
+}
+
 /* Column @col of @row holds text @s, or null when @s is empty or not UTF-8 (as a rank wrote it). */
 static void set_text(json_t *row, size_t col, const char *s)
 {
@@ -135,7 +152,8 @@ static void set_text(json_t *row, size_t col, const char *s)
         json_array_set_new(row, col, t ? t : json_null());
 }
 
-static void fill_row(json_t *row, const npf_slot_view_t *v, uint32_t pid, uint64_t now, const char *state)
+static void fill_row(json_t *row, const npf_slot_view_t *v, uint32_t pid, uint64_t now, const char *state,
+                     const npf_view_progress_t *pr)
 {
         bool has_window = v->st.state != NPF_WINDOW_IDLE && v->st.state != NPF_WINDOW_FILTERED;
         bool beats = v->heartbeat_ns && now >= v->heartbeat_ns;
@@ -152,6 +170,15 @@ static void fill_row(json_t *row, const npf_slot_view_t *v, uint32_t pid, uint64
         set_int(row, COL_LOCAL_DEVICE, v->local_device >= 0, v->local_device);
         set_text(row, COL_MESSAGE, v->st.message);
         set_text(row, COL_OUTPUT, v->st.output);
+        /* The progress the daemon judged of this claim, if of this one. */
+        bool judged = pr && pr->known && pr->tag == v->tag;
+        set_real(row, COL_STEP_TIME_MS, judged && pr->step_time_ms > 0, judged ? pr->step_time_ms : 0, 1e3);
+        if (!judged)
+                json_array_set_new(row, COL_STALLED, json_null());
+        else if (json_boolean_value(json_array_get(row, COL_STALLED)) != pr->stalled ||
+                 !json_is_boolean(json_array_get(row, COL_STALLED)))
+                json_array_set_new(row, COL_STALLED, json_boolean(pr->stalled));
+        set_real(row, COL_STALLED_FOR_S, judged && pr->stalled, judged ? pr->stalled_for_s : 0, 10);
 }
 
 static json_t *new_row(void)
@@ -174,7 +201,8 @@ static int by_order(const void *a, const void *b)
 }
 
 json_t *npf_rank_view_refresh(npf_rank_view_t *rv, const npf_shm_ranks_t *table, uint64_t now_monotonic_ns,
-                              uint64_t stall_ms, const bool *stalled, const npf_slot_holder_t *holders)
+                              uint64_t stall_ms, const bool *stalled, const npf_slot_holder_t *holders,
+                              const npf_view_progress_t *progress)
 {
         size_t n = 0;
         npf_slot_view_t v;
@@ -197,7 +225,7 @@ json_t *npf_rank_view_refresh(npf_rank_view_t *rv, const npf_shm_ranks_t *table,
                                     : stalled[i] ? "stalled" : npf_shm_window_state_name(v.st.state);
                 uint32_t pid = holders && holders[i].tag == v.tag && v.tag != 0 ? holders[i].pid
                                                                                   : npf_slot_pid_here(&v);
-                fill_row(rv->row[i], &v, pid, now_monotonic_ns, state);
+                fill_row(rv->row[i], &v, pid, now_monotonic_ns, state, progress ? &progress[i] : NULL);
                 rv->order[n++] = (uint64_t) v.rank << 32 | i;
         }
         qsort(rv->order, n, sizeof(rv->order[0]), by_order);
@@ -211,7 +239,7 @@ json_t *npf_view_ranks(const npf_shm_ranks_t *table, uint64_t now_monotonic_ns, 
                        const bool *stalled, const npf_slot_holder_t *holders)
 {
         npf_rank_view_t *rv = npf_rank_view_new();
-        json_t *t = rv ? npf_rank_view_refresh(rv, table, now_monotonic_ns, stall_ms, stalled, holders) : NULL;
+        json_t *t = rv ? npf_rank_view_refresh(rv, table, now_monotonic_ns, stall_ms, stalled, holders, NULL) : NULL;
 
         npf_rank_view_free(rv);
         return t;

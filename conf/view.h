@@ -29,9 +29,23 @@ json_t *npf_view_config(const npf_shm_ctl_t *ctl);
 const char *npf_view_rank_state(const npf_slot_view_t *v, uint64_t now_monotonic_ns, uint64_t stall_ms);
 
 /*
+ * What the daemon's watch of progress (daemon/progress.h) says of the rank in a slot: the
+ * table's step_time_ms, stalled and stalled_for_s.
+ */
+typedef struct npf_view_progress {
+        uint32_t tag;                   /* the claim it speaks of: of another claim, nothing is known */
+        bool known;                     /* judged at the last sweep */
+        bool stalled;                   /* a progress stall: no step for long (not the state "stalled") */
+        double step_time_ms;            /* 0: not known yet */
+        double stalled_for_s;           /* its silence, while stalled */
+} npf_view_progress_t;
+
+/*
  * npf_view_ranks() - the occupied slots as a table, a row per rank ordered by rank:
  * {"columns": ["rank", "pid", "step", "state", "state_step", "start_step", "stop_step",
- * "generation", "heartbeat_age_ms", "local_device", "message", "output"], "rows": [[...]]}.
+ * "generation", "heartbeat_age_ms", "local_device", "message", "output", "step_time_ms",
+ * "stalled", "stalled_for_s"], "rows": [[...]]}. The last three are null here: only the
+ * daemon, which watches the steps, knows them (npf_rank_view_refresh() with @progress).
  * A table, not an object per rank: at hundreds of ranks the names would be most of a
  * `status` reply, and writing and parsing them most of its cost.
  * A rank is "stalled" as @stalled (indexed by slot) says, when given (the daemon's sweep
@@ -56,13 +70,16 @@ npf_rank_view_t *npf_rank_view_new(void);
 void npf_rank_view_free(npf_rank_view_t *rv);
 
 /*
- * npf_rank_view_refresh() - read @table again into @rv.
+ * npf_rank_view_refresh() - read @table again into @rv; @progress (indexed by slot; may
+ * be NULL) gives step_time_ms (null until known), stalled and stalled_for_s (null unless
+ * stalled) of each rank whose claim it judged, the three null for others.
  * Return: a new reference to the table, as npf_view_ranks() makes it. It is @rv's own and
  * changes at the next refresh: write it out (json_dumps()) before then.
  * Context: one thread per @rv.
  */
 json_t *npf_rank_view_refresh(npf_rank_view_t *rv, const npf_shm_ranks_t *table, uint64_t now_monotonic_ns,
-                              uint64_t stall_ms, const bool *stalled, const npf_slot_holder_t *holders);
+                              uint64_t stall_ms, const bool *stalled, const npf_slot_holder_t *holders,
+                              const npf_view_progress_t *progress);
 
 /*
  * npf_view_table_objects() - a table of npf_view_ranks() as an object per row, its keys

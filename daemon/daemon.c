@@ -6,6 +6,7 @@
 #include "daemon/metrics.h"
 #include "daemon/keptfile.h"
 #include "daemon/notify.h"
+#include "daemon/progress.h"
 #include "daemon/server.h"
 #include "daemon/sweep.h"
 #include "daemon/watch.h"
@@ -24,6 +25,7 @@
 
 #define RELOAD_WAITERS_MAX 32
 #define NPF_IDLE_SWEEP_MS 10000u        /* with no rank and no watchdog: look for new ranks */
+#define PROGRESS_LINES_MAX 8u           /* ranks' progress stalls logged one by one per sweep; the rest counted */
 
 typedef struct daemon {
         npf_daemon_options_t opt;
@@ -38,6 +40,9 @@ typedef struct daemon {
         char *state_dir;                /* $STATE_DIRECTORY's first, from systemd; may be NULL */
         npf_notify_t notify;
         npf_sweep_t sweep;
+        npf_progress_t *progress;       /* the ranks' progress, fed by the sweep */
+        unsigned progress_lines, progress_unsaid;       /* rank lines logged in this sweep, and left out */
+        char *metrics_steady;           /* the steady part of the metrics text last written */
         npf_rank_view_t *rank_view;     /* the rank table as `status` and `ranks` show it */
         uv_timer_t sweep_timer;
         uv_signal_t sighup, sigterm, sigint;
@@ -75,9 +80,18 @@ static void update_notify_status(daemon_t *d)
                            : d->status.file_state == NPF_FILE_MISSING ? "config MISSING, last good in force"
                                                                       : "config not read yet";
 
-        npf_notify_status(&d->notify, "generation %" PRIu64 ", %s, %u rank%s attached, %u window%s open",
+        uint32_t stalled = d->progress ? npf_progress_stalled(d->progress) : 0;
+        char progress[96] = "";
+
+        /* What the on-call engineer looks for first in `systemctl status`: ranks stuck, a job slowed. */
+        if (stalled)
+                snprintf(progress, sizeof(progress), ", %" PRIu32 " rank%s in a progress stall", stalled,
+                         stalled == 1 ? "" : "s");
+        if (d->progress && npf_progress_slowing(d->progress))
+                snprintf(progress + strlen(progress), sizeof(progress) - strlen(progress), ", a slowdown");
+        npf_notify_status(&d->notify, "generation %" PRIu64 ", %s, %u rank%s attached, %u window%s open%s",
                           generation_in_force(d), file, d->sweep.attached, d->sweep.attached == 1 ? "" : "s", open,
-                          open == 1 ? "" : "s");
+                          open == 1 ? "" : "s", progress);
 }
 
 /* The window of @c in words, for the log. */
@@ -146,10 +160,36 @@ static void finish_reload(daemon_t *d)
 static void on_request(npf_request_t *req, npf_command_t command, json_t *request, const npf_peer_t *peer,
                        void *data);
 
+static char *metrics_text(daemon_t *d, size_t *ret_steady);
+
+/*
+ * The metrics file is written when the steady part of its text changed: what moves at
+ * every sweep (ranks' steps, the sweeps counted) waits for the file's interval.
+ */
+static void metrics_update(daemon_t *d)
+{
+        size_t steady;
+        char *text;
+
+        if (!d->metrics)
+                return;
+        text = metrics_text(d, &steady);
+        if (!text)
+                return;
+        if (d->metrics_steady && strlen(d->metrics_steady) == steady &&
+            memcmp(d->metrics_steady, text, steady) == 0) {
+                free(text);
+                return;
+        }
+        free(d->metrics_steady);
+        d->metrics_steady = strndup(text, steady);
+        npf_kept_file_put(d->metrics, text);
+}
+
 /* What the metrics file and the fleet record hold may have changed: each writes if it did. */
 static void note_change(daemon_t *d)
 {
-        npf_kept_file_update(d->metrics);
+        metrics_update(d);
         npf_fleet_update(d->fleet);
 }
 
@@ -253,6 +293,59 @@ static void on_window_recorded(const npf_window_record_t *rec, void *data)
         npf_windows_ended(&d->windows, d->analyze, rec);
 }
 
+/* What the watch of progress tells: stalls and slowdowns, begun and over, into the log. */
+static void on_progress(const npf_progress_event_t *ev, void *data)
+{
+        daemon_t *d = data;
+        char step[32], since[32];
+        bool rank_line = ev->kind == NPF_PROGRESS_STALL_BEGAN || ev->kind == NPF_PROGRESS_STALL_ENDED ||
+                         ev->kind == NPF_PROGRESS_STALL_GONE;
+
+        if (rank_line && d->progress_lines >= PROGRESS_LINES_MAX) {
+                d->progress_unsaid++;
+                return;
+        }
+        d->progress_lines += rank_line;
+        npf_progress_step_text(ev->step, step);
+        npf_progress_step_text(ev->since_step, since);
+        switch (ev->kind) {
+        case NPF_PROGRESS_STALL_BEGAN:
+                if (ev->step_time_s > 0)
+                        npf_log(LOG_WARNING, NPF_LOG_NONE, ev->rank, "progress stall: rank %" PRIu32 " has made no step "
+                                "for %.1f s, at step %s (its step time %.3g s)", ev->rank, ev->seconds, step,
+                                ev->step_time_s);
+                else
+                        npf_log(LOG_WARNING, NPF_LOG_NONE, ev->rank, "progress stall: rank %" PRIu32 " has made no step "
+                                "for %.1f s, at step %s", ev->rank, ev->seconds, step);
+                break;
+        case NPF_PROGRESS_STALL_ENDED:
+                npf_log(LOG_NOTICE, NPF_LOG_NONE, ev->rank, "progress stall over: rank %" PRIu32 " stepped again, "
+                        "to step %s, after %.1f s", ev->rank, step, ev->seconds);
+                break;
+        case NPF_PROGRESS_STALL_GONE:
+                npf_log(LOG_NOTICE, NPF_LOG_NONE, ev->rank, "progress stall over: rank %" PRIu32 " left, stalled at "
+                        "step %s for %.1f s", ev->rank, step, ev->seconds);
+                break;
+        case NPF_PROGRESS_STALLS:
+                npf_log(LOG_WARNING, NPF_LOG_NONE, NPF_LOG_NONE, "progress: %s", ev->message);
+                break;
+        case NPF_PROGRESS_SLOWDOWN_BEGAN:
+                npf_log(LOG_WARNING, NPF_LOG_NONE, NPF_LOG_NONE, "slowdown since step %s: the job's step time is "
+                        "%.3g ms, %.2fx its baseline of %.3g ms (seen at step %s)", since, ev->step_time_s * 1e3,
+                        ev->factor, ev->baseline_s * 1e3, step);
+                break;
+        case NPF_PROGRESS_SLOWDOWN_ENDED:
+                if (ev->gone)
+                        npf_log(LOG_NOTICE, NPF_LOG_NONE, NPF_LOG_NONE, "slowdown since step %s is over: the job's "
+                                "ranks left", since);
+                else
+                        npf_log(LOG_NOTICE, NPF_LOG_NONE, NPF_LOG_NONE, "slowdown since step %s is over at step %s: "
+                                "the step time is back to %.3g ms (baseline %.3g ms)", since, step,
+                                ev->step_time_s * 1e3, ev->baseline_s * 1e3);
+                break;
+        }
+}
+
 static void on_analysis(const npf_analysis_event_t *ev, void *data)
 {
         daemon_t *d = data;
@@ -274,7 +367,11 @@ static void sweep(daemon_t *d)
         uint32_t before = d->sweep.attached;
         uint64_t period;
 
+        d->progress_lines = d->progress_unsaid = 0;
         npf_sweep_run(&d->sweep, d->shm, npf_clock_ns(CLOCK_MONOTONIC), on_window_recorded, d);
+        if (d->progress_unsaid)
+                npf_log(LOG_NOTICE, NPF_LOG_NONE, NPF_LOG_NONE, "progress: %u more ranks' stalls began or ended "
+                        "(npuprofctl status names them)", d->progress_unsaid);
         npf_windows_cluster(&d->windows, d->analyze, &d->sweep);
         npf_shm_heartbeat(d->shm, npf_clock_ns(CLOCK_MONOTONIC));
         if (before != d->sweep.attached)
@@ -332,7 +429,8 @@ static json_t *analysis_summary(const daemon_t *d)
 static json_t *rank_table(daemon_t *d)
 {
         return npf_rank_view_refresh(d->rank_view, npf_shm_ranks(d->shm), npf_clock_ns(CLOCK_MONOTONIC),
-                                     d->opt.stall_ms, d->sweep.stalled, d->sweep.holder);
+                                     d->opt.stall_ms, d->sweep.stalled, d->sweep.holder,
+                                     npf_progress_view(d->progress));
 }
 
 static json_t *status_json(daemon_t *d)
@@ -342,34 +440,41 @@ static json_t *status_json(daemon_t *d)
 
         json_object_set_new(config, "path", json_string(d->opt.config_path));
         json_object_set_new(windows, "recent", npf_windows_history_json(&d->windows, &d->sweep, d->analyze, NPF_PROTO_STATUS_RECENT));
-        return json_pack("{s:{s:I, s:s, s:I, s:I, s:I, s:b, s:b, s:I, s:s, s:I, s:{s:I, s:I, s:I, s:I, s:I}, s:o, s:o}, "
-                         "s:{s:s, s:b}, s:o, s:o, s:o, s:o, s:I, s:o}",
-                         "daemon",
-                         "pid", (json_int_t) getpid(),
-                         "version", NPUPROF_VERSION,
-                         "uptime_s", (json_int_t) ((npf_clock_ns(CLOCK_MONOTONIC) - d->started_ns) / 1000000000u),
-                         "started_unix_ms", (json_int_t) (d->started_real_ns / 1000000u),
-                         "uid", (json_int_t) getuid(),
-                         "socket_activated", npf_server_activated(d->server),
-                         "inotify", d->opt.inotify,
-                         "poll_interval_ms", (json_int_t) d->opt.poll_ms,
-                         "output_root", d->opt.output_root,
-                         "stall_timeout_ms", (json_int_t) d->opt.stall_ms,
-                         "clients",
-                         "open", (json_int_t) npf_server_clients(d->server),
-                         "max", (json_int_t) npf_server_clients_max(d->server),
-                         "evicted", (json_int_t) npf_server_evicted(d->server),
-                         "shared_answers", (json_int_t) npf_server_shared(d->server),
-                         "idle_timeout_ms", (json_int_t) d->opt.idle_ms,
-                         "metrics_file", d->metrics ? npf_kept_file_status_json(d->metrics) : json_null(),
-                         "fleet", d->fleet ? npf_fleet_status_json(d->fleet) : json_null(),
-                         "shm", "name", d->opt.shm_name, "adopted", npf_shm_adopted(d->shm),
-                         "config", config,
-                         "ranks", rank_table(d),
-                         "windows", windows,
-                         "analysis", analysis_summary(d),
-                         "reloads", (json_int_t) d->reloads,
-                         "legacy", d->fwshm ? npf_fwshm_status_json(d->fwshm) : json_null());
+        json_t *o = json_pack("{s:{s:I, s:s, s:I, s:I, s:I, s:b, s:b, s:I, s:s, s:I, s:{s:I, s:I, s:I, s:I, s:I}, s:o, s:o}, "
+                              "s:{s:s, s:b}, s:o, s:o, s:o, s:o, s:I, s:o}",
+                              "daemon",
+                              "pid", (json_int_t) getpid(),
+                              "version", NPUPROF_VERSION,
+                              "uptime_s", (json_int_t) ((npf_clock_ns(CLOCK_MONOTONIC) - d->started_ns) / 1000000000u),
+                              "started_unix_ms", (json_int_t) (d->started_real_ns / 1000000u),
+                              "uid", (json_int_t) getuid(),
+                              "socket_activated", npf_server_activated(d->server),
+                              "inotify", d->opt.inotify,
+                              "poll_interval_ms", (json_int_t) d->opt.poll_ms,
+                              "output_root", d->opt.output_root,
+                              "stall_timeout_ms", (json_int_t) d->opt.stall_ms,
+                              "clients",
+                              "open", (json_int_t) npf_server_clients(d->server),
+                              "max", (json_int_t) npf_server_clients_max(d->server),
+                              "evicted", (json_int_t) npf_server_evicted(d->server),
+                              "shared_answers", (json_int_t) npf_server_shared(d->server),
+                              "idle_timeout_ms", (json_int_t) d->opt.idle_ms,
+                              "metrics_file", d->metrics ? npf_kept_file_status_json(d->metrics) : json_null(),
+                              "fleet", d->fleet ? npf_fleet_status_json(d->fleet) : json_null(),
+                              "shm", "name", d->opt.shm_name, "adopted", npf_shm_adopted(d->shm),
+                              "config", config,
+                              "ranks", rank_table(d),
+                              "windows", windows,
+                              "analysis", analysis_summary(d),
+                              "reloads", (json_int_t) d->reloads,
+                              "legacy", d->fwshm ? npf_fwshm_status_json(d->fwshm) : json_null());
+        json_t *self = json_object_get(o, "daemon");
+        json_object_set_new(self, "stall_after_s", json_real((double) d->opt.progress.stall_after_ms / 1000.0));
+        json_object_set_new(self, "stall_factor", json_integer(d->opt.progress.stall_factor));
+        json_object_set_new(self, "slowdown_pct", json_integer(d->opt.progress.slowdown_pct));
+        json_object_set_new(self, "slowdown_steps", json_integer(d->opt.progress.slowdown_steps));
+        json_object_set_new(o, "progress", npf_progress_json(d->progress));
+        return o;
 }
 
 /* The node as its fleet record tells it (daemon/fleet.h). */
@@ -392,8 +497,8 @@ static void fleet_node(void *data, npf_fleet_node_t *n)
         n->analysis = analysis_summary(d);
 }
 
-/* The metrics text of the daemon as it is now (daemon/metrics.h). */
-static char *metrics_text(daemon_t *d)
+/* The metrics text of the daemon as it is now (daemon/metrics.h); its steady part's length in @ret_steady. */
+static char *metrics_text(daemon_t *d, size_t *ret_steady)
 {
         json_t *analysis = analysis_summary(d), *legacy = d->fwshm ? npf_fwshm_status_json(d->fwshm) : NULL;
         npf_metrics_t m = {
@@ -404,26 +509,36 @@ static char *metrics_text(daemon_t *d)
                 .file = &d->status,
                 .reloads = d->reloads,
                 .sweep = &d->sweep,
+                .progress = d->progress,
                 .analysis = analysis,
                 .legacy = legacy,
                 .has_file = d->opt.metrics_path != NULL,
                 .file_errors = d->opt.metrics_path ? npf_kept_file_errors(d->metrics) : 0,
         };
-        char *text = npf_metrics_text(&m);
+        char *text = npf_metrics_text(&m, ret_steady);
 
         json_decref(analysis);
         json_decref(legacy);
         return text;
 }
 
+/* The file's text at its interval, whatever moved: its steady part is noted as written. */
 static char *metrics_text_cb(void *data)
 {
-        return metrics_text(data);
+        daemon_t *d = data;
+        size_t steady;
+        char *text = metrics_text(d, &steady);
+
+        if (text) {
+                free(d->metrics_steady);
+                d->metrics_steady = strndup(text, steady);
+        }
+        return text;
 }
 
 static json_t *metrics_json(daemon_t *d)
 {
-        char *text = metrics_text(d);
+        char *text = metrics_text(d, NULL);
         json_t *r = text ? json_pack("{s:s}", "text", text) : NULL;
 
         free(text);
@@ -458,7 +573,8 @@ static void on_request(npf_request_t *req, npf_command_t command, json_t *reques
                 break;
         case NPF_COMMAND_RANKS:
                 sweep(d);
-                npf_server_reply(req, json_pack("{s:o}", "ranks", rank_table(d)));
+                npf_server_reply(req, json_pack("{s:o, s:o}", "ranks", rank_table(d), "progress",
+                                                npf_progress_json(d->progress)));
                 break;
         case NPF_COMMAND_CONFIG: {
                 npf_shm_config_t *c = malloc(sizeof(*c));
@@ -582,10 +698,14 @@ int npf_daemon_run(const npf_daemon_options_t *opt)
         npf_log_start_writer();
 
         d->rank_view = npf_rank_view_new();
-        if (!d->rank_view) {
+        npf_progress_options_t progress = opt->progress;
+        /* A gap this long between sweeps is no timing of steps: the daemon stopped, or its VM paused. */
+        progress.gap_max_ms = 4 * (uint64_t) opt->poll_ms > 1000 ? 4 * (uint64_t) opt->poll_ms : 1000;
+        if (!d->rank_view || npf_progress_new(&progress, on_progress, d, &d->progress) < 0) {
                 npf_log(LOG_ERR, NPF_LOG_NONE, NPF_LOG_NONE, "out of memory");
                 goto out;
         }
+        d->sweep.progress = d->progress;
         r = npf_shm_open_group(opt->shm_name, NPF_SHM_WRITER | NPF_SHM_CREATE, opt->rank_group, &d->shm, err);
         if (r < 0) {
                 npf_log(LOG_ERR, NPF_LOG_NONE, NPF_LOG_NONE, "cannot open segment %s: %s", opt->shm_name, err);
@@ -717,6 +837,8 @@ out:
         npf_windows_clear(&d->windows);
         free(d->state_dir);
         npf_rank_view_free(d->rank_view);
+        npf_progress_free(d->progress);
+        free(d->metrics_steady);
         free(d);
         npf_log_stop_writer();
         return status;

@@ -14,6 +14,7 @@
 
 #include "daemon/analyze.h"
 #include "daemon/fwshm.h"
+#include "daemon/progress.h"
 
 #define NPF_POLL_MS_DEFAULT 1000u
 #define NPF_POLL_MS_MIN 50u
@@ -35,6 +36,7 @@ typedef struct npf_daemon_options {
         bool inotify;
         int log_target;                 /* NPF_LOG_* */
         uint64_t stall_ms;
+        npf_progress_options_t progress; /* progress stalls and slowdowns; gap_max_ms is the daemon's */
         unsigned clients_max;           /* control-socket connections at once */
         uint64_t idle_ms;               /* a connection without a request this long is closed */
         npf_analyze_options_t analyze;  /* of finished windows */

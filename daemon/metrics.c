@@ -126,7 +126,47 @@ static double unix_seconds(uint64_t ns)
         return (double) (ns / 1000000u) / 1000.0;
 }
 
-char *npf_metrics_text(const npf_metrics_t *m)
+/*
+ * The ranks' progress that moves only with a state: npuprof_ranks_stalled (progress
+ * stalls, not the state "stalled" of npuprof_ranks), npuprof_slowdown (one is on),
+ * npuprof_progress_stalls_total and npuprof_slowdowns_total.
+ */
+static void progress_metrics(const npf_progress_t *p, char **buf, size_t *len, size_t *used)
+{
+        metric(buf, len, used, "# HELP npuprof_ranks_stalled Ranks that made no step for --stall-after or "
+                               "--stall-factor step times of their own (progress stalls).\n"
+                               "# TYPE npuprof_ranks_stalled gauge\nnpuprof_ranks_stalled %" PRIu32 "\n"
+                               "# HELP npuprof_progress_stalls_total Progress stalls begun.\n"
+                               "# TYPE npuprof_progress_stalls_total counter\nnpuprof_progress_stalls_total %" PRIu64 "\n"
+                               "# HELP npuprof_slowdown Whether the job's step time is in a slowdown now.\n"
+                               "# TYPE npuprof_slowdown gauge\nnpuprof_slowdown %d\n"
+                               "# HELP npuprof_slowdowns_total Slowdowns of the job found.\n"
+                               "# TYPE npuprof_slowdowns_total counter\nnpuprof_slowdowns_total %" PRIu64 "\n",
+               npf_progress_stalled(p), npf_progress_stalls(p), npf_progress_slowing(p),
+               npf_progress_slowdowns(p));
+}
+
+/* What moves at every sweep while ranks step: each rank's step, and its step time once known. */
+static void rank_metrics(const npf_progress_t *p, char **buf, size_t *len, size_t *used)
+{
+        npf_progress_rank_t r;
+        uint32_t cursor = 0;
+
+        metric(buf, len, used, "# HELP npuprof_rank_step The step each attached rank is at.\n"
+                               "# TYPE npuprof_rank_step gauge\n");
+        while (npf_progress_next(p, &cursor, &r))
+                if (r.step >= 0)
+                        metric(buf, len, used, "npuprof_rank_step{rank=\"%" PRIu32 "\"} %" PRId64 "\n", r.rank, r.step);
+        metric(buf, len, used, "# HELP npuprof_rank_step_time_seconds Each rank's step time: the median of its "
+                               "recent steps outside windows.\n# TYPE npuprof_rank_step_time_seconds gauge\n");
+        cursor = 0;
+        while (npf_progress_next(p, &cursor, &r))
+                if (r.step_time_s > 0)
+                        metric(buf, len, used, "npuprof_rank_step_time_seconds{rank=\"%" PRIu32 "\"} %.6g\n", r.rank,
+                               r.step_time_s);
+}
+
+char *npf_metrics_text(const npf_metrics_t *m, size_t *ret_steady)
 {
         static const char *const rank_states[] = { NPF_PROTO_RANK_STATES };
         static const uint32_t outcomes[] = { NPF_WINDOW_DONE, NPF_WINDOW_FAILED, NPF_WINDOW_MISSED,
@@ -175,9 +215,6 @@ char *npf_metrics_text(const npf_metrics_t *m)
         metric(&buf, &len, &used, "# HELP npuprof_slots_reclaimed_total Slots freed after their process was gone.\n"
                                   "# TYPE npuprof_slots_reclaimed_total counter\nnpuprof_slots_reclaimed_total %" PRIu64 "\n",
                m->sweep->reclaimed);
-        metric(&buf, &len, &used, "# HELP npuprof_sweeps_total Sweeps of the rank table.\n"
-                                  "# TYPE npuprof_sweeps_total counter\nnpuprof_sweeps_total %" PRIu64 "\n",
-               m->sweep->runs);
         analysis_metrics(m->analysis, &buf, &len, &used);
         legacy_metrics(m->legacy, &buf, &len, &used);
         if (m->has_file)
@@ -185,5 +222,16 @@ char *npf_metrics_text(const npf_metrics_t *m)
                                           "failed.\n# TYPE npuprof_metrics_file_errors_total counter\n"
                                           "npuprof_metrics_file_errors_total %" PRIu64 "\n",
                        m->file_errors);
+        if (m->progress)
+                progress_metrics(m->progress, &buf, &len, &used);
+        /* What moves at every sweep comes last: the file takes it at its interval. */
+        size_t steady = used;
+        metric(&buf, &len, &used, "# HELP npuprof_sweeps_total Sweeps of the rank table.\n"
+                                  "# TYPE npuprof_sweeps_total counter\nnpuprof_sweeps_total %" PRIu64 "\n",
+               m->sweep->runs);
+        if (m->progress)
+                rank_metrics(m->progress, &buf, &len, &used);
+        if (ret_steady)
+                *ret_steady = steady;
         return buf;
 }

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The daemon's Prometheus text exposition, format 0.0.4: what `npuprofctl metrics` shows
- * and --metrics-file holds (daemon/keptfile.h). Nothing in it moves unless a count or a
- * state does, so that an unchanged text means nothing to write.
+ * and --metrics-file holds (daemon/keptfile.h). It comes in two parts. The first, steady,
+ * moves only when a count or a state does, so that an unchanged one means nothing to
+ * write. The second moves at every sweep while ranks step: the sweeps counted, each
+ * rank's step and step time; a change of it alone is written at the file's interval.
  */
 #ifndef NPUPROF_DAEMON_METRICS_H
 #define NPUPROF_DAEMON_METRICS_H
@@ -11,6 +13,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "daemon/progress.h"
 #include "daemon/sweep.h"
 #include "npuprof/shm.h"
 
@@ -23,13 +26,17 @@ typedef struct npf_metrics {
         const npf_shm_status_t *file;   /* the watched file, as last read */
         uint64_t reloads;
         const npf_sweep_t *sweep;
+        const npf_progress_t *progress; /* the ranks' progress; NULL: none */
         const json_t *analysis;         /* the analyzer's summary: queued, running, done, failed, dropped */
         const json_t *legacy;           /* the frameworks' publishers (npf_fwshm_status_json()), or NULL */
         bool has_file;                  /* --metrics-file is set: its errors are counted */
         uint64_t file_errors;
 } npf_metrics_t;
 
-/* Return: the text, a new string, or NULL when memory ran out. */
-char *npf_metrics_text(const npf_metrics_t *m);
+/*
+ * npf_metrics_text() - the text; its first @ret_steady bytes are the steady part.
+ * Return: a new string, or NULL when memory ran out.
+ */
+char *npf_metrics_text(const npf_metrics_t *m, size_t *ret_steady);
 
 #endif /* NPUPROF_DAEMON_METRICS_H */

@@ -6,6 +6,7 @@
 #include "daemon/fwshm.h"
 #include "daemon/log.h"
 #include "daemon/keptfile.h"
+#include "daemon/progress.h"
 #include "lib/outroot.h"
 #include "lib/proc.h"
 #include "lib/shmopen.h"
@@ -50,6 +51,13 @@ static void usage(FILE *f)
                 "                         refused. A file whose directory falls outside is invalid.\n"
                 "  --stall-timeout MS     a collecting rank without a heartbeat this long is stalled\n"
                 "                         (default %u)\n"
+                "  --stall-after S        a rank that made no step for S seconds is in a progress stall\n"
+                "                         (default %u; decimals allowed, from 1)...\n"
+                "  --stall-factor K       ...or for K times its own step time, where that is longer\n"
+                "                         (default %u)\n"
+                "  --slowdown-pct P       the job's step time P%% above its baseline...\n"
+                "                         (default %u)\n"
+                "  --slowdown-steps N     ...for N steps is a slowdown (default %u, at least %u)\n"
                 "  --max-clients N        control-socket connections at once (default %u, at most the\n"
                 "                         open-file limit less %u); one more closes the longest idle\n"
                 "  --idle-timeout MS      close a connection that completes no request for MS (default %u)\n"
@@ -94,7 +102,9 @@ static void usage(FILE *f)
                 "\n"
                 "Signals: SIGHUP reloads the file; SIGTERM and SIGINT stop. See npuprofd(8).\n",
                 NPF_ENV_SHM, NPF_SHM_NAME_DEFAULT, NPF_ENV_SOCKET, NPF_PROTO_SOCKET_DEFAULT, NPF_POLL_MS_DEFAULT,
-                NPF_POLL_MS_MIN, NPF_OUTPUT_ROOT_DEFAULT, NPF_STALL_MS_DEFAULT, NPF_PROTO_CLIENTS_MAX, FD_RESERVE,
+                NPF_POLL_MS_MIN, NPF_OUTPUT_ROOT_DEFAULT, NPF_STALL_MS_DEFAULT, NPF_PROGRESS_STALL_AFTER_S_DEFAULT,
+                NPF_PROGRESS_STALL_FACTOR_DEFAULT, NPF_PROGRESS_SLOWDOWN_PCT_DEFAULT, NPF_PROGRESS_SLOWDOWN_STEPS_DEFAULT,
+                NPF_PROGRESS_SLOWDOWN_STEPS_MIN, NPF_PROTO_CLIENTS_MAX, FD_RESERVE,
                 NPF_PROTO_IDLE_MS, NPF_METRICS_INTERVAL_S_DEFAULT, NPF_KEPT_INTERVAL_S_MAX, NPF_FLEET_INTERVAL_S_DEFAULT,
                 NPF_FLEET_STALE_INTERVALS, NPF_ANALYZER_PATH,
                 NPF_ANALYZE_JOBS_DEFAULT, NPF_ANALYZE_JOBS_MAX, NPF_ANALYZE_TIMEOUT_S_DEFAULT, NPF_ANALYZE_NICE_DEFAULT,
@@ -147,6 +157,21 @@ static int parse_interval(const char *opt, const char *s, uint64_t *ret_ms)
         return 0;
 }
 
+/* --stall-after: seconds, decimals allowed, from 1 to a week. Return: 0, or -EINVAL. */
+static int parse_seconds(const char *opt, const char *s, uint64_t *ret_ms)
+{
+        char *end;
+        errno = 0;
+        double v = strtod(s, &end);
+
+        if (errno || end == s || *end || !(v >= 1 && v <= 604800)) {
+                fprintf(stderr, "npuprofd: %s takes seconds from 1 to 604800, not '%s'\n", opt, s);
+                return -EINVAL;
+        }
+        *ret_ms = (uint64_t) (v * 1000.0 + 0.5);
+        return 0;
+}
+
 /* --analyze-memory: 0, or a byte count of at least NPF_ANALYZE_MEMORY_MIN. Return: 0, or -EINVAL. */
 static int parse_memory(const char *s, uint64_t *ret)
 {
@@ -188,7 +213,7 @@ int main(int argc, char **argv)
                OPT_MAX_CLIENTS, OPT_IDLE, OPT_LOG, OPT_ANALYZER, OPT_JOBS, OPT_TIMEOUT, OPT_MEMORY, OPT_NICE,
                OPT_LEGACY, OPT_LEGACY_GROUP, OPT_LEGACY_REFRESH, OPT_LEGACY_CLOCK, OPT_METRICS_FILE,
                OPT_METRICS_INTERVAL, OPT_RANK_GROUP, OPT_FLEET_DIR, OPT_NODE_NAME, OPT_FLEET_INTERVAL, OPT_OPENER,
-               OPT_HELP, OPT_VERSION };
+               OPT_STALL_AFTER, OPT_STALL_FACTOR, OPT_SLOWDOWN_PCT, OPT_SLOWDOWN_STEPS, OPT_HELP, OPT_VERSION };
         static const struct option opts[] = {
                 { "config", required_argument, NULL, OPT_CONFIG },
                 { "shm-name", required_argument, NULL, OPT_SHM },
@@ -199,6 +224,10 @@ int main(int argc, char **argv)
                 { "no-inotify", no_argument, NULL, OPT_NO_INOTIFY },
                 { "output-root", required_argument, NULL, OPT_ROOT },
                 { "stall-timeout", required_argument, NULL, OPT_STALL },
+                { "stall-after", required_argument, NULL, OPT_STALL_AFTER },
+                { "stall-factor", required_argument, NULL, OPT_STALL_FACTOR },
+                { "slowdown-pct", required_argument, NULL, OPT_SLOWDOWN_PCT },
+                { "slowdown-steps", required_argument, NULL, OPT_SLOWDOWN_STEPS },
                 { "max-clients", required_argument, NULL, OPT_MAX_CLIENTS },
                 { "idle-timeout", required_argument, NULL, OPT_IDLE },
                 { "log", required_argument, NULL, OPT_LOG },
@@ -233,6 +262,12 @@ int main(int argc, char **argv)
                 .inotify = true,
                 .log_target = NPF_LOG_AUTO,
                 .stall_ms = NPF_STALL_MS_DEFAULT,
+                .progress = {
+                        .stall_after_ms = NPF_PROGRESS_STALL_AFTER_S_DEFAULT * 1000u,
+                        .stall_factor = NPF_PROGRESS_STALL_FACTOR_DEFAULT,
+                        .slowdown_pct = NPF_PROGRESS_SLOWDOWN_PCT_DEFAULT,
+                        .slowdown_steps = NPF_PROGRESS_SLOWDOWN_STEPS_DEFAULT,
+                },
                 .clients_max = NPF_PROTO_CLIENTS_MAX,
                 .idle_ms = NPF_PROTO_IDLE_MS,
                 .analyze = {
@@ -285,6 +320,25 @@ int main(int argc, char **argv)
                         if (parse_ms("--stall-timeout", optarg, 1, &ms) < 0)
                                 return 2;
                         o.stall_ms = ms;
+                        break;
+                case OPT_STALL_AFTER:
+                        if (parse_seconds("--stall-after", optarg, &o.progress.stall_after_ms) < 0)
+                                return 2;
+                        break;
+                case OPT_STALL_FACTOR:
+                        if (parse_int("--stall-factor", optarg, 1, 10000, &n) < 0)
+                                return 2;
+                        o.progress.stall_factor = (unsigned) n;
+                        break;
+                case OPT_SLOWDOWN_PCT:
+                        if (parse_int("--slowdown-pct", optarg, 1, 10000, &n) < 0)
+                                return 2;
+                        o.progress.slowdown_pct = (unsigned) n;
+                        break;
+                case OPT_SLOWDOWN_STEPS:
+                        if (parse_int("--slowdown-steps", optarg, NPF_PROGRESS_SLOWDOWN_STEPS_MIN, 10000000, &n) < 0)
+                                return 2;
+                        o.progress.slowdown_steps = (unsigned) n;
                         break;
                 case OPT_MAX_CLIENTS:
                         if (parse_int("--max-clients", optarg, 1, 1 << 20, &n) < 0)

@@ -107,6 +107,8 @@ void npf_sweep_run(npf_sweep_t *s, npf_shm_t *shm, uint64_t now_ns, npf_sweep_re
                 gap = s->gap_max_ms * 1000000u;
         s->last_ns = now_ns;
         s->attached = 0;
+        if (s->progress)
+                npf_progress_begin(s->progress, now_ns);
         memset(s->by_state, 0, sizeof(s->by_state));
         memset(s->stalled, 0, sizeof(s->stalled));
         for (uint32_t i = 0; i < NPF_SHM_SLOTS; i++) {
@@ -131,10 +133,15 @@ void npf_sweep_run(npf_sweep_t *s, npf_shm_t *shm, uint64_t now_ns, npf_sweep_re
                 if (s->primed && NPF_SLOT_PID(claim) == 0 &&
                     npf_slot_windows_ended(&table->slots[i]) == s->seen[i].ended)
                         continue;
-                if (npf_slot_read_current(table, i, &v) < 0)
+                if (npf_slot_read_current(table, i, &v) < 0 ||
+                    (v.windows_ended != s->seen[i].ended && npf_slot_read(table, i, &v) < 0)) {
+                        /* Torn by its writer this time: what progress knows of it stands. */
+                        if (s->progress && NPF_SLOT_PID(claim) != 0)
+                                npf_progress_unread(s->progress, i);
                         continue;
-                if (v.windows_ended != s->seen[i].ended && npf_slot_read(table, i, &v) < 0)
-                        continue;
+                }
+                /* A window that opened and closed between two sweeps slowed the steps between them. */
+                bool window_ended = v.windows_ended != s->seen[i].ended;
                 /*
                  * A window ended here since the last sweep: the slot kept it apart even if the
                  * rank moved on at once, or closed and left. (A daemon's first sweep only notes
@@ -172,6 +179,11 @@ void npf_sweep_run(npf_sweep_t *s, npf_shm_t *shm, uint64_t now_ns, npf_sweep_re
                 if (v.pid == 0 || v.pid == NPF_SLOT_RECLAIMING)
                         continue;
                 s->stalled[i] = judge_stalled(s, i, &v, gap);
+                if (s->progress)
+                        npf_progress_sample(s->progress, &(npf_progress_sample_t) {
+                                .slot = i, .tag = v.tag, .rank = v.rank, .step = v.step,
+                                .windowed = window_ended || v.st.state == NPF_WINDOW_COLLECTING ||
+                                            v.st.state == NPF_WINDOW_FLUSHING });
                 s->seen[i].tag = v.tag;
                 s->seen[i].pid = v.pid;
                 s->attached++;
@@ -184,6 +196,8 @@ void npf_sweep_run(npf_sweep_t *s, npf_shm_t *shm, uint64_t now_ns, npf_sweep_re
                 npf_slot_find_holders(shm, s->look, s->holder);
                 memset(s->look, 0, sizeof(s->look));
         }
+        if (s->progress)
+                npf_progress_end(s->progress);
         s->primed = true;
         s->runs++;
 }

@@ -6,6 +6,9 @@
  * namespace), record the outcome of every window once (a window open when its rank died
  * is `lost`; its output is left where it is), and count ranks by state, `stalled` included.
  *
+ * Each pass feeds the watch of progress (daemon/progress.h), whose "progress stall" (a rank
+ * that stopped stepping, in or out of a window) is another notion than this one.
+ *
  * A collecting rank is stalled when its heartbeat stayed the same over sweeps spanning more
  * than stall_ms, each gap between two sweeps counted for at most gap_max_ms: time that
  * passed while the daemon was not watching (stopped, or a clock that jumped forward, as
@@ -18,6 +21,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "daemon/progress.h"
 #include "npuprof/protocol.h"
 #include "npuprof/shm.h"
 #include "shm/slot.h"
@@ -54,6 +58,7 @@ typedef struct npf_sweep {
         uint64_t unrecorded;                            /* windows that ended faster than sweeps saw */
         uint64_t recorded;                              /* windows recorded, ever: the last id given */
         bool primed;                                    /* a first pass was made */
+        npf_progress_t *progress;                       /* fed each live rank's step at every pass; NULL: none */
         /* What was last recorded of each slot, so that an outcome is counted once. */
         struct {
                 uint32_t tag, pid;

@@ -6,8 +6,13 @@
  * publishes. --first-step resumes the loop at a later step, as a job restarted from a
  * checkpoint does: it runs the steps FIRST..FIRST+N-1 (1..N by default).
  *
+ * For the daemon's watch of progress: --jitter PCT makes each step up to PCT percent
+ * longer or shorter (uniformly, seeded by the rank); --slow-at N --slow-factor F makes the
+ * steps from N take F times as long (a fail-slow); --hang-at N stops at step N, as a rank
+ * stuck in a collective does, and sleeps until it is killed.
+ *
  *   train-loop --rank R --steps N --step-ms MS [--shm-name NAME] [--backend host|acl|auto] [--busy PCT]
- *              [--first-step FIRST]
+ *              [--first-step FIRST] [--jitter PCT] [--slow-at N --slow-factor F] [--hang-at N]
  */
 #include "npuprof/rank.h"
 
@@ -17,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 static uint64_t now_ns(void)
 {
@@ -31,9 +37,9 @@ static uint64_t now_ns(void)
  * over a buffer that grows and shrinks, the rest waiting, as a rank waits for its device;
  * eight of them share two cores, and many more with --busy 0.
  */
-static double work(unsigned ms, unsigned busy, int64_t step)
+static double work(double ms, unsigned busy, int64_t step)
 {
-        uint64_t start = now_ns(), end = start + (uint64_t) ms * busy * 10000u;
+        uint64_t start = now_ns(), end = start + (uint64_t) (ms * busy * 10000.0);
         size_t n = (size_t) (1 << 16) * (size_t) (1 + step % 4);
         double *buf = malloc(n * sizeof(*buf)), acc = 0;
 
@@ -45,7 +51,7 @@ static double work(unsigned ms, unsigned busy, int64_t step)
                         acc += buf[i] * 1e-9;
                 }
         free(buf);
-        uint64_t rest = start + (uint64_t) ms * 1000000u;
+        uint64_t rest = start + (uint64_t) (ms * 1e6);
         uint64_t now = now_ns();
         if (now < rest)
                 nanosleep(&(struct timespec) { .tv_sec = (time_t) ((rest - now) / 1000000000u),
@@ -60,10 +66,14 @@ int main(int argc, char **argv)
                 { "step-ms", required_argument, NULL, 'm' }, { "shm-name", required_argument, NULL, 's' },
                 { "backend", required_argument, NULL, 'b' }, { "busy", required_argument, NULL, 'u' },
                 { "first-step", required_argument, NULL, 'f' }, { "help", no_argument, NULL, 'h' },
+                { "jitter", required_argument, NULL, 'j' },  { "slow-at", required_argument, NULL, 'S' },
+                { "slow-factor", required_argument, NULL, 'F' }, { "hang-at", required_argument, NULL, 'H' },
                 { 0 },
         };
         npf_rank_options_t o = { .rank = -1, .local_device = -1 };
-        long steps = 40, step_ms = 20, busy = 25, first = 1;
+        long steps = 40, step_ms = 20, busy = 25, first = 1, jitter = 0;
+        long long slow_at = 0, hang_at = 0;
+        double slow_factor = 1;
         char err[NPF_SHM_ERR_MAX] = "";
         npf_rank_t *h;
         int c;
@@ -77,10 +87,17 @@ int main(int argc, char **argv)
                 case 'b': o.backend = optarg; break;
                 case 'u': busy = atol(optarg); break;
                 case 'f': first = atol(optarg); break;
+                case 'j': jitter = atol(optarg); break;
+                case 'S': slow_at = atoll(optarg); break;
+                case 'F': slow_factor = atof(optarg); break;
+                case 'H': hang_at = atoll(optarg); break;
                 case 'h':
                         printf("Usage: train-loop --rank R --steps N --step-ms MS [--shm-name NAME] [--backend B]\n"
                                "                  [--busy PERCENT of each step computing, the rest waiting; 25]\n"
-                               "                  [--first-step FIRST step, as a job resumed from a checkpoint; 1]\n");
+                               "                  [--first-step FIRST step, as a job resumed from a checkpoint; 1]\n"
+                               "                  [--jitter PCT: each step up to PCT percent longer or shorter; 0]\n"
+                               "                  [--slow-at N --slow-factor F: the steps from N take F times as long]\n"
+                               "                  [--hang-at N: stop at step N and sleep until killed]\n");
                         return 0;
                 default:
                         return 2;
@@ -91,6 +108,13 @@ int main(int argc, char **argv)
                                 "--first-step from 1 to %" PRId32 "\n", INT32_MAX);
                 return 2;
         }
+        if (jitter < 0 || jitter > 100 || slow_at < 0 || !(slow_factor > 0 && slow_factor <= 1000) || hang_at < 0) {
+                fprintf(stderr, "train-loop: --jitter from 0 to 100, --slow-at and --hang-at not negative, "
+                                "--slow-factor above 0 and at most 1000\n");
+                return 2;
+        }
+        /* The jitter of rank R is the same at every run. */
+        unsigned seed = (unsigned) (o.rank >= 0 ? o.rank : 0) * 2654435761u + 1;
         int r = npf_rank_open(&o, &h, err);
         if (r < 0) {
                 fprintf(stderr, "train-loop: %s\n", err);
@@ -99,7 +123,19 @@ int main(int argc, char **argv)
         double acc = 0;
         for (int64_t step = first; step < first + steps; step++) {
                 npf_rank_step(h, step);
-                acc += work((unsigned) step_ms, (unsigned) busy, step);
+                if (hang_at && step >= hang_at) {
+                        /* Stuck in step N, as in a collective that never completes: until killed. */
+                        printf("rank %" PRId64 ": hangs at step %" PRId64 "\n", (int64_t) o.rank, step);
+                        fflush(stdout);
+                        for (;;)
+                                pause();
+                }
+                double ms = (double) step_ms;
+                if (slow_at && step >= slow_at)
+                        ms *= slow_factor;
+                if (jitter)
+                        ms *= 1.0 + (double) jitter / 100.0 * (2.0 * rand_r(&seed) / RAND_MAX - 1.0);
+                acc += work(ms, (unsigned) busy, step);
         }
         npf_rank_info_t info;
         npf_rank_info(h, &info);

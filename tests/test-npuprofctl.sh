@@ -97,6 +97,18 @@ expect "a bad NPUPROF_SHM does not stop validate" 0 'valid \(native dialect\)' \
         env NPUPROF_SHM=bad/name "$ctl" validate examples/configs/minimal.json
 expect "a bad NPUPROF_SHM stops status" 2 "may hold only letters" env NPUPROF_SHM=bad/name "$ctl" status
 
+# top's command line; what it shows is tests/test-top.sh's.
+expect "top --help"                0 'Usage: npuprofctl top \[--interval SECONDS\] \[-n\|--iterations N\]' "$ctl" top --help
+expect "top: an interval under 0.1" 2 "npuprofctl top: --interval takes seconds from 0.1 to 86400, not '0.05'" \
+        "$ctl" top --interval 0.05
+expect "top: an interval that is no number" 2 "--interval takes seconds from 0.1 to 86400, not 'nan'" \
+        "$ctl" top --interval nan
+expect "top: -n 0"                 2 "npuprofctl top: --iterations takes a count from 1 to 1000000000, not '0'" "$ctl" top -n 0
+expect "top: an argument"          2 "npuprofctl top: unexpected argument 'x'" "$ctl" top x
+expect "top: a bad NPUPROF_SHM"    2 "may hold only letters" env NPUPROF_SHM=bad/name "$ctl" top -n 1
+expect "top: no daemon, one refresh, exit 3" 3 '^npuprofd: not reachable: cannot connect to /nonexistent/x.sock' \
+        "$ctl" --socket /nonexistent/x.sock top -n 1
+
 # The Python binding reads the segment itself: its ABI number must be the C one.
 abi=$("$ctl" --version | sed -n 's/.*shm ABI \([0-9]*\).*/\1/p')
 expect "the Python binding speaks the same shm ABI ($abi)" 0 "^NPF_SHM_ABI_VERSION = $abi\b" \

@@ -63,7 +63,7 @@ else fail "the daemon starts under memcheck" "$(tail -n 20 "$tmp/daemon.err" "$t
 i=0
 for args in "status" "status --json" "ranks" "ranks --json" "windows" "windows --json" "config" "metrics" \
             "validate $conf" "validate --json $conf" "fleet" "fleet --json" "fleet --fleet-dir $tmp/fleet --wait --timeout 0.3" \
-            "nonsense" "start --at x" "--help"; do
+            "top -n 2 --interval 0.1" "nonsense" "start --at x" "--help"; do
         i=$((i + 1))
         # shellcheck disable=SC2086 # the words are the command's
         ctl "cmd$i" $args >/dev/null 2>&1

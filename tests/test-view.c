@@ -3,7 +3,8 @@
  * The rank table as JSON: the table the daemon keeps between reads and changes in place
  * (npf_rank_view_refresh) must always be the table made afresh (npf_view_ranks), through
  * claims, steps, states, ended windows, releases, a slot taken by another rank, stalls and
- * strings that grow and shrink; and the table turns into an object per rank.
+ * strings that grow and shrink, and the progress the daemon judged of each claim; and the
+ * table turns into an object per rank.
  */
 #include "npuprof/shm.h"
 #include "shm/slot.h"
@@ -60,7 +61,7 @@ static int teardown(void **state)
 static void same(fixture_t *f, uint64_t now, const bool *stalled, size_t rows)
 {
         json_t *fresh = npf_view_ranks(f->table, now, STALL_MS, stalled, NULL);
-        json_t *kept = npf_rank_view_refresh(f->kept, f->table, now, STALL_MS, stalled, NULL);
+        json_t *kept = npf_rank_view_refresh(f->kept, f->table, now, STALL_MS, stalled, NULL, NULL);
         char *a, *b;
 
         assert_non_null(fresh);
@@ -162,6 +163,74 @@ static void test_many_ranks(void **state)
         same(f, now + 5000000, NULL, 0);
 }
 
+/* @kept refreshed with @progress is the table made afresh with it; return the first row's object. */
+static json_t *with_progress(fixture_t *f, const npf_view_progress_t *progress)
+{
+        npf_rank_view_t *fresh_view = npf_rank_view_new();
+        json_t *fresh = npf_rank_view_refresh(fresh_view, f->table, 1000, STALL_MS, NULL, NULL, progress);
+        json_t *kept = npf_rank_view_refresh(f->kept, f->table, 1000, STALL_MS, NULL, NULL, progress);
+        char *a = json_dumps(fresh, JSON_COMPACT | JSON_PRESERVE_ORDER), *b = json_dumps(kept, JSON_COMPACT | JSON_PRESERVE_ORDER);
+
+        if (strcmp(a, b) != 0)
+                fail_msg("kept:  %s\nfresh: %s", b, a);
+        free(a);
+        free(b);
+        json_t *objects = npf_view_table_objects(kept);
+        json_t *o = json_incref(json_array_get(objects, 0));
+        json_decref(objects);
+        json_decref(fresh);
+        json_decref(kept);
+        npf_rank_view_free(fresh_view);
+        return o;
+}
+
+/* The progress the daemon judged of a claim: step_time_ms, stalled, stalled_for_s; of another claim, nulls. */
+static void test_progress_columns(void **state)
+{
+        fixture_t *f = *state;
+        static npf_view_progress_t progress[NPF_SHM_SLOTS];
+        npf_slot_lease_t lease;
+        npf_slot_view_t v;
+        json_t *o;
+
+        assert_int_equal(npf_slot_claim(f->shm, 4, 0, &lease, NULL), 0);
+        uint32_t i = npf_slot_index(f->table, lease.slot);
+        assert_int_equal(npf_slot_read_current(f->table, i, &v), 0);
+        npf_slot_step(lease.slot, 77, 1000);
+
+        o = with_progress(f, NULL);
+        assert_true(json_is_null(json_object_get(o, "step_time_ms")));
+        assert_true(json_is_null(json_object_get(o, "stalled")));
+        assert_true(json_is_null(json_object_get(o, "stalled_for_s")));
+        json_decref(o);
+        /* Judged, its step time not known yet. */
+        progress[i] = (npf_view_progress_t) { .tag = v.tag, .known = true };
+        o = with_progress(f, progress);
+        assert_true(json_is_null(json_object_get(o, "step_time_ms")));
+        assert_true(json_is_false(json_object_get(o, "stalled")));
+        assert_true(json_is_null(json_object_get(o, "stalled_for_s")));
+        json_decref(o);
+        progress[i].step_time_ms = 30.12345;
+        o = with_progress(f, progress);
+        assert_true(json_real_value(json_object_get(o, "step_time_ms")) == 30.123);
+        json_decref(o);
+        progress[i].step_time_ms = 31.5;
+        progress[i].stalled = true;
+        progress[i].stalled_for_s = 312.46;
+        o = with_progress(f, progress);
+        assert_true(json_real_value(json_object_get(o, "step_time_ms")) == 31.5);
+        assert_true(json_is_true(json_object_get(o, "stalled")));
+        assert_true(json_real_value(json_object_get(o, "stalled_for_s")) == 312.5);
+        json_decref(o);
+        /* Judged of an earlier claim of the slot: nothing is known of this one. */
+        progress[i].tag = v.tag + 1;
+        o = with_progress(f, progress);
+        assert_true(json_is_null(json_object_get(o, "step_time_ms")));
+        assert_true(json_is_null(json_object_get(o, "stalled")));
+        json_decref(o);
+        npf_slot_release(f->shm, &lease);
+}
+
 static void test_table_objects(void **state)
 {
         fixture_t *f = *state;
@@ -186,6 +255,8 @@ static void test_table_objects(void **state)
         assert_int_equal(json_integer_value(json_object_get(o, "stop_step")), 14);
         assert_int_equal(json_integer_value(json_object_get(o, "local_device")), 3);
         assert_string_equal(json_string_value(json_object_get(o, "output")), "rank4_start10_stop14");
+        assert_true(json_is_null(json_object_get(o, "step_time_ms")));
+        assert_true(json_is_null(json_object_get(o, "stalled")));
         json_decref(objects);
         json_decref(table);
 
@@ -209,6 +280,7 @@ int main(void)
                 cmocka_unit_test_setup_teardown(test_kept_is_fresh, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_many_ranks, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_table_objects, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_progress_columns, setup, teardown),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);

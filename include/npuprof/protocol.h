@@ -40,15 +40,24 @@
  *             "config": {path, generation, valid, state, error, error_count, window, dialect,
  *             ranks (the rank filter: "all" or like "0-7,16")},
  *             "ranks": {"columns": [...], "rows": [[...], ...]},
- *             "windows": {by outcome: count}, "reloads": n}
+ *             "windows": {by outcome: count}, "reloads": n,
+ *             "progress": {step_time_ms, slowdown: null | {since_step, factor, baseline_ms},
+ *             stalled_ranks: [rank, ...], fastest_step, message}}
  *            config.error is null or {message, line, column, key}; config.window is
  *            {enabled, start_step, stop_step, warmup, steps}.
  *            ranks is the rank table, a row per rank ordered by rank, each row's values in
  *            the order of columns: rank, pid, step, state (one of NPF_PROTO_RANK_STATES),
  *            state_step, start_step and stop_step (the window; null without one),
- *            generation, heartbeat_age_ms, local_device, message, output; null where not
- *            known. Version 1 sent an object per rank: at 256 ranks the names were most of
- *            the reply and of its cost. npuprofctl --json prints an object per rank.
+ *            generation, heartbeat_age_ms, local_device, message, output, step_time_ms,
+ *            stalled (a progress stall: no step for long, not the state "stalled") and
+ *            stalled_for_s; null where not known. Version 1 sent an object per rank: at
+ *            256 ranks the names were most of the reply and of its cost. npuprofctl
+ *            --json prints an object per rank.
+ *            progress is the job's (the node's ranks'): its step time, its slowdown, the
+ *            ranks in a progress stall, the highest step, and one sentence on the stalled
+ *            ranks (which are behind, who waits for them) or else on the slowdown; the
+ *            daemon object has the settings stall_after_s, stall_factor, slowdown_pct and
+ *            slowdown_steps (daemon/progress.h, npuprofd(8) PROGRESS).
  *            windows.recent is the newest NPF_PROTO_STATUS_RECENT entries of the window history,
  *            as in `windows`.
  *            "analysis": {enabled, analyzer, jobs, timeout_s, memory_bytes, nice, queue_max,
@@ -75,7 +84,9 @@
  *            the daemon's own user may ask; others get an error naming the rule.
  *   metrics  {"text": "..."}: Prometheus text exposition format 0.0.4, with
  *            npuprof_analyses{state} (queued, running), npuprof_analyses_total{state} (done,
- *            failed) and npuprof_analyses_dropped_total.
+ *            failed) and npuprof_analyses_dropped_total; npuprof_rank_step{rank},
+ *            npuprof_rank_step_time_seconds{rank}, npuprof_ranks_stalled,
+ *            npuprof_progress_stalls_total, npuprof_slowdown and npuprof_slowdowns_total.
  */
 #ifndef NPUPROF_PROTOCOL_H
 #define NPUPROF_PROTOCOL_H
