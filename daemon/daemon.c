@@ -368,6 +368,11 @@ static void sweep(daemon_t *d)
         uint64_t period;
 
         d->progress_lines = d->progress_unsaid = 0;
+        int r = npf_shm_repair_ranks(d->shm);
+        if (r != 0)
+                npf_log(LOG_WARNING, NPF_LOG_NONE, NPF_LOG_NONE, "the rank table was cut short (by a user who may "
+                        "attach ranks): %s", r > 0 ? "its size is back, the slots past the cut are empty"
+                                                   : strerror(-r));
         npf_sweep_run(&d->sweep, d->shm, npf_clock_ns(CLOCK_MONOTONIC), on_window_recorded, d);
         if (d->progress_unsaid)
                 npf_log(LOG_NOTICE, NPF_LOG_NONE, NPF_LOG_NONE, "progress: %u more ranks' stalls began or ended "
@@ -711,6 +716,9 @@ int npf_daemon_run(const npf_daemon_options_t *opt)
                 npf_log(LOG_ERR, NPF_LOG_NONE, NPF_LOG_NONE, "cannot open segment %s: %s", opt->shm_name, err);
                 goto out;
         }
+        if ((r = npf_shm_guard_ranks(d->shm)) < 0)
+                npf_log(LOG_WARNING, NPF_LOG_NONE, NPF_LOG_NONE, "cannot watch the rank table for SIGBUS (%s): a user "
+                        "who cuts it short ends the daemon", strerror(-r));
         /* Ranks that died while no daemon ran are found, and their windows logged, now. */
         npf_sweep_run(&d->sweep, d->shm, npf_clock_ns(CLOCK_MONOTONIC), on_window_recorded, d);
         if (npf_shm_adopted(d->shm)) {

@@ -5,6 +5,7 @@
 #include "daemon/log.h"
 #include "lib/clock.h"
 #include "lib/shmopen.h"
+#include "lib/sigbus.h"
 
 #include <ctype.h>
 #include <dirent.h>
@@ -33,6 +34,7 @@ typedef struct object {
         time_t hour;            /* the start of its hour, seconds since the epoch */
         int fd;                 /* -1 when it cannot be opened: @error says why */
         uint8_t *map;
+        int watch;              /* its mapping's lib/sigbus slot: a job may cut the file short */
         int error;
         bool owned;             /* ours (created by a daemon of our uid): refreshed and removed by us */
         bool in_use;            /* owned and open elsewhere at the last look */
@@ -44,7 +46,9 @@ typedef struct object {
         size_t size;            /* bytes mapped */
         bool unlinked;          /* its name was removed (a job's unlink at exit): kept while mapped */
         bool via_opener;        /* its descriptor came from npuprof-shmopen */
-        int refused;            /* the opener's answer when it would not open it, else 0 */
+        int refused;            /* the opener's answer when it would not open it, else 0... */
+        dev_t refused_dev;      /* ...for this file, not asked about again */
+        ino_t refused_ino;
         uid_t uid;              /* its owner and mode, as seen when it could not be opened */
         mode_t mode;
         dev_t dev;              /* the file itself, as /proc/PID/maps names it */
@@ -285,10 +289,20 @@ static int set_group_and_mode(const npf_fwshm_t *l, int fd)
  */
 static int open_through_opener(npf_fwshm_t *l, object_t *o)
 {
+        char path[sizeof(l->shm_dir) + NAME_MAX_ + 2];
         uint64_t now = npf_clock_ns(CLOCK_MONOTONIC);
+        struct stat named, got;
         bool remote;
         int fd, r;
 
+        snprintf(path, sizeof(path), "%s/%s", l->shm_dir, o->name);
+        if (fstatat(AT_FDCWD, path, &named, AT_SYMLINK_NOFOLLOW) < 0)
+                return -1;
+        if (o->refused && named.st_dev == o->refused_dev && named.st_ino == o->refused_ino) {
+                errno = o->refused;     /* the same file: the same answer */
+                return -1;
+        }
+        o->refused = 0;
         if (l->opener_fd < 0) {
                 if (now < l->opener_retry_ns)
                         goto unreachable;
@@ -303,6 +317,12 @@ static int open_through_opener(npf_fwshm_t *l, object_t *o)
                 l->opener_fd = r;
         }
         r = npf_shmopen_ask(l->opener_fd, o->name, &fd, &remote);
+        /* What it handed over is the file of that name, regular and of one name only. */
+        if (r == 0 && (fstat(fd, &got) < 0 || got.st_dev != named.st_dev || got.st_ino != named.st_ino ||
+                       !S_ISREG(got.st_mode) || got.st_nlink != 1)) {
+                close(fd);
+                r = -EINVAL;
+        }
         if (r == 0) {
                 l->opener_error = 0;
                 l->opener_grants++;
@@ -311,6 +331,8 @@ static int open_through_opener(npf_fwshm_t *l, object_t *o)
         }
         if (remote) {
                 o->refused = -r;
+                o->refused_dev = named.st_dev;
+                o->refused_ino = named.st_ino;
                 errno = -r;
                 return -1;
         }
@@ -331,7 +353,7 @@ static void note_owner(const npf_fwshm_t *l, object_t *o)
         struct stat st;
 
         snprintf(path, sizeof(path), "%s/%s", l->shm_dir, o->name);
-        if (stat(path, &st) == 0) {
+        if (fstatat(AT_FDCWD, path, &st, AT_SYMLINK_NOFOLLOW) == 0) {
                 o->uid = st.st_uid;
                 o->mode = st.st_mode & 07777;
         } else {
@@ -357,13 +379,12 @@ static object_t *track(npf_fwshm_t *l, publisher_t *p, const char *name, time_t 
                 if (p->n_obj == NPF_FWSHM_OBJECTS_MAX)
                         return NULL;
                 o = &p->obj[p->n_obj++];
-                *o = (object_t) { .hour = hour, .fd = -1 };
+                *o = (object_t) { .hour = hour, .fd = -1, .watch = -1 };
                 snprintf(o->name, sizeof(o->name), "%s", name);
         }
         snprintf(path, sizeof(path), "/%s", name);
         fd = shm_open(path, O_RDWR | O_CLOEXEC, 0);
         o->via_opener = false;
-        o->refused = 0;
         if (fd < 0 && (errno == EACCES || errno == EPERM) && l->opt.opener)
                 fd = open_through_opener(l, o);
         if (fd < 0 && errno == ENOENT && create) {
@@ -400,6 +421,7 @@ static object_t *track(npf_fwshm_t *l, publisher_t *p, const char *name, time_t 
         }
         o->fd = fd;
         o->map = map;
+        o->watch = npf_sigbus_watch(map, object_size(p));
         o->dev = st.st_dev;
         o->ino = st.st_ino;
         o->size = object_size(p);
@@ -429,6 +451,7 @@ static void untrack(publisher_t *p, object_t *o, bool unlink)
                 snprintf(path, sizeof(path), "/%s", o->name);
                 shm_unlink(path);
         }
+        npf_sigbus_unwatch(o->watch);
         if (o->map)
                 munmap(o->map, o->size);
         if (o->fd >= 0)
@@ -754,6 +777,14 @@ static void scan_objects(npf_fwshm_t *l, time_t hour)
 /* One object's turn: write, refresh, or remove it. Return: false when it was let go of. */
 static bool tend(npf_fwshm_t *l, publisher_t *p, object_t *o, time_t now, time_t hour, uint64_t now_ns, bool scan)
 {
+        if (o->fd >= 0 && npf_sigbus_take(o->watch)) {
+                /* What was written past the new end went to memory of our own: let it go, and
+                 * take it again at the next scan if it has its size back. */
+                npf_log(LOG_WARNING, NPF_LOG_NONE, NPF_LOG_NONE, "%s: %s was cut short under the daemon (by whoever "
+                        "may write it): let go of", p->name, o->name);
+                untrack(p, o, false);
+                return false;
+        }
         if (o->fd < 0) {
                 if (scan && o->hour < hour) {
                         untrack(p, o, false);
@@ -907,13 +938,17 @@ int npf_fwshm_new(uv_loop_t *loop, const npf_fwshm_options_t *o, npf_fwshm_t **r
                                                              .prefix = kinds[k].prefix };
         /* A lease broken by an opener signals its holder; the lease is let go at once anyway. */
         signal(SIGIO, SIG_IGN);
+        int r = npf_sigbus_install();
+        if (r < 0)
+                npf_log(LOG_WARNING, NPF_LOG_NONE, NPF_LOG_NONE, "cannot handle SIGBUS (%s): a job that cuts its object "
+                        "short ends the daemon", strerror(-r));
         uv_timer_init(loop, &l->timer);
         l->timer.data = l;
         uv_timer_init(loop, &l->step_timer);
         l->step_timer.data = l;
         uv_fs_event_init(loop, &l->dir_event);
         l->dir_event.data = l;
-        int r = uv_fs_event_start(&l->dir_event, on_dir_event, l->shm_dir, 0);
+        r = uv_fs_event_start(&l->dir_event, on_dir_event, l->shm_dir, 0);
         if (r < 0)
                 npf_log(LOG_WARNING, NPF_LOG_NONE, NPF_LOG_NONE, "cannot watch %s (%s): objects that jobs make or "
                         "remove are seen within %u ms", l->shm_dir, uv_strerror(r), SCAN_MS);
@@ -958,7 +993,11 @@ static const char *undriven_why(const npf_fwshm_t *l, const publisher_t *p, cons
 {
         char whose[64] = "";
 
-        if (o->uid != (uid_t) -1)
+        /* Under PrivateUsers=, every user but root and the daemon's own reads as the overflow uid. */
+        if (o->uid == 65534)
+                snprintf(whose, sizeof(whose), " (uid 65534: nobody's or another user's, mode %04o)",
+                         (unsigned) o->mode);
+        else if (o->uid != (uid_t) -1)
                 snprintf(whose, sizeof(whose), " (uid %u, mode %04o)", (unsigned) o->uid, (unsigned) o->mode);
         if (o->error == EMSGSIZE)
                 snprintf(buf, len, "%s%s is smaller than %s makes its objects (%zu bytes): not a %s object, left alone",

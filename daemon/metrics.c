@@ -111,10 +111,12 @@ static void legacy_metrics(const json_t *legacy, char **buf, size_t *len, size_t
                         if (!json_object_get(o, "error"))
                                 continue;
                         json_t *uid = json_object_get(o, "uid");
-                        metric(buf, len, used, "npuprof_legacy_undriven{publisher=\"%s\",object=\"%s\",uid=\"%s%lld\","
+                        char uid_text[24] = "unknown";
+                        if (uid)
+                                snprintf(uid_text, sizeof(uid_text), "%lld", (long long) json_integer_value(uid));
+                        metric(buf, len, used, "npuprof_legacy_undriven{publisher=\"%s\",object=\"%s\",uid=\"%s\","
                                                "reason=\"%s\"} 1\n", pub,
-                               label(json_string_value(json_object_get(o, "name")), name, sizeof(name)),
-                               uid ? "" : "unknown", uid ? (long long) json_integer_value(uid) : 0LL,
+                               label(json_string_value(json_object_get(o, "name")), name, sizeof(name)), uid_text,
                                label(json_string_value(json_object_get(o, "error")), reason, sizeof(reason)));
                 }
         }

@@ -51,35 +51,60 @@ int npf_shmopen_connect(const char *path)
         return s;
 }
 
+/* Close every descriptor that @msg carried. Return: how many there were; the first in *@ret_fd. */
+static size_t take_fds(struct msghdr *msg, int *ret_fd)
+{
+        size_t n = 0;
+
+        for (struct cmsghdr *c = CMSG_FIRSTHDR(msg); c; c = CMSG_NXTHDR(msg, c)) {
+                if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS || c->cmsg_len < CMSG_LEN(0))
+                        continue;
+                for (size_t k = 0; k < (c->cmsg_len - CMSG_LEN(0)) / sizeof(int); k++) {
+                        int fd;
+                        memcpy(&fd, CMSG_DATA(c) + k * sizeof(int), sizeof(fd));
+                        if (n++ == 0)
+                                *ret_fd = fd;
+                        else
+                                close(fd);
+                }
+        }
+        return n;
+}
+
 int npf_shmopen_ask(int sock, const char *name, int *ret_fd, bool *ret_remote)
 {
         union {
-                char buf[CMSG_SPACE(sizeof(int))];
+                char buf[CMSG_SPACE(sizeof(int) * 4)];  /* room to see, and close, what should not be there */
                 struct cmsghdr align;
         } control;
         int32_t error = 0;
         struct iovec iov = { .iov_base = &error, .iov_len = sizeof(error) };
         struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = control.buf,
                               .msg_controllen = sizeof(control.buf) };
+        ssize_t n;
         int fd = -1;
 
         *ret_remote = false;
         *ret_fd = -1;
-        if (send(sock, name, strlen(name), MSG_NOSIGNAL) < 0)
-                return -errno;
-        ssize_t n = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC);
+        do
+                n = send(sock, name, strlen(name), MSG_NOSIGNAL);
+        while (n < 0 && errno == EINTR);
         if (n < 0)
                 return -errno;
-        for (struct cmsghdr *c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c))
-                if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS && c->cmsg_len == CMSG_LEN(sizeof(int)))
-                        memcpy(&fd, CMSG_DATA(c), sizeof(fd));
-        if (n == 0)
-                return -ECONNRESET;     /* the opener went away */
-        if ((size_t) n != sizeof(error) || (msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) || (error == 0) != (fd >= 0) ||
-            error < 0) {
-                if (fd >= 0)
+        do
+                n = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC);
+        while (n < 0 && errno == EINTR);
+        if (n < 0)
+                return -errno;
+        size_t fds = take_fds(&msg, &fd);
+        /* An answer is one int32_t, with one descriptor for 0 and none for an errno; anything else
+         * (the opener gone, a cut or extra descriptor) ends the connection, its descriptors closed. */
+        bool good = (size_t) n == sizeof(error) && !(msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) && error >= 0 &&
+                    fds == (error == 0 ? 1u : 0u);
+        if (!good) {
+                if (fds)
                         close(fd);
-                return -EPROTO;
+                return n == 0 ? -ECONNRESET : -EPROTO;
         }
         *ret_remote = true;
         if (error)

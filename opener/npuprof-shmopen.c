@@ -51,8 +51,10 @@ static int open_object(int dir, const char *name, int *ret_fd, struct stat *st)
         fd = openat(dir, name, O_RDWR | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
         if (fd < 0)
                 return errno == ELOOP ? EINVAL : errno;
-        if (fstat(fd, st) < 0 || !S_ISREG(st->st_mode) || st->st_size > (off_t) NPF_SHMOPEN_SIZE_MAX) {
-                int e = S_ISREG(st->st_mode) ? EFBIG : EINVAL;
+        /* A second name is a hard link to someone else's file (where fs.protected_hardlinks is off). */
+        int e = fstat(fd, st) < 0 ? errno : !S_ISREG(st->st_mode) ? EINVAL : st->st_nlink != 1 ? EMLINK
+                : st->st_size > (off_t) NPF_SHMOPEN_SIZE_MAX ? EFBIG : 0;
+        if (e) {
                 close(fd);
                 return e;
         }
@@ -117,20 +119,26 @@ int main(int argc, char **argv)
                 return 1;
         }
         bool trusted = peer.uid == 0 || peer.uid == allowed;
-        if (!trusted)
+        if (!trusted) {
+                /* Answered once, and the instance ends: an untrusted peer holds nothing open. */
                 fprintf(stderr, "npuprof-shmopen: pid %d uid %u may not ask (root and uid %u may)\n", (int) peer.pid,
                         (unsigned) peer.uid, (unsigned) allowed);
+                if (npf_shmopen_read_request(sock, name) != 0)
+                        (void) npf_shmopen_reply(sock, EPERM, -1);
+                close(dir);
+                return 0;
+        }
         while ((r = npf_shmopen_read_request(sock, name)) != 0) {
                 struct stat st;
                 int fd = -1, e;
                 if (r < 0 && r != -EMSGSIZE && r != -EINVAL)
                         break;
-                e = r < 0 ? EINVAL : !trusted ? EPERM : open_object(dir, name, &fd, &st);
+                e = r < 0 ? EINVAL : open_object(dir, name, &fd, &st);
                 if (e == 0)
                         fprintf(stderr, "npuprof-shmopen: gave pid %d %s (uid %u, mode %04o, %lld bytes)\n",
                                 (int) peer.pid, name, (unsigned) st.st_uid, (unsigned) (st.st_mode & 07777),
                                 (long long) st.st_size);
-                else if (trusted)
+                else
                         fprintf(stderr, "npuprof-shmopen: refused pid %d %s: %s\n", (int) peer.pid,
                                 r < 0 ? "a request that is no name" : name, strerror(e));
                 r = npf_shmopen_reply(sock, e, fd);

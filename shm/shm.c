@@ -4,6 +4,7 @@
 #include "seqlock.h"
 #include "internal.h"
 #include "lib/clock.h"
+#include "lib/sigbus.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -28,6 +29,7 @@ struct npf_shm {
         char ranks_obj[NPF_SHM_NAME_MAX + 16];
         bool writer;
         bool adopted;
+        int ranks_watch;                /* the daemon's: the rank table's lib/sigbus slot, else -1 */
 };
 
 void npf__set_err(char *err, const char *fmt, ...)
@@ -310,6 +312,7 @@ int npf_shm_open_group(const char *name, unsigned flags, gid_t ranks_group, npf_
         }
         shm->ctl = ctl;
         shm->ranks = ranks;
+        shm->ranks_watch = -1;
         shm->lock_fd = lock_fd;
         shm->ranks_fd = ranks_fd;
         shm->ranks_dev = st.st_dev;
@@ -335,6 +338,7 @@ npf_shm_t *npf_shm_close(npf_shm_t *shm)
 {
         if (!shm)
                 return NULL;
+        npf_sigbus_unwatch(shm->ranks_watch);
         munmap(shm->ctl, sizeof(npf_shm_ctl_t));
         munmap(shm->ranks, sizeof(npf_shm_ranks_t));
         if (shm->lock_fd >= 0)
@@ -342,6 +346,32 @@ npf_shm_t *npf_shm_close(npf_shm_t *shm)
         close(shm->ranks_fd);
         free(shm);
         return NULL;
+}
+
+int npf_shm_guard_ranks(npf_shm_t *shm)
+{
+        int r = npf_sigbus_install();
+
+        if (r < 0)
+                return r;
+        if (shm->ranks_watch < 0)
+                shm->ranks_watch = npf_sigbus_watch(shm->ranks, sizeof(npf_shm_ranks_t));
+        return shm->ranks_watch < 0 ? shm->ranks_watch : 0;
+}
+
+int npf_shm_repair_ranks(npf_shm_t *shm)
+{
+        struct stat st;
+
+        if (!npf_sigbus_take(shm->ranks_watch) &&
+            (fstat(shm->ranks_fd, &st) < 0 || st.st_size >= (off_t) sizeof(npf_shm_ranks_t)))
+                return 0;
+        /* Its size back, and the file mapped again over the zeros a fault put there. */
+        if (ftruncate(shm->ranks_fd, (off_t) sizeof(npf_shm_ranks_t)) < 0 ||
+            mmap(shm->ranks, sizeof(npf_shm_ranks_t), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, shm->ranks_fd,
+                 0) == MAP_FAILED)
+                return -errno;
+        return 1;
 }
 
 int npf_shm_unlink(const char *name)

@@ -357,6 +357,17 @@ int npf_shm_open_group(const char *name, unsigned flags, gid_t ranks_group, npf_
 /* Unmap and close. Accepts NULL; returns NULL. */
 npf_shm_t *npf_shm_close(npf_shm_t *shm);
 
+/*
+ * The writer's defence against a rank table cut short: any user who may attach may also
+ * truncate it. npf_shm_guard_ranks() watches its mapping for SIGBUS (lib/sigbus.h), so that
+ * touching it past the new end costs a page of zeros, not the process; npf_shm_repair_ranks(),
+ * at each sweep, gives a table that was cut short its size back and maps it again.
+ * Return: guard 0 or a negative errno; repair 1 when it put the table right, 0 when nothing
+ * was wrong, or a negative errno.
+ */
+int npf_shm_guard_ranks(npf_shm_t *shm);
+int npf_shm_repair_ranks(npf_shm_t *shm);
+
 /* Remove both objects of segment @name; mappings stay valid. Return: 0 or -errno. */
 int npf_shm_unlink(const char *name);
 
