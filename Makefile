@@ -302,7 +302,7 @@ $(BUILD)/tests/test-analyze: $(BUILD)/tests/test-analyze.o $(BUILD)/daemon/analy
 
 # The fleet record from its writer (daemon/fleet) to its reader (client/fleet).
 $(BUILD)/tests/test-fleet: $(BUILD)/tests/test-fleet.o $(BUILD)/daemon/fleet.o $(BUILD)/daemon/keptfile.o \
-                           $(BUILD)/daemon/log.o $(BUILD)/client/fleet.o $(BUILD)/client/ipc.o $(BUILD)/lib/atomicfile.o \
+                           $(BUILD)/daemon/log.o $(BUILD)/client/fleet.o $(BUILD)/client/ipc.o $(BUILD)/client/progress.o $(BUILD)/lib/atomicfile.o \
                            $(SHM_OBJS)
 	$(CC) $(LDFLAGS) -o $@ $^ $(CMOCKA_LIBS) $(DAEMON_LIBS)
 

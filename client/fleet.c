@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include "client/fleet.h"
 #include "client/ipc.h"
+#include "client/progress.h"
 #include "client/status.h"
 #include "lib/clock.h"
 
@@ -181,6 +182,244 @@ static json_t *ranks_summary(const json_t *record)
                          collecting, "stalled", stalled, "step_min", min, "step_max", max);
 }
 
+/* --- who is behind --------------------------------------------------------------------- */
+
+/* @step with a comma between thousands ("41,002"), into @buf. Return: @buf. */
+static const char *step_text(json_int_t step, char buf[32])
+{
+        char digits[24];
+        int n = snprintf(digits, sizeof(digits), "%lld", step < 0 ? -(long long) step : (long long) step), o = 0;
+
+        if (step < 0)
+                buf[o++] = '-';
+        for (int i = 0; i < n; i++) {
+                if (i && (n - i) % 3 == 0)
+                        buf[o++] = ',';
+                buf[o++] = digits[i];
+        }
+        buf[o] = '\0';
+        return buf;
+}
+
+static json_int_t int_at(const json_t *o, const char *key)
+{
+        return json_integer_value(json_object_get(o, key));
+}
+
+/* Behind first: stalled ranks, then by how far behind, then by node and rank. */
+static int cmp_behind(const void *a, const void *b)
+{
+        const json_t *x = *(json_t *const *) a, *y = *(json_t *const *) b;
+        int sx = json_is_true(json_object_get(x, "stalled")), sy = json_is_true(json_object_get(y, "stalled"));
+        int c;
+
+        if (sx != sy)
+                return sy - sx;
+        if (int_at(x, "behind") != int_at(y, "behind"))
+                return int_at(x, "behind") > int_at(y, "behind") ? -1 : 1;
+        if ((c = strcmp(json_string_value(json_object_get(x, "node")), json_string_value(json_object_get(y, "node")))))
+                return c;
+        return (int_at(x, "rank") > int_at(y, "rank")) - (int_at(x, "rank") < int_at(y, "rank"));
+}
+
+/* A progress record's, or NULL when the record has none or not an object. */
+static const json_t *progress_of(const json_t *record)
+{
+        const json_t *p = json_object_get(record, "progress");
+
+        return json_is_object(p) && json_is_integer(json_object_get(p, "step_max")) ? p : NULL;
+}
+
+/* "rank 17 on node-03", "ranks 17 on node-03 and 4 on node-07", "... and 3 more" of @who (n > 0). */
+static void say_who(FILE *f, json_t *const *who, size_t n, size_t total)
+{
+        size_t named = n < 4 ? n : 4;
+
+        fprintf(f, "rank%s ", total > 1 ? "s" : "");
+        for (size_t i = 0; i < named; i++)
+                fprintf(f, "%s%lld on %s", i == 0 ? "" : i + 1 == total ? " and " : ", ", (long long) int_at(who[i], "rank"),
+                        json_string_value(json_object_get(who[i], "node")));
+        if (named < total)
+                fprintf(f, " and %zu more", total - named);
+}
+
+static void say_range(FILE *f, json_int_t lo, json_int_t hi)
+{
+        char a[32], b[32];
+
+        if (lo == hi)
+                fprintf(f, "%s", step_text(lo, a));
+        else
+                fprintf(f, "%s to %s", step_text(lo, a), step_text(hi, b));
+}
+
+/*
+ * The sentence about the fleet's stalled ranks, from @stalled (sorted lowest step first,
+ * @n_stalled of them listed, @total in all), @known ranks with a step in the fresh records,
+ * @stepping of them not stalled, in @step_lo..@step_hi, the fleet's highest step @top.
+ * Return: a malloc'd sentence.
+ */
+static char *stall_sentence(json_t **stalled, size_t n_stalled, size_t total, json_int_t known, json_int_t stepping,
+                            json_int_t step_lo, json_int_t step_hi, json_int_t top)
+{
+        char *text = NULL, d[NPF_CLI_TIME_MAX];
+        size_t len = 0, n_low = 0;
+        json_int_t low = int_at(stalled[0], "step"), o_lo = top, quiet_s = 0;
+        FILE *f = open_memstream(&text, &len);
+
+        if (!f)
+                return NULL;
+        for (size_t i = 0; i < n_stalled; i++) {
+                double q = json_number_value(json_object_get(stalled[i], "stalled_for_s"));
+                quiet_s = q > (double) quiet_s ? (json_int_t) q : quiet_s;
+                if (int_at(stalled[i], "step") == low)
+                        n_low++;
+                else if (int_at(stalled[i], "step") < o_lo)
+                        o_lo = int_at(stalled[i], "step");
+        }
+        npf_cli_duration((double) quiet_s, d);
+        if (stepping == 0 && n_low == total && total == (size_t) known) {
+                fprintf(f, "all %lld ranks have made no step for %s, all at step ", (long long) known, d);
+                say_range(f, low, low);
+                fprintf(f, ": none is behind another");
+        } else if (stepping == 0) {
+                /* Every rank is stalled: in synchronous training those at the lowest step hold up the others. */
+                json_int_t others = known - (json_int_t) n_low;
+                say_who(f, stalled, n_low, n_low);
+                fprintf(f, " %s at step ", n_low == 1 ? "is" : "are");
+                say_range(f, low, low);
+                fprintf(f, ", the %lld other%s at ", (long long) others, others == 1 ? "" : "s");
+                say_range(f, o_lo, top);
+                fprintf(f, ": they wait for %s (no step for %s)", n_low == 1 ? "it" : "them", d);
+        } else {
+                say_who(f, stalled, n_stalled, total);
+                fprintf(f, " %s stalled at step ", total == 1 ? "is" : "are");
+                say_range(f, low, int_at(stalled[n_stalled - 1], "step"));
+                fprintf(f, " (no step for %s), %s the %lld other%s at ", d, int_at(stalled[n_stalled - 1], "step") < step_lo
+                        ? "behind" : "while", (long long) stepping, stepping == 1 ? "" : "s");
+                say_range(f, step_lo, step_hi);
+                fprintf(f, ", which still step");
+        }
+        fclose(f);
+        return text;
+}
+
+/*
+ * The fleet's progress from @records (sorted by node; @fresh[i] says whether record i is
+ * running and not stale): {step_max, ranks: [{node, rank, step, behind, stalled,
+ * stalled_for_s}, ...], more, stalled, message, unjudged: [node, ...]}.
+ */
+static json_t *behind_json(json_t *const *records, const bool *fresh, size_t n)
+{
+        json_t *top_record = NULL, *list = json_array(), *unjudged = json_array(), *stalled = json_array();
+        json_int_t top = 0, more = 0, n_stalled = 0, known = 0, stepping = 0, s_lo = 0, s_hi = 0;
+        bool any = false;
+
+        for (size_t i = 0; i < n; i++) {
+                const json_t *p = progress_of(records[i]);
+                if (!fresh[i]) {
+                        if (p && json_integer_value(json_object_get(json_object_get(records[i], "ranks"), "attached")))
+                                json_array_append_new(unjudged, json_copy(json_object_get(records[i], "node")));
+                        continue;
+                }
+                if (!p)
+                        continue;
+                const json_t *sp = json_object_get(p, "stepping");
+                if (!any || int_at(p, "step_max") > top) {
+                        top = int_at(p, "step_max");
+                        top_record = records[i];
+                }
+                if (int_at(sp, "count") > 0 && json_is_integer(json_object_get(sp, "step_min"))) {
+                        s_lo = stepping && s_lo < int_at(sp, "step_min") ? s_lo : int_at(sp, "step_min");
+                        s_hi = stepping && s_hi > int_at(sp, "step_max") ? s_hi : int_at(sp, "step_max");
+                        stepping += int_at(sp, "count");
+                }
+                known += int_at(p, "ranks");
+                any = true;
+        }
+        /* The top node's steps move on after it wrote them: a node that wrote earlier is allowed the difference. */
+        const json_t *tp = top_record ? progress_of(top_record) : NULL;
+        double top_ms = json_number_value(json_object_get(tp, "step_time_ms"));
+        bool top_moves = tp && top_ms > 0 && int_at(json_object_get(tp, "stepping"), "step_max") == top;
+        json_int_t top_written = int_at(top_record, "written_unix_ms");
+
+        for (size_t i = 0; any && i < n; i++) {
+                const json_t *p = progress_of(records[i]), *sp = json_object_get(p, "stepping"), *r;
+                const char *node = json_string_value(json_object_get(records[i], "node"));
+                json_int_t written = int_at(records[i], "written_unix_ms");
+                json_int_t expect = top - (top_moves && written < top_written
+                                           ? (json_int_t) ((double) (top_written - written) / top_ms) : 0);
+                size_t k;
+                if (!fresh[i] || !p)
+                        continue;
+                json_array_foreach(json_object_get(p, "stalled"), k, r) {
+                        json_t *e = json_pack("{s:s, s:I, s:I, s:I, s:b, s:O}", "node", node, "rank", int_at(r, "rank"),
+                                              "step", int_at(r, "step"), "behind",
+                                              top > int_at(r, "step") ? top - int_at(r, "step") : 0, "stalled", 1,
+                                              "stalled_for_s", json_object_get(r, "stalled_for_s") ?
+                                              json_object_get(r, "stalled_for_s") : json_null());
+                        json_array_append(list, e);
+                        json_array_append_new(stalled, e);
+                }
+                n_stalled += (json_int_t) json_array_size(json_object_get(p, "stalled")) + int_at(p, "stalled_more");
+                more += int_at(p, "stalled_more");
+                if (int_at(sp, "count") > 0 && expect - int_at(sp, "step_max") >= NPF_FLEET_LAG_STEPS) {
+                        /* The whole node is behind the fleet: its ranks said as one. */
+                        json_array_append_new(list, json_pack("{s:s, s:n, s:I, s:I, s:I, s:I, s:b, s:n}", "node", node,
+                                                              "rank", "ranks", int_at(sp, "count"), "step",
+                                                              int_at(sp, "step_max"), "step_min", int_at(sp, "step_min"),
+                                                              "behind", top - int_at(sp, "step_max"), "stalled", 0,
+                                                              "stalled_for_s"));
+                        continue;
+                }
+                json_array_foreach(json_object_get(p, "laggards"), k, r)
+                        if (expect - int_at(r, "step") >= NPF_FLEET_LAG_STEPS)
+                                json_array_append_new(list, json_pack("{s:s, s:I, s:I, s:I, s:b, s:n}", "node", node,
+                                                                      "rank", int_at(r, "rank"), "step", int_at(r, "step"),
+                                                                      "behind", top - int_at(r, "step"), "stalled", 0,
+                                                                      "stalled_for_s"));
+                more += int_at(p, "laggards_more");
+        }
+
+        /* Worst first, at most NPF_FLEET_LAGGARDS. */
+        size_t total = json_array_size(list);
+        json_t **sorted = calloc(total ? total : 1, sizeof(*sorted)), *ranks = json_array();
+        for (size_t i = 0; sorted && i < total; i++)
+                sorted[i] = json_array_get(list, i);
+        if (sorted)
+                qsort(sorted, total, sizeof(*sorted), cmp_behind);
+        for (size_t i = 0; sorted && i < total; i++)
+                if (i < NPF_FLEET_LAGGARDS)
+                        json_array_append(ranks, sorted[i]);
+                else
+                        more++;
+        free(sorted);
+
+        /* The stalled ranks, lowest step first, for the sentence. */
+        size_t ns = json_array_size(stalled);
+        json_t **low = calloc(ns ? ns : 1, sizeof(*low));
+        char *message = NULL;
+        for (size_t i = 0; low && i < ns; i++)
+                low[i] = json_array_get(stalled, i);
+        if (low && ns) {
+                for (size_t i = 1; i < ns; i++)         /* insertion sort by step, stable in node order */
+                        for (size_t j = i; j > 0 && int_at(low[j], "step") < int_at(low[j - 1], "step"); j--) {
+                                json_t *t = low[j];
+                                low[j] = low[j - 1];
+                                low[j - 1] = t;
+                        }
+                message = stall_sentence(low, ns, (size_t) n_stalled, known, stepping, s_lo, s_hi, top);
+        }
+        free(low);
+        json_t *o = json_pack("{s:o, s:o, s:I, s:I, s:o, s:o}", "step_max", any ? json_integer(top) : json_null(),
+                              "ranks", ranks, "more", more, "stalled", n_stalled,
+                              "message", message ? json_string(message) : json_null(), "unjudged", unjudged);
+        free(message);
+        json_decref(list);
+        json_decref(stalled);
+        return o;
+}
+
 json_t *npf_fleet_judge(const char *dir, int64_t now_ms)
 {
         json_t *unreadable = json_array(), *records = json_array();
@@ -239,6 +478,7 @@ json_t *npf_fleet_judge(const char *dir, int64_t now_ms)
 
         json_t *nodes = json_array(), *lagging = json_array(), *stale = json_array(), *stopped = json_array(),
                *invalid = json_array(), *versions = json_array();
+        bool *fresh = calloc(n ? n : 1, sizeof(*fresh));
         for (size_t i = 0; i < n; i++) {
                 json_t *r = sorted[i];
                 const char *node = json_string_value(json_object_get(r, "node"));
@@ -254,6 +494,8 @@ json_t *npf_fleet_judge(const char *dir, int64_t now_ms)
                                   strcmp(file_key(r, "state"), "missing") == 0;
                 json_t *file = json_object_get(r, "file");
 
+                if (fresh)
+                        fresh[i] = !is_stale && !is_stopped;
                 if (is_lagging)
                         json_array_append_new(lagging, json_string(node));
                 if (is_stale)
@@ -264,7 +506,7 @@ json_t *npf_fleet_judge(const char *dir, int64_t now_ms)
                         json_array_append_new(invalid, json_string(node));
                 json_array_append_new(nodes, json_pack(
                         "{s:s, s:s, s:O, s:O, s:{s:O, s:O, s:O, s:O, s:O}, s:I, s:f, s:b, s:b, s:b, s:b, s:o, s:O, "
-                        "s:O, s:O}",
+                        "s:O, s:O, s:O}",
                         "node", node,
                         "state", json_string_value(json_object_get(r, "state")),
                         "generation", json_object_get(json_object_get(r, "in_force"), "generation"),
@@ -278,19 +520,23 @@ json_t *npf_fleet_judge(const char *dir, int64_t now_ms)
                         "ranks", ranks_summary(r),
                         "windows", json_object_get(json_object_get(r, "windows"), "outcomes"),
                         "recent", json_object_get(json_object_get(r, "windows"), "recent"),
-                        "analysis", json_object_get(r, "analysis") ? json_object_get(r, "analysis") : json_null()));
+                        "analysis", json_object_get(r, "analysis") ? json_object_get(r, "analysis") : json_null(),
+                        "progress", progress_of(r) ? json_object_get(r, "progress") : json_null()));
         }
+        json_t *behind = fresh ? behind_json(sorted, fresh, n) : NULL;
+        free(fresh);
         for (size_t i = 0; i < n_versions; i++)
                 json_array_append_new(versions, json_pack("{s:s, s:s, s:I, s:I, s:o}", "path", newest[i].path, "hash",
                                                           newest[i].hash, "mtime_ns", newest[i].mtime_ns, "nodes",
                                                           (json_int_t) newest[i].nodes, "generation",
                                                           newest[i].generation >= 0 ? json_integer(newest[i].generation)
                                                                                    : json_null()));
-        json_t *fleet = json_pack("{s:s, s:o, s:O, s:o, s:o, s:o, s:o, s:o, s:o}", "dir", dir, "nodes", nodes,
+        json_t *fleet = json_pack("{s:s, s:o, s:O, s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "dir", dir, "nodes", nodes,
                                   "generation", n_versions == 1 ? json_object_get(json_array_get(versions, 0), "generation")
                                                                 : json_null(),
                                   "newest", versions, "lagging", lagging, "stale", stale, "stopped", stopped,
-                                  "invalid", invalid, "unreadable", unreadable);
+                                  "invalid", invalid, "unreadable", unreadable,
+                                  "behind", behind ? behind : json_null());
         free(sorted);
         free(newest);
         json_decref(records);
@@ -344,6 +590,45 @@ static void print_names(const json_t *list, size_t max)
                         break;
                 }
                 printf("%s%s", i ? ", " : "", json_string_value(s));
+        }
+}
+
+/* Who is behind the fleet's highest step, worst first, and the sentence about stalled ranks. */
+static void print_behind_ranks(const json_t *behind)
+{
+        const json_t *ranks = json_object_get(behind, "ranks"), *message = json_object_get(behind, "message");
+        char a[32], b[32], d[NPF_CLI_TIME_MAX];
+        size_t i;
+        json_t *r;
+
+        if (json_array_size(ranks))
+                printf("behind the fleet's highest step, %s:\n", step_text(int_at(behind, "step_max"), a));
+        json_array_foreach(ranks, i, r) {
+                const char *node = json_string_value(json_object_get(r, "node"));
+                if (json_is_integer(json_object_get(r, "rank")))
+                        printf("  rank %lld on %s at step %s, %s behind", (long long) int_at(r, "rank"), node,
+                               step_text(int_at(r, "step"), a), step_text(int_at(r, "behind"), b));
+                else
+                        printf("  %s: its %lld ranks at steps %s to %s, %lld or more behind", node,
+                               (long long) int_at(r, "ranks"), step_text(int_at(r, "step_min"), a),
+                               step_text(int_at(r, "step"), b), (long long) int_at(r, "behind"));
+                if (json_is_true(json_object_get(r, "stalled")))
+                        printf(", STALLED%s%s", json_is_number(json_object_get(r, "stalled_for_s")) ? " for " : "",
+                               json_is_number(json_object_get(r, "stalled_for_s"))
+                                       ? npf_cli_duration(json_number_value(json_object_get(r, "stalled_for_s")), d) : "");
+                printf("\n");
+        }
+        if (int_at(behind, "more"))
+                printf("  and %lld more\n", (long long) int_at(behind, "more"));
+        if (json_is_string(message)) {
+                printf("stalled: ");
+                npf_cli_print_text(stdout, json_string_value(message));
+                printf("\n");
+        }
+        if (json_array_size(json_object_get(behind, "unjudged"))) {
+                printf("progress not judged, the record stale or stopped: ");
+                print_names(json_object_get(behind, "unjudged"), 8);
+                printf("\n");
         }
 }
 
@@ -401,6 +686,7 @@ static void print_fleet(const json_t *fleet)
                         printf(" as generation %lld", (long long) json_integer_value(json_object_get(v, "generation")));
                 printf("\n");
         }
+        print_behind_ranks(json_object_get(fleet, "behind"));
         json_array_foreach(json_object_get(fleet, "unreadable"), i, v)
                 printf("unreadable: %s: %s\n", json_string_value(json_object_get(v, "file")),
                        json_string_value(json_object_get(v, "reason")));
@@ -437,11 +723,14 @@ static void fleet_help(void)
                "and the record's age. A node is LAGGING when it read another version of the file\n"
                "than the newest (the latest modified) any node read, STALE when its record is\n"
                "older than %d of its intervals, STOPPED when its daemon stopped, and invalid when\n"
-               "it finds the file invalid or missing. --json: {dir, nodes, generation, newest,\n"
-               "lagging, stale, stopped, invalid, unreadable}. --wait: read DIR again until every\n"
+               "it finds the file invalid or missing. Under the table, the ranks behind the\n"
+               "fleet's highest step (stalled ranks first, then the furthest behind; at most %d)\n"
+               "and, when ranks are stalled, one sentence saying which the others wait for; a\n"
+               "stale or stopped record blames nobody. --json: {dir, nodes, generation, newest,\n"
+               "lagging, stale, stopped, invalid, unreadable, behind}. --wait: read DIR again until every\n"
                "node agrees, printing who is still behind, at most S seconds with --timeout.\n"
                "Exit: 0 every node agrees, 1 one does not (or --wait timed out), 2 usage, 3 DIR\n"
-               "cannot be read.\n", NPF_FLEET_STALE_INTERVALS);
+               "cannot be read.\n", NPF_FLEET_STALE_INTERVALS, NPF_FLEET_LAGGARDS);
 }
 
 /* The fleet directory the daemon on @socket_path keeps its record in, into @buf. Return: 0, or 3. */

@@ -500,6 +500,7 @@ static void fleet_node(void *data, npf_fleet_node_t *n)
         n->outcomes = npf_sweep_outcomes_json(&d->sweep);
         n->recent = npf_windows_history_json(&d->windows, &d->sweep, d->analyze, NPF_FLEET_RECENT);
         n->analysis = analysis_summary(d);
+        n->progress = d->progress ? npf_progress_json(d->progress) : NULL;
 }
 
 /* The metrics text of the daemon as it is now (daemon/metrics.h); its steady part's length in @ret_steady. */

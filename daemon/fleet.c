@@ -24,7 +24,7 @@ struct npf_fleet {
 
 static const char *const rank_states[] = { NPF_PROTO_RANK_STATES };
 #define RANK_STATES (sizeof(rank_states) / sizeof(rank_states[0]))
-#define VOLATILE_MAX 2048               /* bytes of the steps and times, added after the size is known */
+#define VOLATILE_MAX 4096               /* bytes of the steps and times, added after the size is known */
 
 bool npf_fleet_node_name_ok(const char *name)
 {
@@ -94,6 +94,131 @@ static void summarise_ranks(const json_t *table, struct state_summary sum[RANK_S
         }
 }
 
+/* One rank of the table, as the record's progress takes it. */
+typedef struct lag { int64_t rank, step; double stalled_for_s; } lag_t;
+
+static int by_step_then_rank(const void *a, const void *b)
+{
+        const lag_t *x = a, *y = b;
+
+        if (x->step != y->step)
+                return x->step < y->step ? -1 : 1;
+        return (x->rank > y->rank) - (x->rank < y->rank);
+}
+
+/* The node's progress, steady part: what moves with every step is added by progress_moving(). */
+typedef struct progress_sum {
+        uint32_t known, n_stalled, n_stepping, n_laggards;
+        int64_t step_min, step_max, stepping_min, stepping_max;
+        lag_t stalled[NPF_FLEET_LAGGARDS], laggards[NPF_FLEET_LAGGARDS];
+} progress_sum_t;
+
+/* Keep the @max worst of @all (@n of them, sorted in place) in @out. Return: how many are kept. */
+static uint32_t worst(lag_t *all, uint32_t n, lag_t *out, uint32_t max)
+{
+        uint32_t k = n < max ? n : max;
+
+        qsort(all, n, sizeof(*all), by_step_then_rank);
+        memcpy(out, all, k * sizeof(*out));
+        return k;
+}
+
+static void summarise_progress(const json_t *table, progress_sum_t *ret)
+{
+        int col_rank = column_of(table, "rank"), col_step = column_of(table, "step");
+        int col_stalled = column_of(table, "stalled"), col_for = column_of(table, "stalled_for_s");
+        const json_t *rows = json_object_get(table, "rows");
+        size_t n = json_array_size(rows), i;
+        lag_t *stalled = calloc(n ? n : 1, sizeof(*stalled)), *stepping = calloc(n ? n : 1, sizeof(*stepping));
+        json_t *row;
+
+        memset(ret, 0, sizeof(*ret));
+        if (!stalled || !stepping || col_rank < 0 || col_step < 0)
+                goto out;
+        json_array_foreach(rows, i, row) {
+                json_t *step = json_array_get(row, (size_t) col_step);
+                if (!json_is_integer(step))
+                        continue;
+                lag_t l = { .rank = json_integer_value(json_array_get(row, (size_t) col_rank)),
+                            .step = json_integer_value(step) };
+                ret->step_min = ret->known && ret->step_min < l.step ? ret->step_min : l.step;
+                ret->step_max = ret->known && ret->step_max > l.step ? ret->step_max : l.step;
+                ret->known++;
+                if (col_stalled >= 0 && json_is_true(json_array_get(row, (size_t) col_stalled))) {
+                        l.stalled_for_s = col_for >= 0 ? json_number_value(json_array_get(row, (size_t) col_for)) : 0;
+                        stalled[ret->n_stalled++] = l;
+                } else {
+                        ret->stepping_min = ret->n_stepping && ret->stepping_min < l.step ? ret->stepping_min : l.step;
+                        ret->stepping_max = ret->n_stepping && ret->stepping_max > l.step ? ret->stepping_max : l.step;
+                        stepping[ret->n_stepping++] = l;
+                }
+        }
+        /* Laggards: ranks still stepping, NPF_FLEET_LAG_STEPS or more behind the node's fastest. */
+        uint32_t n_lag = 0;
+        for (uint32_t k = 0; k < ret->n_stepping; k++)
+                if (ret->step_max - stepping[k].step >= NPF_FLEET_LAG_STEPS)
+                        stepping[n_lag++] = stepping[k];
+        ret->n_laggards = n_lag;
+        worst(stepping, n_lag, ret->laggards, NPF_FLEET_LAGGARDS);
+        worst(stalled, ret->n_stalled, ret->stalled, NPF_FLEET_LAGGARDS);
+out:
+        free(stalled);
+        free(stepping);
+}
+
+static uint32_t listed(uint32_t n)
+{
+        return n < NPF_FLEET_LAGGARDS ? n : NPF_FLEET_LAGGARDS;
+}
+
+/*
+ * The record's progress less what moves every step: which ranks are stalled, at which
+ * step (a stalled rank's step stays), whether a slowdown is on and since when.
+ */
+static json_t *progress_steady(const progress_sum_t *ps, const json_t *progress)
+{
+        const json_t *slow = json_object_get(progress, "slowdown");
+        json_t *stalled = json_array();
+
+        for (uint32_t k = 0; stalled && k < listed(ps->n_stalled); k++)
+                json_array_append_new(stalled, json_pack("{s:I, s:I}", "rank", (json_int_t) ps->stalled[k].rank,
+                                                         "step", (json_int_t) ps->stalled[k].step));
+        return json_pack("{s:I, s:o, s:I, s:{s:I}, s:o}", "ranks", (json_int_t) ps->known,
+                         "stalled", stalled ? stalled : json_array(),
+                         "stalled_more", (json_int_t) (ps->n_stalled - listed(ps->n_stalled)),
+                         "stepping", "count", (json_int_t) ps->n_stepping,
+                         "slowdown", json_is_object(slow) ? json_pack("{s:O}", "since_step",
+                                                                      json_object_get(slow, "since_step"))
+                                                          : json_null());
+}
+
+static json_t *step_or_null(bool known, int64_t step)
+{
+        return known ? json_integer(step) : json_null();
+}
+
+/* Add to the record's @o what moves every step: the steps, the step time, the laggards. */
+static void progress_moving(json_t *o, const progress_sum_t *ps, const json_t *progress)
+{
+        const json_t *slow = json_object_get(progress, "slowdown"), *st = json_object_get(progress, "step_time_ms");
+        json_t *stepping = json_object_get(o, "stepping"), *stalled = json_object_get(o, "stalled"), *lag = json_array();
+
+        json_object_set_new(o, "step_min", step_or_null(ps->known, ps->step_min));
+        json_object_set_new(o, "step_max", step_or_null(ps->known, ps->step_max));
+        json_object_set_new(o, "step_time_ms", json_is_number(st) ? json_copy((json_t *) st) : json_null());
+        if (json_is_object(slow))
+                json_object_set(json_object_get(o, "slowdown"), "factor", json_object_get(slow, "factor"));
+        json_object_set_new(stepping, "step_min", step_or_null(ps->n_stepping, ps->stepping_min));
+        json_object_set_new(stepping, "step_max", step_or_null(ps->n_stepping, ps->stepping_max));
+        for (uint32_t k = 0; k < json_array_size(stalled); k++)
+                json_object_set_new(json_array_get(stalled, k), "stalled_for_s", json_real(ps->stalled[k].stalled_for_s));
+        for (uint32_t k = 0; lag && k < listed(ps->n_laggards); k++)
+                json_array_append_new(lag, json_pack("{s:I, s:I}", "rank", (json_int_t) ps->laggards[k].rank, "step",
+                                                     (json_int_t) ps->laggards[k].step));
+        json_object_set_new(o, "laggards", lag ? lag : json_array());
+        json_object_set_new(o, "laggards_more", json_integer(ps->n_laggards - listed(ps->n_laggards)));
+}
+
 /* The newest windows, each as the record says it: fewer keys than the protocol's history. */
 static json_t *recent_json(const json_t *history)
 {
@@ -147,6 +272,7 @@ json_t *npf_fleet_record_json(const char *node, uint64_t interval_ms, npf_fleet_
                               char **ret_key)
 {
         struct state_summary sum[RANK_STATES] = { 0 };
+        progress_sum_t *ps = malloc(sizeof(*ps));
         const npf_shm_status_t *file = n->file;
         json_t *record = NULL, *states = json_object(), *recent;
         uint32_t attached;
@@ -155,13 +281,15 @@ json_t *npf_fleet_record_json(const char *node, uint64_t interval_ms, npf_fleet_
         if (ret_key)
                 *ret_key = NULL;
         summarise_ranks(n->ranks, sum, &attached);
+        if (ps)
+                summarise_progress(n->ranks, ps);
         for (size_t s = 0; states && s < RANK_STATES; s++)
                 if (sum[s].count)
                         json_object_set_new(states, rank_states[s], json_pack("{s:I}", "count",
                                                                              (json_int_t) sum[s].count));
         recent = recent_json(n->recent);
         record = json_pack("{s:i, s:s, s:s, s:I, s:f, s:{s:I, s:s, s:I}, s:o, s:{s:I, s:o, s:I}, s:{s:I, s:o}, "
-                           "s:{s:O, s:o}, s:o}",
+                           "s:{s:O, s:o}, s:o, s:o}",
                            "format", NPF_FLEET_FORMAT,
                            "node", node,
                            "state", n->stopping ? "stopped" : "running",
@@ -179,14 +307,18 @@ json_t *npf_fleet_record_json(const char *node, uint64_t interval_ms, npf_fleet_
                            "ranks", "attached", (json_int_t) attached, "states", states ? states : json_object(),
                            "windows", "outcomes", n->outcomes ? n->outcomes : json_null(), "recent",
                            recent ? recent : json_array(),
-                           "analysis", analysis_json(n->analysis));
+                           "analysis", analysis_json(n->analysis),
+                           "progress", ps ? progress_steady(ps, n->progress) : NULL);
         json_decref(n->ranks);
         json_decref(n->outcomes);
         json_decref(n->recent);
         json_decref(n->analysis);
-        memset(n, 0, sizeof(*n));
-        if (!record)
+        if (!record) {
+                json_decref(n->progress);
+                free(ps);
+                memset(n, 0, sizeof(*n));
                 return NULL;
+        }
 
         /* Paths make the size: the oldest windows go first until the record fits. */
         json_t *windows = json_object_get(json_object_get(record, "windows"), "recent");
@@ -210,6 +342,10 @@ json_t *npf_fleet_record_json(const char *node, uint64_t interval_ms, npf_fleet_
         }
         json_object_set_new(json_object_get(record, "file"), "checked_unix_ms",
                             json_integer(unix_ms(file->checked_ns)));
+        progress_moving(json_object_get(record, "progress"), ps, n->progress);
+        json_decref(n->progress);
+        free(ps);
+        memset(n, 0, sizeof(*n));
         json_object_set_new(record, "written_unix_ms", json_integer(unix_ms(now_ns)));
         return record;
 }

@@ -180,6 +180,165 @@ static void test_record_key(void **state)
         free(kd);
 }
 
+/*
+ * A rank table with progress: @n ranks at step 1000, ranks from 10 on 1000 - r (behind),
+ * ranks 3 and 7 (when @n > 7) stalled at 500 and 400; every rank stalled with @all_stalled.
+ */
+static json_t *progress_table(unsigned n, bool all_stalled)
+{
+        json_t *rows = json_array();
+
+        for (unsigned r = 0; r < n; r++) {
+                bool stalled = all_stalled || (n > 7 && (r == 3 || r == 7));
+                json_int_t step = r == 3 && n > 7 ? 500 : r == 7 && n > 7 ? 400 : r >= 10 ? 1000 - (json_int_t) r : 1000;
+                json_array_append_new(rows, json_pack("[I, I, s, f, b, f]", (json_int_t) r, step, "idle", 41.5,
+                                                      stalled, stalled ? 12.5 : 0.0));
+        }
+        return json_pack("{s:[s, s, s, s, s, s], s:o}", "columns", "rank", "step", "state", "step_time_ms", "stalled",
+                         "stalled_for_s", "rows", rows);
+}
+
+static json_t *progress_reply(double factor)
+{
+        return json_pack("{s:f, s:o, s:[], s:I, s:n}", "step_time_ms", 41.5, "slowdown",
+                         factor > 0 ? json_pack("{s:I, s:f, s:f}", "since_step", (json_int_t) 900, "factor", factor,
+                                                "baseline_ms", 32.0)
+                                    : json_null(),
+                         "stalled_ranks", "fastest_step", (json_int_t) 1000, "message");
+}
+
+static json_int_t at(const json_t *o, const char *key)
+{
+        return json_integer_value(json_object_get(o, key));
+}
+
+/* The record of @n written as node @node and read back, which must succeed; its text in @ret_text. */
+static json_t *round_trip(const char *node, npf_fleet_node_t *n, char **ret_text)
+{
+        char name[80], why[256] = "";
+        json_t *r;
+
+        *ret_text = record_text(node, n, NOW_NS, NULL);
+        snprintf(name, sizeof(name), "%s.json", node);
+        r = npf_fleet_parse(name, *ret_text, strlen(*ret_text), NOW_MS, why, sizeof(why));
+        if (!r)
+                fail_msg("%s: %s", node, why);
+        return r;
+}
+
+/* The record's progress: the node's step range, step time, slowdown, stalled ranks and laggards. */
+static void test_record_progress(void **state)
+{
+        npf_fleet_node_t n = node_of(1, collecting, 1, 0, 20);
+        char *text;
+        (void) state;
+
+        json_decref(n.ranks);
+        n.ranks = progress_table(40, false);
+        n.progress = progress_reply(1.3);
+        json_t *r = round_trip("p", &n, &text);
+        json_t *p = json_object_get(r, "progress");
+        assert_int_equal(at(p, "ranks"), 40);
+        assert_int_equal(at(p, "step_min"), 400);
+        assert_int_equal(at(p, "step_max"), 1000);
+        assert_true(json_real_value(json_object_get(p, "step_time_ms")) == 41.5);
+        assert_int_equal(at(json_object_get(p, "slowdown"), "since_step"), 900);
+        assert_true(json_real_value(json_object_get(json_object_get(p, "slowdown"), "factor")) == 1.3);
+        /* Stalled: the lowest step first. */
+        json_t *st = json_object_get(p, "stalled");
+        assert_int_equal(json_array_size(st), 2);
+        assert_int_equal(at(json_array_get(st, 0), "rank"), 7);
+        assert_int_equal(at(json_array_get(st, 0), "step"), 400);
+        assert_true(json_real_value(json_object_get(json_array_get(st, 0), "stalled_for_s")) == 12.5);
+        assert_int_equal(at(json_array_get(st, 1), "rank"), 3);
+        assert_int_equal(at(p, "stalled_more"), 0);
+        assert_int_equal(at(json_object_get(p, "stepping"), "count"), 38);
+        assert_int_equal(at(json_object_get(p, "stepping"), "step_min"), 961);
+        assert_int_equal(at(json_object_get(p, "stepping"), "step_max"), 1000);
+        /* Laggards: ranks 10 to 39 (steps 990 to 961), worst first, NPF_FLEET_LAGGARDS of them. */
+        json_t *lag = json_object_get(p, "laggards");
+        assert_int_equal(json_array_size(lag), NPF_FLEET_LAGGARDS);
+        assert_int_equal(at(json_array_get(lag, 0), "rank"), 39);
+        assert_int_equal(at(json_array_get(lag, 0), "step"), 961);
+        assert_int_equal(at(json_array_get(lag, NPF_FLEET_LAGGARDS - 1), "rank"), 39 - NPF_FLEET_LAGGARDS + 1);
+        assert_int_equal(at(p, "laggards_more"), 30 - NPF_FLEET_LAGGARDS);
+        json_decref(r);
+        free(text);
+
+        /* No ranks, no progress known: nulls and empty lists, still a record. */
+        n = node_of(0, collecting, 1, 0, 20);
+        r = round_trip("q", &n, &text);
+        p = json_object_get(r, "progress");
+        assert_true(json_is_null(json_object_get(p, "step_max")) && json_is_null(json_object_get(p, "slowdown")) &&
+                    json_is_null(json_object_get(p, "step_time_ms")));
+        assert_int_equal(json_array_size(json_object_get(p, "laggards")), 0);
+        json_decref(r);
+        free(text);
+}
+
+/* Every slot stalled: the lists stay bounded, the record under its bound. */
+static void test_record_progress_bounded(void **state)
+{
+        npf_fleet_node_t n = node_of(1, collecting, 1, NPF_FLEET_RECENT, 4000);
+        char *text;
+        (void) state;
+
+        json_decref(n.ranks);
+        n.ranks = progress_table(NPF_SHM_SLOTS, true);
+        n.progress = progress_reply(2.0);
+        json_t *r = round_trip("b", &n, &text);
+        assert_true(strlen(text) <= NPF_FLEET_RECORD_MAX);
+        json_t *p = json_object_get(r, "progress");
+        assert_int_equal(json_array_size(json_object_get(p, "stalled")), NPF_FLEET_LAGGARDS);
+        assert_int_equal(at(p, "stalled_more"), NPF_SHM_SLOTS - NPF_FLEET_LAGGARDS);
+        assert_int_equal(at(json_array_get(json_object_get(p, "stalled"), 0), "step"), 1000 - ((json_int_t) NPF_SHM_SLOTS - 1));
+        assert_int_equal(at(json_object_get(p, "stepping"), "count"), 0);
+        assert_true(json_is_null(json_object_get(json_object_get(p, "stepping"), "step_min")));
+        json_decref(r);
+        free(text);
+}
+
+/* Steps, the step time and the factor move without being a change; a stall or a slowdown begun is one. */
+static void test_record_progress_key(void **state)
+{
+        npf_fleet_node_t a = node_of(1, collecting, 1, 0, 20), b, c, d;
+        char *ka, *kb, *kc, *kd;
+        (void) state;
+
+        b = node_of(1, collecting, 1, 0, 20);
+        c = node_of(1, collecting, 1, 0, 20);
+        d = node_of(1, collecting, 1, 0, 20);
+        json_decref(a.ranks);
+        json_decref(b.ranks);
+        json_decref(c.ranks);
+        json_decref(d.ranks);
+        a.ranks = progress_table(40, false);
+        a.progress = progress_reply(1.3);
+        b.ranks = progress_table(40, false);
+        b.progress = progress_reply(1.5);
+        /* Every rank that steps moved on 3 steps; the laggards are others now. */
+        json_t *row;
+        size_t i;
+        json_array_foreach(json_object_get(b.ranks, "rows"), i, row)
+                if (i != 3 && i != 7)
+                        json_integer_set(json_array_get(row, 1), json_integer_value(json_array_get(row, 1)) + 3 + (i % 5));
+        c.ranks = progress_table(40, true);
+        c.progress = progress_reply(1.3);
+        d.ranks = progress_table(40, false);
+        d.progress = progress_reply(0);
+        free(record_text("n", &a, NOW_NS, &ka));
+        free(record_text("n", &b, NOW_NS + UINT64_C(1000000000), &kb));
+        free(record_text("n", &c, NOW_NS, &kc));
+        free(record_text("n", &d, NOW_NS, &kd));
+        assert_string_equal(ka, kb);
+        assert_string_not_equal(ka, kc);
+        assert_string_not_equal(ka, kd);
+        free(ka);
+        free(kb);
+        free(kc);
+        free(kd);
+}
+
 /* parse @text as the file @name; it must be refused with a reason containing @reason. */
 static void refused(const char *name, const char *text, const char *reason)
 {
@@ -369,6 +528,9 @@ int main(void)
                 cmocka_unit_test(test_record_round_trip),
                 cmocka_unit_test(test_record_bounded),
                 cmocka_unit_test(test_record_key),
+                cmocka_unit_test(test_record_progress),
+                cmocka_unit_test(test_record_progress_bounded),
+                cmocka_unit_test(test_record_progress_key),
                 cmocka_unit_test(test_parse_refuses),
                 cmocka_unit_test_setup_teardown(test_judge, tmpdir_setup, tmpdir_teardown),
         };

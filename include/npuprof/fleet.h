@@ -21,7 +21,12 @@
  *    "ranks": {"attached": N, "states": {STATE: {"count", "step_min", "step_max"}}},
  *    "windows": {"outcomes": {done, failed, missed, filtered, lost},
  *                "recent": [{rank, generation, start_step, stop_step, outcome, output}, ...]},
- *    "analysis": {queued, running, done, failed}}
+ *    "analysis": {queued, running, done, failed},
+ *    "progress": {"ranks": N, "step_min": N | null, "step_max": N | null,
+ *                 "step_time_ms": x | null, "slowdown": null | {"since_step": N, "factor": x},
+ *                 "stalled": [{"rank", "step", "stalled_for_s"}, ...], "stalled_more": N,
+ *                 "stepping": {"count", "step_min", "step_max"},
+ *                 "laggards": [{"rank", "step"}, ...], "laggards_more": N}}
  *
  * file is the file as the daemon last read it: hash is FNV-1a 64 of its bytes (of the
  * reason when it could not be read), mtime_ns its modification time (0 when it could not
@@ -34,6 +39,18 @@
  * NPF_FLEET_RECENT windows, newest first, output an absolute directory or null. No record
  * exceeds NPF_FLEET_RECORD_MAX bytes whatever the number of ranks, and a reader takes none
  * larger. A record of another format is not read.
+ *
+ * progress is what daemon/progress makes of the node's ranks' steps: ranks counts those
+ * with a step, step_min and step_max their range, step_time_ms the job's (the node's ranks
+ * together), slowdown the one on, if any. stalled lists the ranks in a progress stall, at
+ * most NPF_FLEET_LAGGARDS, lowest step first (then lowest rank), stalled_more counts the
+ * rest; stepping is the count and step range of the ranks with a step that are not
+ * stalled. laggards lists the ranks not stalled that are NPF_FLEET_LAG_STEPS or more behind
+ * the node's fastest (ranks of a synchronous job are within a step of each other), worst
+ * first, at most NPF_FLEET_LAGGARDS, laggards_more the rest. Which ranks are stalled, and
+ * whether a slowdown is on and since which step, is a change that rewrites the record; the
+ * steps, the step time, the factor, stalled_for_s and the laggards move with every step
+ * and are written at the interval.
  */
 #ifndef NPUPROF_FLEET_H
 #define NPUPROF_FLEET_H
@@ -42,6 +59,8 @@
 #define NPF_FLEET_RECORD_MAX (64 * 1024)
 #define NPF_FLEET_RECENT 5
 #define NPF_FLEET_INTERVAL_S_DEFAULT 10u
+#define NPF_FLEET_LAGGARDS 16           /* ranks listed in progress.stalled and progress.laggards, each */
+#define NPF_FLEET_LAG_STEPS 2           /* a rank this many steps behind is a laggard */
 #define NPF_FLEET_STALE_INTERVALS 3     /* a record older than this many intervals is stale */
 #define NPF_FLEET_NODE_MAX 64           /* bytes of a node name: [A-Za-z0-9._-], not starting with '.' */
 
