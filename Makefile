@@ -180,6 +180,7 @@ TORTURE    := $(BUILD)/tests/torture-seqlock
 BENCH      := $(BUILD)/bench/bench-shm
 BENCH_DAEMON := $(BUILD)/bench/bench-daemon
 BENCH_RANK := $(BUILD)/bench/bench-rank
+BENCH_PROGRESS := $(BUILD)/bench/bench-progress
 RANK_DRIVER := $(BUILD)/tests/rank-driver
 MANY_RANKS := $(BUILD)/tests/many-ranks
 STATUS_LOAD := $(BUILD)/tests/status-load
@@ -369,6 +370,10 @@ $(BENCH_DAEMON): $(BUILD)/bench/bench-daemon.o $(BUILD)/bench/stats.o $(SHM_OBJS
 $(BENCH_RANK): $(BUILD)/bench/bench-rank.o $(BUILD)/bench/stats.o $(BUILD)/libnpuprof.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(RANK_LIBS)
 
+# The watch of progress on long synthetic runs, beside a naive detector on the same sweeps.
+$(BENCH_PROGRESS): $(BUILD)/bench/bench-progress.o $(BUILD)/bench/stats.o $(BUILD)/daemon/progress.o
+	$(CC) $(LDFLAGS) -o $@ $^ $(JANSSON_LIBS)
+
 $(RANK_DRIVER): $(BUILD)/tests/rank-driver.o $(SHM_OBJS)
 	$(CC) $(LDFLAGS) -o $@ $^
 
@@ -408,7 +413,7 @@ $(BENCH_SNAPSHOT_59K): bench/gen-snapshot.py
 	@mkdir -p $(dir $@)
 	$(PYTHON) bench/gen-snapshot.py $@ 59000 >/dev/null
 
-bench: all $(BENCH) $(BENCH_DAEMON) $(BENCH_RANK) $(BENCH_REPLAY) $(BENCH_SNAPSHOT) $(BENCH_SNAPSHOT_59K)
+bench: all $(BENCH) $(BENCH_DAEMON) $(BENCH_RANK) $(BENCH_PROGRESS) $(BENCH_REPLAY) $(BENCH_SNAPSHOT) $(BENCH_SNAPSHOT_59K)
 	@$(BENCH)
 	@echo
 	@$(BENCH_RANK)
@@ -416,6 +421,8 @@ bench: all $(BENCH) $(BENCH_DAEMON) $(BENCH_RANK) $(BENCH_REPLAY) $(BENCH_SNAPSH
 	@$(PYTHON) bench/bench-python.py $(BUILD)
 	@echo
 	@$(BENCH_DAEMON) $(BUILD)/npuprofd
+	@echo
+	@$(BENCH_PROGRESS)
 	@echo
 	@$(PYTHON) bench/bench-fleet.py $(BUILD)
 	@echo
