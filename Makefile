@@ -413,14 +413,14 @@ $(BENCH_SNAPSHOT_59K): bench/gen-snapshot.py
 	@mkdir -p $(dir $@)
 	$(PYTHON) bench/gen-snapshot.py $@ 59000 >/dev/null
 
-bench: all $(BENCH) $(BENCH_DAEMON) $(BENCH_RANK) $(BENCH_PROGRESS) $(BENCH_REPLAY) $(BENCH_SNAPSHOT) $(BENCH_SNAPSHOT_59K)
+bench: all $(BENCH) $(BENCH_DAEMON) $(BENCH_RANK) $(BENCH_PROGRESS) $(MANY_RANKS) $(BENCH_REPLAY) $(BENCH_SNAPSHOT) $(BENCH_SNAPSHOT_59K)
 	@$(BENCH)
 	@echo
 	@$(BENCH_RANK)
 	@echo
 	@$(PYTHON) bench/bench-python.py $(BUILD)
 	@echo
-	@$(BENCH_DAEMON) $(BUILD)/npuprofd
+	@$(BENCH_DAEMON) $(BUILD)/npuprofd 200 $(MANY_RANKS)
 	@echo
 	@$(BENCH_PROGRESS)
 	@echo

@@ -6,9 +6,16 @@
  * of a bare inotify watch on the same directory (the floor any watcher has). Then the
  * daemon's resident memory and its wake-ups per second when idle. Last, the control
  * socket: the status round trip (a new connection each, as npuprofctl makes) with no other
- * client and with 1,000 idle clients held open, p50 and p99, and their ratio.
+ * client and with 1,000 idle clients held open, p50 and p99, and their ratio. Last, with
+ * 1,024 live ranks attached (MANY-RANKS, tests/fleet/many-ranks.c, stepping every 10 ms), at
+ * a 1000 ms and a 100 ms poll: the daemon's resident memory beside the idle daemon's, its
+ * CPU time per sweep over 20 s, and the status round trip.
  *
- * Usage: bench-daemon PATH-TO-NPUPROFD [SAVES]
+ * Run as root, it first gives itself a private /dev/shm (a mount namespace of its own with a
+ * fresh tmpfs there), so that nothing it starts can leave objects in the host's; otherwise it
+ * uses private segment names and removes them at the end.
+ *
+ * Usage: bench-daemon PATH-TO-NPUPROFD [SAVES [MANY-RANKS]]
  */
 #include "npuprof/protocol.h"
 #include "npuprof/shm.h"
@@ -18,11 +25,13 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/inotify.h>
+#include <sys/mount.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -235,30 +244,57 @@ static int dial(const char *sock)
         return fd;
 }
 
+/*
+ * Send @req on a new connection to @sock and read the whole answer (one line, of any length)
+ * into *@buf (grown as needed, *@cap its size). Return: its length, or -1.
+ */
+static ssize_t ask(const char *sock, const char *req, char **buf, size_t *cap)
+{
+        size_t got = 0, len = strlen(req);
+        int fd = dial(sock);
+
+        if (fd < 0 || write(fd, req, len) != (ssize_t) len) {
+                if (fd >= 0)
+                        close(fd);
+                return -1;
+        }
+        for (;;) {
+                if (got == *cap) {
+                        char *b = realloc(*buf, *cap * 2);
+                        if (!b)
+                                break;
+                        *buf = b;
+                        *cap *= 2;
+                }
+                ssize_t r = read(fd, *buf + got, *cap - got);
+                if (r <= 0)
+                        break;
+                got += (size_t) r;
+                if (memchr(*buf + got - (size_t) r, '\n', (size_t) r))
+                        break;
+        }
+        close(fd);
+        return (ssize_t) got;
+}
+
 /* @n status round trips on new connections into @lat. Return: -1 on a wrong answer. */
 static int measure_status(const char *sock, int n, uint64_t *lat)
 {
-        char req[64], buf[65536];
-        int len = snprintf(req, sizeof(req), "{\"version\": %d, \"command\": \"status\"}\n", NPF_PROTO_VERSION);
+        char req[64];
+        size_t cap = 65536;
+        char *buf = malloc(cap);
+        int rc = 0;
 
-        for (int i = 0; i < n; i++) {
+        snprintf(req, sizeof(req), "{\"version\": %d, \"command\": \"status\"}\n", NPF_PROTO_VERSION);
+        for (int i = 0; i < n && rc == 0; i++) {
                 uint64_t t0 = npf_bench_now_ns();
-                int fd = dial(sock);
-                size_t got = 0;
-                if (fd < 0 || write(fd, req, (size_t) len) != len)
-                        return -1;
-                while (got < sizeof(buf) && !memchr(buf, '\n', got)) {
-                        ssize_t r = read(fd, buf + got, sizeof(buf) - got);
-                        if (r <= 0)
-                                break;
-                        got += (size_t) r;
-                }
-                close(fd);
+                ssize_t got = ask(sock, req, &buf, &cap);
                 lat[i] = npf_bench_now_ns() - t0;
-                if (got < 20 || !memmem(buf, got, "\"ok\":true", 9))
-                        return -1;
+                if (got < 20 || !memmem(buf, (size_t) got, "\"ok\":true", 9))
+                        rc = -1;
         }
-        return 0;
+        free(buf);
+        return rc;
 }
 
 /* Status p50/p99 with no other client, then with @idle idle clients; prints their ratio. */
@@ -304,15 +340,195 @@ out:
 }
 
 
+/* The daemon's CPU time so far, all threads, in clock ticks (utime + stime of /proc/PID/stat). */
+static long long cpu_ticks(pid_t pid)
+{
+        char path[64], line[1024];
+        unsigned long long ut = 0, st = 0;
+        long long ticks = -1;
+
+        snprintf(path, sizeof(path), "/proc/%d/stat", (int) pid);
+        FILE *f = fopen(path, "re");
+        if (f && fgets(line, sizeof(line), f)) {
+                /* After the command's name in parentheses: state is field 3, utime 14, stime 15. */
+                char *p = strrchr(line, ')');
+                if (p && sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st) == 2)
+                        ticks = (long long) (ut + st);
+        }
+        if (f)
+                fclose(f);
+        return ticks;
+}
+
+/*
+ * From the daemon's Prometheus text, as the metrics command sends it in JSON: the ranks
+ * attached (npuprof_ranks summed over its states) and npuprof_sweeps_total. Return: -1 if
+ * the daemon did not answer.
+ */
+static int ranks_and_sweeps(const char *sock, long *ret_ranks, long *ret_sweeps)
+{
+        static const char ranks_key[] = "npuprof_ranks{state=", sweeps_key[] = "npuprof_sweeps_total ";
+        char req[64];
+        size_t cap = 65536;
+        char *buf = malloc(cap);
+        long ranks = 0, sweeps = -1;
+
+        snprintf(req, sizeof(req), "{\"version\": %d, \"command\": \"metrics\"}\n", NPF_PROTO_VERSION);
+        ssize_t got = ask(sock, req, &buf, &cap);
+        if (got <= 0 || !memmem(buf, (size_t) got, "\"ok\":true", 9)) {
+                free(buf);
+                return -1;
+        }
+        buf[got - 1] = '\0';
+        for (char *p = buf; (p = strstr(p, ranks_key)); p++) {
+                char *brace = strchr(p, '}');
+                if (brace)
+                        ranks += strtol(brace + 1, NULL, 10);
+        }
+        /* The first is its HELP line: the sample is the one followed by a number. */
+        for (char *p = buf; (p = strstr(p, sweeps_key)); p++) {
+                char *end, *at = p + strlen(sweeps_key);
+                long v = strtol(at, &end, 10);
+                if (end > at)
+                        sweeps = v;
+        }
+        free(buf);
+        *ret_ranks = ranks;
+        *ret_sweeps = sweeps;
+        return 0;
+}
+
+/* @n ranks of libnpuprof attached to @shm, stepping every 10 ms for a day, in a process group of their own. */
+static pid_t start_ranks(const char *many, const char *shm, int n)
+{
+        char ranks[16];
+
+        snprintf(ranks, sizeof(ranks), "%d", n);
+        pid_t pid = fork();
+        if (pid == 0) {
+                setpgid(0, 0);
+                int null = open("/dev/null", O_WRONLY);
+                dup2(null, 1);
+                dup2(null, 2);
+                execl(many, many, "--shm", shm, "--ranks", ranks, "--procs", "4", "--threads", "1", "--steps", "8640000",
+                      "--step-ms", "10", (char *) NULL);
+                _exit(127);
+        }
+        if (pid > 0)
+                setpgid(pid, pid);
+        return pid;
+}
+
+static void stop_ranks(pid_t pgid)
+{
+        kill(-pgid, SIGKILL);
+        waitpid(pgid, NULL, 0);
+}
+
+/*
+ * With @n live ranks attached at a @poll_ms poll: the daemon's resident memory (beside the
+ * idle daemon's @idle_kib), its CPU time per sweep over @seconds, and @requests status
+ * round trips. Return: -1 if the ranks never all attached or the daemon did not answer.
+ */
+static int bench_ranks(const char *npuprofd, const char *many, const char *dir, const char *shm, const char *poll_ms,
+                       int n, int seconds, int requests, long idle_kib)
+{
+        char sock[512];
+        uint64_t *lat = calloc((size_t) requests, 8);
+        long ranks = 0, sweeps0, sweeps1;
+        pid_t r = 0;
+        int rc = -1;
+
+        snprintf(sock, sizeof(sock), "%s/npuprofd.sock", dir);
+        /* A window far beyond any step the ranks reach: they are watched, never profiled. */
+        save(dir, INT64_C(1000000000000));
+        pid_t d = start_daemon(npuprofd, dir, shm, true, poll_ms);
+        npf_shm_t *s = attach(shm);
+        if (!s || (r = start_ranks(many, shm, n)) < 0) {
+                fprintf(stderr, "bench: could not start the daemon or %s\n", many);
+                goto out;
+        }
+        uint64_t t0 = npf_bench_now_ns();
+        while (npf_bench_now_ns() - t0 < 60000000000u) {
+                if (ranks_and_sweeps(sock, &ranks, &sweeps0) == 0 && ranks == n)
+                        break;
+                nap_us(100000);
+        }
+        if (ranks != n) {
+                fprintf(stderr, "bench: %ld of %d ranks attached after 60 s\n", ranks, n);
+                goto out;
+        }
+        uint64_t attached_ms = (npf_bench_now_ns() - t0) / 1000000u;
+        /* Let a few sweeps pass after the last rank attached, so that what they touch is resident. */
+        nap_us(3 * atol(poll_ms) * 1000L + 500000);
+        if (ranks_and_sweeps(sock, &ranks, &sweeps0) < 0)
+                goto out;
+        long long c0 = cpu_ticks(d);
+        uint64_t w0 = npf_bench_now_ns();
+        nap_us(seconds * 1000000L);
+        long long c1 = cpu_ticks(d);
+        uint64_t w1 = npf_bench_now_ns();
+        if (ranks_and_sweeps(sock, &ranks, &sweeps1) < 0 || sweeps1 <= sweeps0) {
+                fprintf(stderr, "bench: the daemon did not sweep (%ld sweeps, then %ld)\n", sweeps0, sweeps1);
+                goto out;
+        }
+        long vm = status_kib(d, "VmRSS"), anon = status_kib(d, "RssAnon"), file = status_kib(d, "RssFile"),
+             shmem = status_kib(d, "RssShmem");
+        if (measure_status(sock, requests, lat) < 0) {
+                fprintf(stderr, "bench: a status with %d ranks went unanswered\n", n);
+                goto out;
+        }
+
+        double hz = (double) sysconf(_SC_CLK_TCK), cpu_ms = (double) (c1 - c0) * 1000.0 / hz;
+        double wall_s = (double) (w1 - w0) / 1e9;
+        long swept = sweeps1 - sweeps0;
+        printf("  %d ranks attached, poll %4s ms  (all attached %" PRIu64 " ms after they started; ranks step every 10 ms)\n",
+               n, poll_ms, attached_ms);
+        printf("    resident memory                 %6ld KiB  idle daemon %ld KiB  goal <= 4096 KiB: %s\n"
+               "                                    (private %ld, shared libraries %ld, segment %ld)\n",
+               vm, idle_kib, vm <= 4096 ? "met" : "NOT met", anon, file, shmem);
+        printf("    daemon CPU per sweep            %6.3f ms    all its CPU / sweeps: %ld sweeps in %.1f s, %.0f ms of CPU\n"
+               "                                    (%.2f%% of a core; counted in ticks of %.0f ms)\n",
+               cpu_ms / (double) swept, swept, wall_s, cpu_ms, 100.0 * cpu_ms / 1000.0 / wall_s, 1000.0 / hz);
+        printf("    status, %d ranks              p50 %6.2f ms  p99 %6.2f ms   (%d round trips, a connection each)\n", n,
+               pct(lat, requests, 0.5), pct(lat, requests, 0.99), requests);
+        rc = 0;
+out:
+        if (r > 0)
+                stop_ranks(r);
+        npf_shm_close(s);
+        stop_daemon(d);
+        npf_shm_unlink(shm);
+        free(lat);
+        return rc;
+}
+
+/*
+ * As root, a private /dev/shm: a mount namespace of this process's own (inherited by the
+ * daemons and ranks it starts) with a fresh tmpfs there. Return: whether it has one.
+ */
+static bool private_dev_shm(void)
+{
+        if (geteuid() != 0 || unshare(CLONE_NEWNS) < 0)
+                return false;
+        if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
+            mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777") < 0)
+                return false;
+        return true;
+}
+
 int main(int argc, char **argv)
 {
         const char *npuprofd = argc > 1 ? argv[1] : "build/npuprofd";
         int saves = argc > 2 ? atoi(argv[2]) : 200;
+        const char *many = argc > 3 ? argv[3] : NULL;
         char dir[] = "/tmp/npfbench-XXXXXX", shm[64];
         uint64_t *floor_lat = calloc((size_t) saves, 8), *ino = calloc((size_t) saves, 8);
         uint64_t *poll_lat = calloc((size_t) saves, 8);
         int rc = 1;
+        long idle_kib;
 
+        private_dev_shm();
         if (!mkdtemp(dir) || saves < 10)
                 return 1;
         snprintf(shm, sizeof(shm), "npfbench-d-%d", (int) getpid());
@@ -334,9 +550,10 @@ int main(int argc, char **argv)
          * 6 s at this poll interval, then at twice it: if only the poll wakes the daemon, the
          * switches per poll tick come out the same. */
         double idle_1000 = idle_switches(d, 6), per_tick_1000 = idle_1000 * 1.0;
+        idle_kib = status_kib(d, "VmRSS");
         printf("  resident memory                   %6ld KiB                     goal <= 4096 KiB\n"
                "                                    (private %ld, shared libraries %ld, segment %ld)\n",
-               status_kib(d, "VmRSS"), status_kib(d, "RssAnon"), status_kib(d, "RssFile"), status_kib(d, "RssShmem"));
+               idle_kib, status_kib(d, "RssAnon"), status_kib(d, "RssFile"), status_kib(d, "RssShmem"));
         npf_shm_close(s);
         stop_daemon(d);
         npf_shm_unlink(shm);
@@ -367,6 +584,9 @@ int main(int argc, char **argv)
         d = 0;
         npf_shm_unlink(shm);
         if (bench_idle_clients(npuprofd, dir, shm, 2000, 1000) < 0)
+                goto out;
+        if (many && (bench_ranks(npuprofd, many, dir, shm, "1000", (int) NPF_SHM_SLOTS, 20, 200, idle_kib) < 0 ||
+                     bench_ranks(npuprofd, many, dir, shm, "100", (int) NPF_SHM_SLOTS, 20, 200, idle_kib) < 0))
                 goto out;
         rc = 0;
 out:
