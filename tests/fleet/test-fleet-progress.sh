@@ -2,7 +2,7 @@
 # npuprofctl fleet names the ranks behind the rest of the fleet: three real npuprofd, one
 # per "node", keeping their records in ONE fleet directory, two real train-loop ranks on
 # each. First a rank that is slower (--slow-at 1 --slow-factor 4) is listed behind, with
-# its node. Then, with fresh ranks, one hangs at step 40 while the others run on to 80 and
+# its node. Then, with fresh ranks, one hangs at step 600 while the others run on to 800 and
 # hang there, as a collective waiting for a rank elsewhere does: fleet names the stalled
 # rank and its node, says the five others wait for it, and a stale record blames nobody.
 #   tests/fleet/test-fleet-progress.sh BUILD_DIR
@@ -71,20 +71,24 @@ stop_ranks 0 1 2 3 4 5
 eventually "the ranks gone: no rank attached on any node" \
         fj 'all(n["ranks"]["attached"] == 0 for n in f["nodes"])'
 
-# --- a hang: rank 12 on node-2 stops at step 40; the others run on to 80 and wait there ---
-rank 10 1 --steps 100000 --hang-at 80; rank 11 1 --steps 100000 --hang-at 80
-rank 12 2 --steps 100000 --hang-at 40; rank 13 2 --steps 100000 --hang-at 80
-rank 14 3 --steps 100000 --hang-at 80; rank 15 3 --steps 100000 --hang-at 80
-eventually "node-2's record: rank 12 stalled at step 40" \
-        fj 'node["node-2"]["progress"]["stalled"][:1] == [{"rank": 12, "step": 40,
+# --- a hang: rank 12 on node-2 stops at step 600; the others run on to 800 and wait there ---
+# Late enough that an idle daemon's first sweep (every 10 s with no rank) sees every rank step
+# first: a rank never seen stepping is never judged stalled (npuprofd(8), PROGRESS).
+wait_ms=45000
+rank 10 1 --steps 100000 --hang-at 800; rank 11 1 --steps 100000 --hang-at 800
+rank 12 2 --steps 100000 --hang-at 600; rank 13 2 --steps 100000 --hang-at 800
+rank 14 3 --steps 100000 --hang-at 800; rank 15 3 --steps 100000 --hang-at 800
+eventually "node-2's record: rank 12 stalled at step 600" \
+        fj 'node["node-2"]["progress"]["stalled"][:1] == [{"rank": 12, "step": 600,
             "stalled_for_s": node["node-2"]["progress"]["stalled"][0]["stalled_for_s"]}]'
 eventually "every rank stalled: fleet names rank 12 on node-2 and says the 5 others wait for it" \
-        fj 'b["stalled"] == 6 and b["message"].startswith("rank 12 on node-2 is at step 40, the 5 others at 80: they wait for it") and
-            b["ranks"][0]["node"] == "node-2" and b["ranks"][0]["rank"] == 12 and b["ranks"][0]["behind"] == 40'
+        fj 'b["stalled"] == 6 and b["message"].startswith("rank 12 on node-2 is at step 600, the 5 others at 800: they wait for it") and
+            b["ranks"][0]["node"] == "node-2" and b["ranks"][0]["rank"] == 12 and b["ranks"][0]["behind"] == 200'
 check "the table says it in one sentence and marks the rank STALLED" \
-        sh -c "o=\$(timeout 20 '$npuprofctl' fleet --fleet-dir '$fleet'); echo \"\$o\" | grep -q '^stalled: rank 12 on node-2 is at step 40, the 5 others at 80: they wait for it' &&
-               echo \"\$o\" | grep -q '^  rank 12 on node-2 at step 40, 40 behind, STALLED for '"
+        sh -c "o=\$(timeout 20 '$npuprofctl' fleet --fleet-dir '$fleet'); echo \"\$o\" | grep -q '^stalled: rank 12 on node-2 is at step 600, the 5 others at 800: they wait for it' &&
+               echo \"\$o\" | grep -q '^  rank 12 on node-2 at step 600, 200 behind, STALLED for '"
 
+wait_ms=20000
 # A stale record blames nobody: node-2's daemon stopped by SIGSTOP.
 kill -STOP "${dpid[2]}"
 eventually "node-2 stale: its ranks are not blamed, the node is said unjudged" \
