@@ -36,7 +36,7 @@ sys.exit(0 if eval("(" + sys.argv[1] + ")") else 1)' "$1" "$o" 2>/dev/null
 diag() { echo "fleet:"; fl 2>&1 | tail -n 12; }
 
 for k in 1 2 3; do
-        "$npuprofd" --config "$conf" --shm-name "npftest-fleetprog-$$-$k" --socket "$tmp/node$k.sock" --no-inotify \
+        "$npuprofd" --config "$conf" --shm-name "npftest-fleetprogress-$$-$k" --socket "$tmp/node$k.sock" --no-inotify \
                 --poll-interval 100 --output-root "$tmp/out" --analyze-jobs 0 --log stderr \
                 --stall-after 2 --fleet-dir "$fleet" --node-name "node-$k" --fleet-interval 1 \
                 2>>"$tmp/node$k.log" &
@@ -46,7 +46,7 @@ done
 # rank R on node K, with more of train-loop's options.
 rank() {
         local r=$1 k=$2; shift 2
-        "$trainloop" --rank "$r" --step-ms 20 --busy 0 --shm-name "npftest-fleetprog-$$-$k" --backend host "$@" \
+        "$trainloop" --rank "$r" --step-ms 20 --busy 0 --shm-name "npftest-fleetprogress-$$-$k" --backend host "$@" \
                 >>"$tmp/rank$r.out" 2>&1 &
         rpid[$r]=$!
         all_pids+=("${rpid[$r]}")
