@@ -105,7 +105,7 @@ DAEMON_OBJS := $(BUILD)/daemon/npuprofd.o $(BUILD)/daemon/daemon.o $(BUILD)/daem
                $(BUILD)/daemon/server.o $(BUILD)/daemon/sweep.o $(BUILD)/daemon/notify.o $(BUILD)/daemon/log.o \
                $(BUILD)/daemon/analyze.o $(BUILD)/daemon/fwshm.o $(BUILD)/daemon/manifest.o \
                $(BUILD)/daemon/keptfile.o $(BUILD)/daemon/fleet.o $(BUILD)/daemon/windows.o $(BUILD)/daemon/metrics.o \
-               $(BUILD)/daemon/progress.o \
+               $(BUILD)/daemon/progress.o $(BUILD)/lib/steptext.o \
                $(BUILD)/lib/shmopen.o $(MANIFEST_OBJS)
 # The package's one privileged program: hands npuprofd a job's object of another user.
 SHMOPEN_OBJS := $(BUILD)/opener/npuprof-shmopen.o $(BUILD)/lib/shmopen.o
@@ -113,7 +113,7 @@ SHMOPEN_OBJS := $(BUILD)/opener/npuprof-shmopen.o $(BUILD)/lib/shmopen.o
 NPUPROFD_OBJS   := $(DAEMON_OBJS) $(VIEW_OBJS) $(CONF_OBJS) $(SHM_OBJS)
 NPUPROFCTL_OBJS := $(BUILD)/client/npuprofctl.o $(BUILD)/client/validate.o $(BUILD)/client/ipc.o \
                    $(BUILD)/client/status.o $(BUILD)/client/edit.o $(BUILD)/client/analyze.o $(BUILD)/client/fleet.o \
-                   $(BUILD)/client/progress.o $(BUILD)/client/top.o \
+                   $(BUILD)/client/progress.o $(BUILD)/client/top.o $(BUILD)/lib/steptext.o \
                    $(VIEW_OBJS) $(CONF_OBJS) \
                    $(BUILD)/conf/write.o $(SHM_OBJS) $(BUILD)/lib/atomicfile.o
 
@@ -304,6 +304,7 @@ $(BUILD)/tests/test-analyze: $(BUILD)/tests/test-analyze.o $(BUILD)/daemon/analy
 # The fleet record from its writer (daemon/fleet) to its reader (client/fleet).
 $(BUILD)/tests/test-fleet: $(BUILD)/tests/test-fleet.o $(BUILD)/daemon/fleet.o $(BUILD)/daemon/keptfile.o \
                            $(BUILD)/daemon/log.o $(BUILD)/client/fleet.o $(BUILD)/client/ipc.o $(BUILD)/client/progress.o $(BUILD)/lib/atomicfile.o \
+                           $(BUILD)/lib/steptext.o \
                            $(SHM_OBJS)
 	$(CC) $(LDFLAGS) -o $@ $^ $(CMOCKA_LIBS) $(DAEMON_LIBS)
 
@@ -355,7 +356,7 @@ $(BUILD)/tests/test-shmopen: $(BUILD)/tests/test-shmopen.o $(BUILD)/lib/shmopen.
 	$(CC) $(LDFLAGS) -o $@ $^ $(CMOCKA_LIBS)
 
 # The watch of progress on synthetic steps: jitter, slowdowns, stalls, windows, new claims.
-$(BUILD)/tests/test-progress: $(BUILD)/tests/test-progress.o $(BUILD)/daemon/progress.o
+$(BUILD)/tests/test-progress: $(BUILD)/tests/test-progress.o $(BUILD)/daemon/progress.o $(BUILD)/lib/steptext.o
 	$(CC) $(LDFLAGS) -o $@ $^ $(CMOCKA_LIBS) $(JANSSON_LIBS)
 
 $(TORTURE): $(BUILD)/tests/torture-seqlock.o $(SHM_OBJS)
@@ -371,7 +372,7 @@ $(BENCH_RANK): $(BUILD)/bench/bench-rank.o $(BUILD)/bench/stats.o $(BUILD)/libnp
 	$(CC) $(LDFLAGS) -o $@ $^ $(RANK_LIBS)
 
 # The watch of progress on long synthetic runs, beside a naive detector on the same sweeps.
-$(BENCH_PROGRESS): $(BUILD)/bench/bench-progress.o $(BUILD)/bench/stats.o $(BUILD)/daemon/progress.o
+$(BENCH_PROGRESS): $(BUILD)/bench/bench-progress.o $(BUILD)/bench/stats.o $(BUILD)/daemon/progress.o $(BUILD)/lib/steptext.o
 	$(CC) $(LDFLAGS) -o $@ $^ $(JANSSON_LIBS)
 
 $(RANK_DRIVER): $(BUILD)/tests/rank-driver.o $(SHM_OBJS)

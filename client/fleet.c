@@ -4,6 +4,7 @@
 #include "client/progress.h"
 #include "client/status.h"
 #include "lib/clock.h"
+#include "lib/steptext.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -184,23 +185,6 @@ static json_t *ranks_summary(const json_t *record)
 
 /* --- who is behind --------------------------------------------------------------------- */
 
-/* @step with a comma between thousands ("41,002"), into @buf. Return: @buf. */
-static const char *step_text(json_int_t step, char buf[32])
-{
-        char digits[24];
-        int n = snprintf(digits, sizeof(digits), "%lld", step < 0 ? -(long long) step : (long long) step), o = 0;
-
-        if (step < 0)
-                buf[o++] = '-';
-        for (int i = 0; i < n; i++) {
-                if (i && (n - i) % 3 == 0)
-                        buf[o++] = ',';
-                buf[o++] = digits[i];
-        }
-        buf[o] = '\0';
-        return buf;
-}
-
 static json_int_t int_at(const json_t *o, const char *key)
 {
         return json_integer_value(json_object_get(o, key));
@@ -248,9 +232,9 @@ static void say_range(FILE *f, json_int_t lo, json_int_t hi)
         char a[32], b[32];
 
         if (lo == hi)
-                fprintf(f, "%s", step_text(lo, a));
+                fprintf(f, "%s", npf_step_text(lo, a));
         else
-                fprintf(f, "%s to %s", step_text(lo, a), step_text(hi, b));
+                fprintf(f, "%s to %s", npf_step_text(lo, a), npf_step_text(hi, b));
 }
 
 /*
@@ -602,16 +586,16 @@ static void print_behind_ranks(const json_t *behind)
         json_t *r;
 
         if (json_array_size(ranks))
-                printf("behind the fleet's highest step, %s:\n", step_text(int_at(behind, "step_max"), a));
+                printf("behind the fleet's highest step, %s:\n", npf_step_text(int_at(behind, "step_max"), a));
         json_array_foreach(ranks, i, r) {
                 const char *node = json_string_value(json_object_get(r, "node"));
                 if (json_is_integer(json_object_get(r, "rank")))
                         printf("  rank %lld on %s at step %s, %s behind", (long long) int_at(r, "rank"), node,
-                               step_text(int_at(r, "step"), a), step_text(int_at(r, "behind"), b));
+                               npf_step_text(int_at(r, "step"), a), npf_step_text(int_at(r, "behind"), b));
                 else
                         printf("  %s: its %lld ranks at steps %s to %s, %lld or more behind", node,
-                               (long long) int_at(r, "ranks"), step_text(int_at(r, "step_min"), a),
-                               step_text(int_at(r, "step"), b), (long long) int_at(r, "behind"));
+                               (long long) int_at(r, "ranks"), npf_step_text(int_at(r, "step_min"), a),
+                               npf_step_text(int_at(r, "step"), b), (long long) int_at(r, "behind"));
                 if (json_is_true(json_object_get(r, "stalled")))
                         printf(", STALLED%s%s", json_is_number(json_object_get(r, "stalled_for_s")) ? " for " : "",
                                json_is_number(json_object_get(r, "stalled_for_s"))

@@ -7,6 +7,7 @@
 #include "daemon/keptfile.h"
 #include "daemon/notify.h"
 #include "daemon/progress.h"
+#include "lib/steptext.h"
 #include "daemon/server.h"
 #include "daemon/sweep.h"
 #include "daemon/watch.h"
@@ -306,8 +307,8 @@ static void on_progress(const npf_progress_event_t *ev, void *data)
                 return;
         }
         d->progress_lines += rank_line;
-        npf_progress_step_text(ev->step, step);
-        npf_progress_step_text(ev->since_step, since);
+        npf_step_text(ev->step, step);
+        npf_step_text(ev->since_step, since);
         switch (ev->kind) {
         case NPF_PROGRESS_STALL_BEGAN:
                 if (ev->step_time_s > 0)

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 #include "daemon/progress.h"
+#include "lib/steptext.h"
 #include "npuprof/shm.h"
 
 #include <errno.h>
@@ -560,23 +561,6 @@ static void update_job(npf_progress_t *p)
 
 /* --- words -------------------------------------------------------------------------------- */
 
-const char *npf_progress_step_text(int64_t step, char buf[32])
-{
-        char digits[24];
-        int n = snprintf(digits, sizeof(digits), "%" PRIu64, step < 0 ? (uint64_t) -(step + 1) + 1 : (uint64_t) step);
-        size_t o = 0;
-
-        if (step < 0)
-                buf[o++] = '-';
-        for (int i = 0; i < n; i++) {
-                if (i > 0 && (n - i) % 3 == 0)
-                        buf[o++] = ',';
-                buf[o++] = digits[i];
-        }
-        buf[o] = '\0';
-        return buf;
-}
-
 static const char *duration_text(double s, char *buf, size_t len)
 {
         if (s < 10)
@@ -633,9 +617,9 @@ static void say_steps(npf_progress_t *p, size_t *used, int64_t lo, int64_t hi)
         char a[32], b[32];
 
         if (lo == hi)
-                say(p, used, "step %s", npf_progress_step_text(lo, a));
+                say(p, used, "step %s", npf_step_text(lo, a));
         else
-                say(p, used, "steps %s to %s", npf_progress_step_text(lo, a), npf_progress_step_text(hi, b));
+                say(p, used, "steps %s to %s", npf_step_text(lo, a), npf_step_text(hi, b));
 }
 
 /*
@@ -694,10 +678,10 @@ static void stall_message(npf_progress_t *p)
                         say(p, &used, ", the %" PRIu32 " other%s at ", n_known - n_behind, n_known - n_behind == 1 ? "" : "s");
                         if (o_lo == o_hi) {
                                 char a[32];
-                                say(p, &used, "%s", npf_progress_step_text(o_lo, a));
+                                say(p, &used, "%s", npf_step_text(o_lo, a));
                         } else {
                                 char a[32], b[32];
-                                say(p, &used, "%s to %s", npf_progress_step_text(o_lo, a), npf_progress_step_text(o_hi, b));
+                                say(p, &used, "%s to %s", npf_step_text(o_lo, a), npf_step_text(o_hi, b));
                         }
                         say(p, &used, ": they wait for %s (no step for %s)", n_behind == 1 ? "it" : "them", d);
                 }
@@ -727,7 +711,7 @@ static void slowdown_message(npf_progress_t *p)
         size_t used = 0;
 
         say(p, &used, "the step time is %.2fx its baseline since step %s: %s against %s", p->factor,
-            npf_progress_step_text(p->since, since), step_time_text(p->step_time_s, now, sizeof(now)),
+            npf_step_text(p->since, since), step_time_text(p->step_time_s, now, sizeof(now)),
             step_time_text(p->baseline_s, base, sizeof(base)));
 }
 

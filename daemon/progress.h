@@ -149,7 +149,4 @@ const char *npf_progress_message(const npf_progress_t *p);
  */
 json_t *npf_progress_json(const npf_progress_t *p);
 
-/* @step with a comma between thousands ("41,002"), into @buf (32 bytes). Return: @buf. */
-const char *npf_progress_step_text(int64_t step, char buf[32]);
-
 #endif /* NPUPROF_DAEMON_PROGRESS_H */

@@ -9,6 +9,7 @@
  * nothing; a new claim starts afresh.
  */
 #include "daemon/progress.h"
+#include "lib/steptext.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -678,13 +679,13 @@ static void test_words(void **state)
         char b[32];
 
         (void) state;
-        assert_string_equal(npf_progress_step_text(0, b), "0");
-        assert_string_equal(npf_progress_step_text(999, b), "999");
-        assert_string_equal(npf_progress_step_text(1000, b), "1,000");
-        assert_string_equal(npf_progress_step_text(41002, b), "41,002");
-        assert_string_equal(npf_progress_step_text(1234567, b), "1,234,567");
-        assert_string_equal(npf_progress_step_text(INT64_MAX, b), "9,223,372,036,854,775,807");
-        assert_string_equal(npf_progress_step_text(-1200, b), "-1,200");
+        assert_string_equal(npf_step_text(0, b), "0");
+        assert_string_equal(npf_step_text(999, b), "999");
+        assert_string_equal(npf_step_text(1000, b), "1,000");
+        assert_string_equal(npf_step_text(41002, b), "41,002");
+        assert_string_equal(npf_step_text(1234567, b), "1,234,567");
+        assert_string_equal(npf_step_text(INT64_MAX, b), "9,223,372,036,854,775,807");
+        assert_string_equal(npf_step_text(-1200, b), "-1,200");
 
         npf_progress_t *p;
         npf_progress_options_t bad = { .stall_after_ms = 1000, .stall_factor = 20, .slowdown_pct = 0,
