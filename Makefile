@@ -74,7 +74,7 @@ $(error missing dependencies: see the message above)
 endif
 endif
 
-PKGS      := libuv jansson libsystemd sqlite3 zlib
+PKGS      := libuv jansson libsystemd sqlite3 zlib libdw
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 JANSSON_LIBS := $(shell pkg-config --libs jansson 2>/dev/null)
 DAEMON_LIBS  := $(shell pkg-config --libs libuv jansson libsystemd 2>/dev/null)
@@ -92,20 +92,22 @@ LDFLAGS  += $(SAN_FLAGS)
 
 # --- modules ----------------------------------------------------------------------------
 SHM_OBJS  := $(BUILD)/shm/shm.o $(BUILD)/shm/slot.o $(BUILD)/shm/names.o $(BUILD)/lib/proc.o $(BUILD)/lib/clock.o \
-             $(BUILD)/lib/sigbus.o
+             $(BUILD)/lib/sigbus.o $(BUILD)/lib/futex.o
 CONF_OBJS := $(BUILD)/conf/conf.o $(BUILD)/lib/jsonpos.o $(BUILD)/lib/outroot.o $(BUILD)/conf/fwshm.o
 
 VIEW_OBJS := $(BUILD)/conf/view.o
 # The window's manifest, written by ranks and, for a lost window, by the daemon.
 MANIFEST_OBJS := $(BUILD)/lib/manifest.o $(BUILD)/lib/atomicfile.o
-RANK_OBJS := $(BUILD)/rank/rank.o $(BUILD)/rank/backend-host.o $(BUILD)/rank/backend-acl.o $(BUILD)/lib/outroot.o \
-             $(MANIFEST_OBJS)
-RANK_LIBS := $(shell pkg-config --libs jansson 2>/dev/null) -ldl -pthread
+RANK_OBJS := $(BUILD)/rank/rank.o $(BUILD)/rank/backend-host.o $(BUILD)/rank/backend-acl.o $(BUILD)/rank/stacks.o \
+             $(BUILD)/lib/outroot.o $(MANIFEST_OBJS)
+# The stacks a stalled rank writes are unwound and named by elfutils' libdwfl (libdw).
+DW_LIBS   := $(shell pkg-config --libs libdw 2>/dev/null)
+RANK_LIBS := $(JANSSON_LIBS) $(DW_LIBS) -ldl -pthread
 DAEMON_OBJS := $(BUILD)/daemon/npuprofd.o $(BUILD)/daemon/daemon.o $(BUILD)/daemon/watch.o $(BUILD)/daemon/request.o \
                $(BUILD)/daemon/server.o $(BUILD)/daemon/sweep.o $(BUILD)/daemon/notify.o $(BUILD)/daemon/log.o \
                $(BUILD)/daemon/analyze.o $(BUILD)/daemon/fwshm.o $(BUILD)/daemon/manifest.o \
                $(BUILD)/daemon/keptfile.o $(BUILD)/daemon/fleet.o $(BUILD)/daemon/windows.o $(BUILD)/daemon/metrics.o \
-               $(BUILD)/daemon/progress.o $(BUILD)/lib/steptext.o \
+               $(BUILD)/daemon/progress.o $(BUILD)/daemon/autowin.o $(BUILD)/lib/steptext.o \
                $(BUILD)/lib/shmopen.o $(MANIFEST_OBJS)
 # The package's one privileged program: hands npuprofd a job's object of another user.
 SHMOPEN_OBJS := $(BUILD)/opener/npuprof-shmopen.o $(BUILD)/lib/shmopen.o
@@ -161,6 +163,7 @@ UNIT_TESTS += $(BUILD)/tests/test-device-db
 UNIT_TESTS += $(BUILD)/tests/test-evscan
 UNIT_TESTS += $(BUILD)/tests/test-shmopen
 UNIT_TESTS += $(BUILD)/tests/test-progress
+UNIT_TESTS += $(BUILD)/tests/test-stacks
 # The stand-in for the CANN runtime, which cannot exist here: it records every call and
 # answers as CANN does. It and the acl backend's test are built against CANN's own headers
 # (shared/testdata/cann), and only where they are: without them the ACL tests are skipped.
@@ -182,6 +185,7 @@ BENCH_DAEMON := $(BUILD)/bench/bench-daemon
 BENCH_RANK := $(BUILD)/bench/bench-rank
 BENCH_PROGRESS := $(BUILD)/bench/bench-progress
 RANK_DRIVER := $(BUILD)/tests/rank-driver
+ASK_STACKS := $(BUILD)/tests/ask-stacks
 MANY_RANKS := $(BUILD)/tests/many-ranks
 STATUS_LOAD := $(BUILD)/tests/status-load
 SCRIBBLER := $(BUILD)/tests/scribbler
@@ -355,6 +359,10 @@ $(BUILD)/tests/test-evscan: $(BUILD)/tests/test-evscan.o $(BUILD)/replay/evscan.
 $(BUILD)/tests/test-shmopen: $(BUILD)/tests/test-shmopen.o $(BUILD)/lib/shmopen.o
 	$(CC) $(LDFLAGS) -o $@ $^ $(CMOCKA_LIBS)
 
+# Every thread's stack, read by the process itself: threads blocked in functions of the test's own.
+$(BUILD)/tests/test-stacks: $(BUILD)/tests/test-stacks.o $(BUILD)/rank/stacks.o $(BUILD)/lib/futex.o
+	$(CC) $(LDFLAGS) -o $@ $^ $(CMOCKA_LIBS) $(DW_LIBS) -pthread
+
 # The watch of progress on synthetic steps: jitter, slowdowns, stalls, windows, new claims.
 $(BUILD)/tests/test-progress: $(BUILD)/tests/test-progress.o $(BUILD)/daemon/progress.o $(BUILD)/lib/steptext.o
 	$(CC) $(LDFLAGS) -o $@ $^ $(CMOCKA_LIBS) $(JANSSON_LIBS)
@@ -378,6 +386,10 @@ $(BENCH_PROGRESS): $(BUILD)/bench/bench-progress.o $(BUILD)/bench/stats.o $(BUIL
 $(RANK_DRIVER): $(BUILD)/tests/rank-driver.o $(SHM_OBJS)
 	$(CC) $(LDFLAGS) -o $@ $^
 
+# Asks a rank for its stacks through its slot, as npuprofd does (tests/test-stacks.sh).
+$(ASK_STACKS): $(BUILD)/tests/ask-stacks.o $(SHM_OBJS)
+	$(CC) $(LDFLAGS) -o $@ $^
+
 # 256 live ranks of libnpuprof on one node, for tests/fleet/test-scale.sh.
 $(MANY_RANKS): $(BUILD)/tests/fleet/many-ranks.o $(BUILD)/libnpuprof.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(RANK_LIBS)
@@ -392,7 +404,7 @@ $(SCRIBBLER): $(BUILD)/tests/hostile/scribbler.o $(SHM_OBJS)
 
 # The units are tested under a real systemd with the plain build only: a sanitizer's
 # runtime is not what the hardened unit is meant to run.
-check: all $(UNIT_TESTS) $(TORTURE) $(RANK_DRIVER) $(MANY_RANKS) $(STATUS_LOAD) $(SCRIBBLER) fuzz-build
+check: all $(UNIT_TESTS) $(TORTURE) $(RANK_DRIVER) $(ASK_STACKS) $(MANY_RANKS) $(STATUS_LOAD) $(SCRIBBLER) fuzz-build
 	@NPF_SKIP_SYSTEMD=$(SANITIZER) $(CHECK_ENV) tests/run-tests $(BUILD) build/fuzz $(FUZZ_CHECK_SECONDS)
 
 demo: all
@@ -557,7 +569,7 @@ install-systemd:
 
 # The rank API's functions, each a name of libnpuprof(3) for man.
 RANK_API := npf_rank_open npf_rank_step npf_rank_step_call npf_rank_fail npf_rank_info npf_rank_close \
-            npf_rank_close_after_fork
+            npf_rank_close_after_fork npf_stacks_set_interpreter
 
 # What install put, and nothing else: not an operator's /etc/npuprof, not a directory.
 uninstall:

@@ -221,6 +221,8 @@ static void print_windows(json_t *w)
                 if (json_is_object(json_object_get(r, "analysis")))
                         printf("  (analysis %s)", analysis_state(r));
                 printf("\n");
+                if (json_is_string(json_object_get(r, "reason")))
+                        printf("    why: %s\n", str(r, "reason", ""));
                 print_analysis_detail(r, 4);
         }
 }
@@ -247,6 +249,8 @@ static void print_window_list(json_t *res)
                         if (json_is_string(json_object_get(w, "message")))
                                 printf("  (%s)", str(w, "message", ""));
                         printf("\n");
+                        if (json_is_string(json_object_get(w, "reason")))
+                                printf("%43swhy: %s\n", "", str(w, "reason", ""));
                         print_analysis_detail(w, 43);
                 }
         }
@@ -259,6 +263,39 @@ static void print_window_list(json_t *res)
         for (size_t k = 0; k < sizeof(outcomes) / sizeof(outcomes[0]); k++)
                 printf(" %s %lld%s", outcomes[k], (long long) num(counts, outcomes[k]), k + 1 < 5 ? "," : "\n");
         print_analyses(json_object_get(res, "analysis"));
+}
+
+/* What the daemon does by itself (the configuration's "auto"), and what it did. */
+static void print_auto(json_t *a)
+{
+        json_t *policy = json_object_get(a, "policy"), *last = json_object_get(a, "last"), *q;
+        json_t *slow = json_object_get(policy, "on_slowdown"), *stall = json_object_get(policy, "on_stall");
+        size_t i;
+
+        if (!json_is_object(a))
+                return;
+        if (!json_is_object(policy)) {
+                printf("auto:    off (no \"auto\" in the configuration)\n");
+                return;
+        }
+        printf("auto:   ");
+        if (json_is_object(slow))
+                printf(" a window of %lld steps on a slowdown;", (long long) num(slow, "steps"));
+        if (json_is_object(stall))
+                printf(" stacks of ranks stalled %lld s;", (long long) num(stall, "after_s"));
+        printf(" cooldown %lld s, at most %lld a day; %lld window%s opened, %lld rank%s asked for stacks\n",
+               (long long) num(policy, "cooldown_s"), (long long) num(policy, "max_per_day"),
+               (long long) num(a, "windows"), num(a, "windows") == 1 ? "" : "s", (long long) num(a, "stacks_asked"),
+               num(a, "stacks_asked") == 1 ? "" : "s");
+        if (json_is_object(last))
+                printf("  last: %s\n", str(last, "reason", "?"));
+        json_array_foreach(json_object_get(a, "stacks"), i, q) {
+                if (i >= NPF_PROTO_STATUS_RECENT)
+                        break;
+                printf("  stacks of rank %lld (pid %lld): %s  %s%s%s\n", (long long) num(q, "rank"),
+                       (long long) num(q, "pid"), str(q, "state", "?"), str(q, "path", ""),
+                       json_is_string(json_object_get(q, "error")) ? ": " : "", str(q, "error", ""));
+        }
 }
 
 /* The frameworks' segments: each publisher's objects, and the unmodified jobs that map them. */
@@ -390,6 +427,7 @@ int npf_cli_status(const char *socket_path, const char *shm_name, bool json)
                 print_config(json_object_get(res, "config"));
                 print_ranks(json_object_get(res, "ranks"), json_object_get(res, "progress"), true);
                 print_windows(json_object_get(res, "windows"));
+                print_auto(json_object_get(res, "auto"));
                 print_analyses(json_object_get(res, "analysis"));
                 print_fwshm(json_object_get(res, "legacy"));
                 print_kept("metrics:", json_object_get(dm, "metrics_file"));

@@ -58,6 +58,7 @@ typedef struct parse {
         unsigned tx_keys;               /* torch_npu's msprof_tx and mstx that are true: TX_* */
         json_t *rank_list;              /* borrowed, parsed at the end */
         path_t rank_list_at;
+        npf_conf_auto_t au;             /* the "auto" section */
 } parse_t;
 
 typedef struct key_desc key_desc_t;
@@ -877,6 +878,7 @@ static void parse_ranks(parse_t *p, const path_t *at, json_t *v, const key_desc_
 }
 
 static void parse_experimental(parse_t *p, const path_t *at, json_t *v, const key_desc_t *k);
+static void parse_auto(parse_t *p, const path_t *at, json_t *v, const key_desc_t *k);
 
 /* Keys of the top level. A key with a `marks` dialect tells which dialect the file is in. */
 static const key_desc_t top_keys[] = {
@@ -922,6 +924,7 @@ static const key_desc_t top_keys[] = {
         { "gc_detect_threshold", IN_NATIVE, 0, parse_gc_threshold, 0 },
         { "experimental_config", IN_TORCH_NPU, IN_TORCH_NPU, parse_experimental, 0 },
         { "metadata", IN_TORCH_NPU, IN_TORCH_NPU, parse_metadata, 0 },
+        { "auto", IN_NATIVE, 0, parse_auto, 0 },
         { NULL, 0, 0, NULL, 0 },
 };
 
@@ -1001,6 +1004,116 @@ static void parse_experimental(parse_t *p, const path_t *at, json_t *v, const ke
                 return;
         }
         parse_object(p, at, v, experimental_keys);
+}
+
+/* --- the "auto" section ------------------------------------------------------------- */
+
+#define AUTO_SECONDS_MAX (INT64_C(7) * 24 * 3600)
+
+static bool get_object(parse_t *p, const path_t *at, json_t *v)
+{
+        if (json_is_object(v))
+                return true;
+        error_at(p, at, "expected an object, found %s", FOUND(v));
+        return false;
+}
+
+static void parse_auto_steps(parse_t *p, const path_t *at, json_t *v, const key_desc_t *k)
+{
+        int64_t x;
+
+        (void) k;
+        if (get_int(p, at, v, 1, 1000, "1 to 1000 steps", &x))
+                p->au.slowdown_steps = (uint32_t) x;
+}
+
+static void parse_auto_after(parse_t *p, const path_t *at, json_t *v, const key_desc_t *k)
+{
+        int64_t x;
+
+        (void) k;
+        if (get_int(p, at, v, 1, AUTO_SECONDS_MAX, "1 to 604800 seconds", &x))
+                p->au.stall_after_ms = (uint64_t) x * 1000u;
+}
+
+static void parse_auto_cooldown(parse_t *p, const path_t *at, json_t *v, const key_desc_t *k)
+{
+        int64_t x;
+
+        (void) k;
+        if (get_int(p, at, v, 0, AUTO_SECONDS_MAX, "0 to 604800 seconds", &x))
+                p->au.cooldown_ms = (uint64_t) x * 1000u;
+}
+
+static void parse_auto_per_day(parse_t *p, const path_t *at, json_t *v, const key_desc_t *k)
+{
+        int64_t x;
+
+        (void) k;
+        if (get_int(p, at, v, 0, 1000, "0 to 1000", &x))
+                p->au.max_per_day = (uint32_t) x;
+}
+
+static const key_desc_t on_slowdown_keys[] = {
+        { "steps", IN_NATIVE, 0, parse_auto_steps, 0 },
+        { NULL, 0, 0, NULL, 0 },
+};
+
+static const key_desc_t on_stall_keys[] = {
+        { "after_s", IN_NATIVE, 0, parse_auto_after, 0 },
+        { NULL, 0, 0, NULL, 0 },
+};
+
+static void parse_on_slowdown(parse_t *p, const path_t *at, json_t *v, const key_desc_t *k)
+{
+        (void) k;
+        if (!get_object(p, at, v))
+                return;
+        p->au.slowdown_steps = NPF_CONF_AUTO_STEPS_DEFAULT;
+        parse_object(p, at, v, on_slowdown_keys);
+}
+
+static void parse_on_stall(parse_t *p, const path_t *at, json_t *v, const key_desc_t *k)
+{
+        (void) k;
+        if (!get_object(p, at, v))
+                return;
+        p->au.stall_after_ms = (uint64_t) NPF_CONF_AUTO_STALL_S_DEFAULT * 1000u;
+        parse_object(p, at, v, on_stall_keys);
+}
+
+static const key_desc_t auto_keys[] = {
+        { "on_slowdown", IN_NATIVE, 0, parse_on_slowdown, 0 },
+        { "on_stall", IN_NATIVE, 0, parse_on_stall, 0 },
+        { "cooldown_s", IN_NATIVE, 0, parse_auto_cooldown, 0 },
+        { "max_per_day", IN_NATIVE, 0, parse_auto_per_day, 0 },
+        { NULL, 0, 0, NULL, 0 },
+};
+
+static void parse_auto(parse_t *p, const path_t *at, json_t *v, const key_desc_t *k)
+{
+        (void) k;
+        if (!get_object(p, at, v))
+                return;
+        p->au.cooldown_ms = (uint64_t) NPF_CONF_AUTO_COOLDOWN_S_DEFAULT * 1000u;
+        p->au.max_per_day = NPF_CONF_AUTO_PER_DAY_DEFAULT;
+        parse_object(p, at, v, auto_keys);
+        if (json_object_size(v) > 0 && !p->au.slowdown_steps && !p->au.stall_after_ms)
+                warn_at(p, at, "neither on_slowdown nor on_stall is given: nothing happens by itself");
+}
+
+json_t *npf_conf_auto_json(const npf_conf_auto_t *a)
+{
+        if (!a || (!a->slowdown_steps && !a->stall_after_ms))
+                return json_null();
+        return json_pack("{s:o, s:o, s:I, s:I}",
+                         "on_slowdown", a->slowdown_steps ? json_pack("{s:I}", "steps", (json_int_t) a->slowdown_steps)
+                                                          : json_null(),
+                         "on_stall", a->stall_after_ms ? json_pack("{s:I}", "after_s",
+                                                                   (json_int_t) (a->stall_after_ms / 1000u))
+                                                       : json_null(),
+                         "cooldown_s", (json_int_t) (a->cooldown_ms / 1000u),
+                         "max_per_day", (json_int_t) a->max_per_day);
 }
 
 /* --- dialect, defaults and the window ------------------------------------------------ */
@@ -1304,6 +1417,12 @@ static void printable(const char *s, char *buf, size_t size)
 
 int npf_conf_parse(const char *text, size_t len, npf_shm_config_t *ret_config, npf_conf_report_t *report)
 {
+        return npf_conf_parse_auto(text, len, ret_config, NULL, report);
+}
+
+int npf_conf_parse_auto(const char *text, size_t len, npf_shm_config_t *ret_config, npf_conf_auto_t *ret_auto,
+                        npf_conf_report_t *report)
+{
         parse_t p = { .text = text, .len = len, .report = report };
         json_error_t jerr;
         json_t *root = NULL;
@@ -1376,6 +1495,8 @@ int npf_conf_parse(const char *text, size_t len, npf_shm_config_t *ret_config, n
                 resolve(&p);
         if (report->n_errors == 0) {
                 memcpy(ret_config, p.c, sizeof(*p.c));
+                if (ret_auto)
+                        *ret_auto = p.au;
                 r = 0;
         }
 out:

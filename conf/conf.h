@@ -38,6 +38,22 @@ typedef struct npf_conf_report {
 } npf_conf_report_t;
 
 /*
+ * The native file's "auto" section: what the daemon does by itself when the ranks' progress
+ * says so (docs/profiler_config.json.5, AUTOMATIC WINDOWS). All zero: nothing.
+ */
+typedef struct npf_conf_auto {
+        uint32_t slowdown_steps;        /* on_slowdown.steps: a window this long on a slowdown; 0: none */
+        uint32_t max_per_day;           /* of each kind, in any 24 hours */
+        uint64_t stall_after_ms;        /* on_stall.after_s: stacks of ranks stalled this long; 0: none */
+        uint64_t cooldown_ms;           /* after one of a kind, none of it for this long */
+} npf_conf_auto_t;
+
+#define NPF_CONF_AUTO_STEPS_DEFAULT 5u
+#define NPF_CONF_AUTO_STALL_S_DEFAULT 300u
+#define NPF_CONF_AUTO_COOLDOWN_S_DEFAULT 3600u
+#define NPF_CONF_AUTO_PER_DAY_DEFAULT 4u
+
+/*
  * npf_conf_parse() - parse the @len bytes at @text.
  * Return: 0 and the configuration in @ret_config when the file is valid (warnings may be
  * reported); -EINVAL when it is not, with every error in @report. @ret_config is written
@@ -45,6 +61,13 @@ typedef struct npf_conf_report {
  * Context: any thread; reentrant.
  */
 int npf_conf_parse(const char *text, size_t len, npf_shm_config_t *ret_config, npf_conf_report_t *report);
+
+/* npf_conf_parse(), and the "auto" section into @ret_auto (written only on success). */
+int npf_conf_parse_auto(const char *text, size_t len, npf_shm_config_t *ret_config, npf_conf_auto_t *ret_auto,
+                        npf_conf_report_t *report);
+
+/* @a as the file says it: null when it asks for nothing, else {on_slowdown, on_stall, cooldown_s, max_per_day}. */
+json_t *npf_conf_auto_json(const npf_conf_auto_t *a);
 
 /*
  * npf_conf_read() - read the file at @path, refusing what is not a regular file or is over

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include "daemon/daemon.h"
 #include "daemon/analyze.h"
+#include "daemon/autowin.h"
 #include "daemon/fleet.h"
 #include "daemon/log.h"
 #include "daemon/metrics.h"
@@ -65,6 +66,10 @@ typedef struct daemon {
         unsigned n_early;
         bool stopping;
         npf_windows_t windows;          /* where windows' output is, and what becomes of them */
+        npf_autowin_t *autowin;         /* windows that open themselves, stacks of stalled ranks */
+        npf_shm_config_t *person;       /* the file's configuration last published; NULL: none this run */
+        bool slowdown_began;            /* the last sweep found a slowdown: slowdown_event says it */
+        npf_progress_event_t slowdown_event;
 } daemon_t;
 
 static uint64_t generation_in_force(const daemon_t *d)
@@ -122,13 +127,20 @@ static void note_published(daemon_t *d)
         free(c);
 }
 
-/* Return: true if @c differs from the configuration in force (generations aside). */
+/*
+ * Return: true if @c differs from the file's configuration last published (generations
+ * aside): the one this daemon published, or at its start the segment's. An automatic
+ * window in force is not the file's: the file read again unchanged does not replace it.
+ */
 static bool differs_from_published(daemon_t *d, const npf_shm_config_t *c)
 {
         npf_shm_config_t *cur = malloc(sizeof(*cur)), *cand = malloc(sizeof(*cand));
         bool differs = true;
 
-        if (cur && cand && npf_shm_read_config(npf_shm_ctl(d->shm), cur) >= 0 && cur->args.generation > 0) {
+        if (cur && d->person)
+                memcpy(cur, d->person, sizeof(*cur));
+        if (cur && cand && (d->person || npf_shm_read_config(npf_shm_ctl(d->shm), cur) >= 0) &&
+            cur->args.generation > 0) {
                 memcpy(cand, c, sizeof(*cand));
                 cur->args.generation = cand->args.generation = 0;
                 cur->args.checksum = cand->args.checksum = 0;
@@ -215,6 +227,12 @@ static void on_config(npf_watch_t *w, const npf_watch_result_t *res, void *data)
                         char what[160];
                         if (npf_shm_publish_config(d->shm, res->config, &gen) == 0) {
                                 note_published(d);
+                                if (!d->person)
+                                        d->person = malloc(sizeof(*d->person));
+                                if (d->person) {
+                                        memcpy(d->person, res->config, sizeof(*d->person));
+                                        d->person->args.generation = gen;
+                                }
                                 d->in_force_hash = res->content_hash;
                                 npf_windows_note_prof_dir(&d->windows, gen, res->config->prof_dir);
                                 describe_window(res->config, what, sizeof(what));
@@ -224,6 +242,7 @@ static void on_config(npf_watch_t *w, const npf_watch_result_t *res, void *data)
                 } else {
                         d->in_force_hash = res->content_hash;   /* the same configuration, maybe other bytes */
                 }
+                npf_autowin_configured(d->autowin, res->config, res->autow, fresh, st->checked_ns);
                 if (d->fwshm)
                         npf_fwshm_publish(d->fwshm, res->config, res->mtime_s);
                 if (old_state != NPF_FILE_VALID && old_state != NPF_FILE_UNKNOWN)
@@ -331,6 +350,10 @@ static void on_progress(const npf_progress_event_t *ev, void *data)
                 npf_log(LOG_WARNING, NPF_LOG_NONE, NPF_LOG_NONE, "progress: %s", ev->message);
                 break;
         case NPF_PROGRESS_SLOWDOWN_BEGAN:
+                /* Its automatic window, after the sweep: the counts of ranks by state are whole then. */
+                d->slowdown_began = true;
+                d->slowdown_event = *ev;
+                d->slowdown_event.message = NULL;
                 npf_log(LOG_WARNING, NPF_LOG_NONE, NPF_LOG_NONE, "slowdown since step %s: the job's step time is "
                         "%.3g ms, %.2fx its baseline of %.3g ms (seen at step %s)", since, ev->step_time_s * 1e3,
                         ev->factor, ev->baseline_s * 1e3, step);
@@ -357,6 +380,40 @@ static void on_analysis(const npf_analysis_event_t *ev, void *data)
 
 static void on_sweep_timer(uv_timer_t *t);
 
+/* Ranks of the node in a window, armed, open or flushing: an automatic one waits. */
+static bool windows_open(const daemon_t *d)
+{
+        return d->sweep.by_state[NPF_WINDOW_ARMED] + d->sweep.by_state[NPF_WINDOW_COLLECTING] +
+               d->sweep.by_state[NPF_WINDOW_FLUSHING] + d->sweep.by_state[NPF_SWEEP_STALLED] > 0;
+}
+
+/* What the sweep found for the windows that open themselves (daemon/autowin.h). */
+static void auto_after_sweep(daemon_t *d)
+{
+        uint64_t now = npf_clock_ns(CLOCK_REALTIME);
+
+        if (d->slowdown_began)
+                npf_autowin_slowdown(d->autowin, d->progress, &d->slowdown_event, windows_open(d), now);
+        d->slowdown_began = false;
+        npf_autowin_sweep(d->autowin, npf_shm_ranks(d->shm), d->progress, d->person ? d->person->prof_dir : NULL,
+                          windows_open(d), now);
+}
+
+/* Publish an automatic window (npf_autowin_publish_fn). */
+static uint64_t publish_auto(const npf_shm_config_t *c, const char *reason, void *data)
+{
+        daemon_t *d = data;
+        uint64_t gen;
+
+        if (npf_shm_publish_config(d->shm, c, &gen) < 0)
+                return 0;
+        note_published(d);
+        npf_windows_note_prof_dir(&d->windows, gen, c->prof_dir);
+        npf_windows_note_reason(&d->windows, gen, reason);
+        update_notify_status(d);
+        return gen;
+}
+
 /*
  * Sweep the rank table. While ranks are attached the sweep runs every poll interval; with
  * none, it costs an idle node no wake-up of its own: the watchdog tick sweeps (or, without
@@ -375,6 +432,8 @@ static void sweep(daemon_t *d)
                         "attach ranks): %s", r > 0 ? "its size is back, the slots past the cut are empty"
                                                    : strerror(-r));
         npf_sweep_run(&d->sweep, d->shm, npf_clock_ns(CLOCK_MONOTONIC), on_window_recorded, d);
+        if (!d->stopping)
+                auto_after_sweep(d);
         if (d->progress_unsaid)
                 npf_log(LOG_NOTICE, NPF_LOG_NONE, NPF_LOG_NONE, "progress: %u more ranks' stalls began or ended "
                         "(npuprofctl status names them)", d->progress_unsaid);
@@ -480,6 +539,7 @@ static json_t *status_json(daemon_t *d)
         json_object_set_new(self, "slowdown_pct", json_integer(d->opt.progress.slowdown_pct));
         json_object_set_new(self, "slowdown_steps", json_integer(d->opt.progress.slowdown_steps));
         json_object_set_new(o, "progress", npf_progress_json(d->progress));
+        json_object_set_new(o, "auto", npf_autowin_json(d->autowin));
         return o;
 }
 
@@ -502,6 +562,7 @@ static void fleet_node(void *data, npf_fleet_node_t *n)
         n->recent = npf_windows_history_json(&d->windows, &d->sweep, d->analyze, NPF_FLEET_RECENT);
         n->analysis = analysis_summary(d);
         n->progress = d->progress ? npf_progress_json(d->progress) : NULL;
+        n->autowin = d->autowin ? npf_autowin_json(d->autowin) : NULL;
 }
 
 /* The metrics text of the daemon as it is now (daemon/metrics.h); its steady part's length in @ret_steady. */
@@ -517,6 +578,7 @@ static char *metrics_text(daemon_t *d, size_t *ret_steady)
                 .reloads = d->reloads,
                 .sweep = &d->sweep,
                 .progress = d->progress,
+                .autowin = d->autowin,
                 .analysis = analysis,
                 .legacy = legacy,
                 .has_file = d->opt.metrics_path != NULL,
@@ -713,6 +775,14 @@ int npf_daemon_run(const npf_daemon_options_t *opt)
                 goto out;
         }
         d->sweep.progress = d->progress;
+        npf_autowin_options_t autowin = {
+                .fleet_dir = opt->fleet_dir, .node = opt->node_name, .poll_ms = opt->poll_ms,
+                .publish = publish_auto, .data = d,
+        };
+        if (npf_autowin_new(&autowin, &d->autowin) < 0) {
+                npf_log(LOG_ERR, NPF_LOG_NONE, NPF_LOG_NONE, "out of memory");
+                goto out;
+        }
         r = npf_shm_open_group(opt->shm_name, NPF_SHM_WRITER | NPF_SHM_CREATE, opt->rank_group, &d->shm, err);
         if (r < 0) {
                 npf_log(LOG_ERR, NPF_LOG_NONE, NPF_LOG_NONE, "cannot open segment %s: %s", opt->shm_name, err);
@@ -848,6 +918,8 @@ out:
         free(d->state_dir);
         npf_rank_view_free(d->rank_view);
         npf_progress_free(d->progress);
+        npf_autowin_free(d->autowin);
+        free(d->person);
         free(d->metrics_steady);
         free(d);
         npf_log_stop_writer();

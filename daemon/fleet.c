@@ -223,7 +223,7 @@ static void progress_moving(json_t *o, const progress_sum_t *ps, const json_t *p
 static json_t *recent_json(const json_t *history)
 {
         static const char *const keys[] = { "rank", "generation", "start_step", "stop_step", "outcome", "output",
-                                            "ended_unix_ms" };
+                                            "ended_unix_ms", "reason" };
         json_t *out = json_array(), *w;
         size_t i;
 
@@ -250,6 +250,19 @@ static json_t *analysis_json(const json_t *summary)
         for (size_t k = 0; o && k < sizeof(keys) / sizeof(keys[0]); k++) {
                 json_t *v = json_object_get(summary, keys[k]);
                 json_object_set_new(o, keys[k], json_integer(json_is_integer(v) ? json_integer_value(v) : 0));
+        }
+        return o;
+}
+
+/* What the daemon did by itself, as the record says it: the counts and the last, no stack paths. */
+static json_t *auto_json(const json_t *autowin)
+{
+        static const char *const keys[] = { "windows", "stacks_asked", "last" };
+        json_t *o = json_object();
+
+        for (size_t k = 0; o && k < sizeof(keys) / sizeof(keys[0]); k++) {
+                json_t *v = json_object_get(autowin, keys[k]);
+                json_object_set(o, keys[k], v ? v : json_null());
         }
         return o;
 }
@@ -289,7 +302,7 @@ json_t *npf_fleet_record_json(const char *node, uint64_t interval_ms, npf_fleet_
                                                                              (json_int_t) sum[s].count));
         recent = recent_json(n->recent);
         record = json_pack("{s:i, s:s, s:s, s:I, s:f, s:{s:I, s:s, s:I}, s:o, s:{s:I, s:o, s:I}, s:{s:I, s:o}, "
-                           "s:{s:O, s:o}, s:o, s:o}",
+                           "s:{s:O, s:o}, s:o, s:o, s:o}",
                            "format", NPF_FLEET_FORMAT,
                            "node", node,
                            "state", n->stopping ? "stopped" : "running",
@@ -308,7 +321,9 @@ json_t *npf_fleet_record_json(const char *node, uint64_t interval_ms, npf_fleet_
                            "windows", "outcomes", n->outcomes ? n->outcomes : json_null(), "recent",
                            recent ? recent : json_array(),
                            "analysis", analysis_json(n->analysis),
-                           "progress", ps ? progress_steady(ps, n->progress) : NULL);
+                           "progress", ps ? progress_steady(ps, n->progress) : NULL,
+                           "auto", n->autowin ? auto_json(n->autowin) : json_null());
+        json_decref(n->autowin);
         json_decref(n->ranks);
         json_decref(n->outcomes);
         json_decref(n->recent);

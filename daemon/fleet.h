@@ -32,6 +32,7 @@ typedef struct npf_fleet_node {
         json_t *recent;                 /* the newest windows, as the protocol's history */
         json_t *analysis;               /* the analyzer's summary */
         json_t *progress;               /* daemon/progress's npf_progress_json(); NULL: none */
+        json_t *autowin;                /* daemon/autowin's npf_autowin_json(); NULL: none */
 } npf_fleet_node_t;
 
 /* Fill @ret_node (zeroed) with the node now. */

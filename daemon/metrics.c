@@ -148,6 +148,18 @@ static void progress_metrics(const npf_progress_t *p, char **buf, size_t *len, s
                npf_progress_slowdowns(p));
 }
 
+/* What the daemon did by itself: npuprof_auto_windows_total, npuprof_auto_stacks_total. */
+static void auto_metrics(const npf_autowin_t *a, char **buf, size_t *len, size_t *used)
+{
+        metric(buf, len, used, "# HELP npuprof_auto_windows_total Windows opened by themselves (the configuration's "
+                               "auto.on_slowdown) on this node's ranks.\n"
+                               "# TYPE npuprof_auto_windows_total counter\nnpuprof_auto_windows_total %" PRIu64 "\n"
+                               "# HELP npuprof_auto_stacks_total Stalled ranks asked for their stacks "
+                               "(auto.on_stall).\n"
+                               "# TYPE npuprof_auto_stacks_total counter\nnpuprof_auto_stacks_total %" PRIu64 "\n",
+               npf_autowin_windows(a), npf_autowin_stacks(a));
+}
+
 /* What moves at every sweep while ranks step: each rank's step, and its step time once known. */
 static void rank_metrics(const npf_progress_t *p, char **buf, size_t *len, size_t *used)
 {
@@ -226,6 +238,8 @@ char *npf_metrics_text(const npf_metrics_t *m, size_t *ret_steady)
                        m->file_errors);
         if (m->progress)
                 progress_metrics(m->progress, &buf, &len, &used);
+        if (m->autowin)
+                auto_metrics(m->autowin, &buf, &len, &used);
         /* What moves at every sweep comes last: the file takes it at its interval. */
         size_t steady = used;
         metric(&buf, &len, &used, "# HELP npuprof_sweeps_total Sweeps of the rank table.\n"

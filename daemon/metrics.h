@@ -13,6 +13,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "daemon/autowin.h"
 #include "daemon/progress.h"
 #include "daemon/sweep.h"
 #include "npuprof/shm.h"
@@ -27,6 +28,7 @@ typedef struct npf_metrics {
         uint64_t reloads;
         const npf_sweep_t *sweep;
         const npf_progress_t *progress; /* the ranks' progress; NULL: none */
+        const npf_autowin_t *autowin;   /* what the daemon did by itself; NULL: none */
         const json_t *analysis;         /* the analyzer's summary: queued, running, done, failed, dropped */
         const json_t *legacy;           /* the frameworks' publishers (npf_fwshm_status_json()), or NULL */
         bool has_file;                  /* --metrics-file is set: its errors are counted */

@@ -45,6 +45,7 @@ struct npf_watch {
         int64_t mtime_s;                /* of the reading that agreed with the one before */
         uint64_t mtime_ns;
         npf_shm_config_t config;
+        npf_conf_auto_t autow;
         npf_conf_report_t report;
 };
 
@@ -105,7 +106,7 @@ static void read_work(uv_work_t *req)
         w->hash = fnv64(text, len);
         w->mtime_s = (int64_t) st.st_mtim.tv_sec;
         w->mtime_ns = (uint64_t) st.st_mtim.tv_sec * 1000000000u + (uint64_t) st.st_mtim.tv_nsec;
-        w->rc = npf_conf_parse(text, len, &w->config, &w->report);
+        w->rc = npf_conf_parse_auto(text, len, &w->config, &w->autow, &w->report);
         if (w->rc == 0 && w->root)
                 w->rc = npf_conf_confine(&w->config, text, len, w->root, &w->report) < 0 ? -EINVAL : 0;
         /* What the daemon says of the file is shown to every local user: never a private file's bytes. */
@@ -181,6 +182,7 @@ static void read_done(uv_work_t *req, int status)
                 npf_watch_result_t res = {
                         .rc = w->rc,
                         .config = w->rc == 0 ? &w->config : NULL,
+                        .autow = w->rc == 0 ? &w->autow : NULL,
                         .report = &w->report,
                         .content_hash = w->hash,
                         .mtime_s = w->mtime_s,

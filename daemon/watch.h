@@ -30,6 +30,7 @@ typedef struct npf_watch npf_watch_t;
 typedef struct npf_watch_result {
         int rc;                         /* 0 valid, -EINVAL invalid, -ENOENT missing, -errno */
         const npf_shm_config_t *config; /* when rc == 0 */
+        const npf_conf_auto_t *autow;   /* its "auto" section, when rc == 0 */
         const npf_conf_report_t *report;
         uint64_t content_hash;          /* of the bytes read; of the reason when none could be */
         int64_t mtime_s;                /* the file's modification time, whole seconds, when rc == 0 */

@@ -18,9 +18,28 @@ void npf_windows_note_prof_dir(npf_windows_t *w, uint64_t generation, const char
         struct npf_windows_prof_dir *p = &w->prof_dirs[w->head];
 
         free(p->dir);
+        free(p->reason);
+        p->reason = NULL;
         p->dir = strdup(dir);
         p->generation = p->dir ? generation : 0;
         w->head = (w->head + 1) % NPF_WINDOWS_PROF_DIRS;
+}
+
+void npf_windows_note_reason(npf_windows_t *w, uint64_t generation, const char *reason)
+{
+        for (unsigned i = 0; generation && i < NPF_WINDOWS_PROF_DIRS; i++)
+                if (w->prof_dirs[i].generation == generation) {
+                        free(w->prof_dirs[i].reason);
+                        w->prof_dirs[i].reason = strdup(reason);
+                }
+}
+
+static const char *reason_of(const npf_windows_t *w, uint64_t generation)
+{
+        for (unsigned i = 0; generation && i < NPF_WINDOWS_PROF_DIRS; i++)
+                if (w->prof_dirs[i].generation == generation)
+                        return w->prof_dirs[i].reason;
+        return NULL;
 }
 
 /* Return: the prof_dir of @generation, or NULL when it is no longer (or was never) known. */
@@ -71,6 +90,8 @@ json_t *npf_windows_history_json(const npf_windows_t *w, const npf_sweep_t *swee
                         json_object_set_new(o, "output", json_string(full));
                 free(full);
                 json_object_set_new(o, "analysis", analysis ? analysis : json_null());
+                const char *reason = reason_of(w, rec->generation);
+                json_object_set_new(o, "reason", reason ? json_string(reason) : json_null());
         }
         return list;
 }
@@ -344,6 +365,7 @@ void npf_windows_clear(npf_windows_t *w)
 {
         for (unsigned i = 0; i < NPF_WINDOWS_PROF_DIRS; i++) {
                 free(w->prof_dirs[i].dir);
+                free(w->prof_dirs[i].reason);
                 w->prof_dirs[i] = (struct npf_windows_prof_dir) { 0 };
         }
 }

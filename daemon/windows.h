@@ -20,13 +20,17 @@
 typedef struct npf_windows {
         const char *output_root;        /* borrowed, normal form */
         const char *state_dir;          /* borrowed: systemd's StateDirectory=, or NULL */
-        struct npf_windows_prof_dir { uint64_t generation; char *dir; } prof_dirs[NPF_WINDOWS_PROF_DIRS];
+        /* Of each of the last generations: where their windows are, and why, for an automatic one. */
+        struct npf_windows_prof_dir { uint64_t generation; char *dir, *reason; } prof_dirs[NPF_WINDOWS_PROF_DIRS];
         unsigned head;
         uint64_t clustered;             /* the last generation whose cluster analysis was queued */
 } npf_windows_t;
 
 /* Remember that the windows of @generation are named below @prof_dir. */
 void npf_windows_note_prof_dir(npf_windows_t *w, uint64_t generation, const char *prof_dir);
+
+/* Remember that @generation is an automatic window's, opened for @reason (daemon/autowin.h). */
+void npf_windows_note_reason(npf_windows_t *w, uint64_t generation, const char *reason);
 
 /*
  * npf_windows_ended() - log the window @rec that ended, and hand it on: a done window to
@@ -55,7 +59,7 @@ void npf_windows_analysis_logged(const npf_sweep_t *sweep, const npf_analysis_ev
 /*
  * The window history of @sweep as JSON, newest first, at most @max: each output as an
  * absolute directory where its prof_dir is known, each with its analysis from @analyze
- * (null when there is none). Return: a new reference.
+ * (null when there is none) and its reason (null but for an automatic window's). Return: a new reference.
  */
 json_t *npf_windows_history_json(const npf_windows_t *w, const npf_sweep_t *sweep, npf_analyze_t *analyze,
                                  size_t max);

@@ -9,7 +9,8 @@
  * For the daemon's watch of progress: --jitter PCT makes each step up to PCT percent
  * longer or shorter (uniformly, seeded by the rank); --slow-at N --slow-factor F makes the
  * steps from N take F times as long (a fail-slow); --hang-at N stops at step N, as a rank
- * stuck in a collective does, and sleeps until it is killed.
+ * stuck in a collective does, and sleeps in hang_forever() until it is killed: that is the
+ * function its stacks name when the daemon asks for them.
  *
  *   train-loop --rank R --steps N --step-ms MS [--shm-name NAME] [--backend host|acl|auto] [--busy PCT]
  *              [--first-step FIRST] [--jitter PCT] [--slow-at N --slow-factor F] [--hang-at N]
@@ -57,6 +58,18 @@ static double work(double ms, unsigned busy, int64_t step)
                 nanosleep(&(struct timespec) { .tv_sec = (time_t) ((rest - now) / 1000000000u),
                                                .tv_nsec = (long) ((rest - now) % 1000000000u) }, NULL);
         return acc;
+}
+
+/*
+ * Stuck in step @step, as in a collective that never completes: until killed. A function of
+ * its own, never inlined, so that the rank's stacks show where it hangs.
+ */
+static __attribute__((noinline, noreturn)) void hang_forever(int64_t rank, int64_t step)
+{
+        printf("rank %" PRId64 ": hangs at step %" PRId64 "\n", rank, step);
+        fflush(stdout);
+        for (;;)
+                pause();
 }
 
 int main(int argc, char **argv)
@@ -123,13 +136,8 @@ int main(int argc, char **argv)
         double acc = 0;
         for (int64_t step = first; step < first + steps; step++) {
                 npf_rank_step(h, step);
-                if (hang_at && step >= hang_at) {
-                        /* Stuck in step N, as in a collective that never completes: until killed. */
-                        printf("rank %" PRId64 ": hangs at step %" PRId64 "\n", (int64_t) o.rank, step);
-                        fflush(stdout);
-                        for (;;)
-                                pause();
-                }
+                if (hang_at && step >= hang_at)
+                        hang_forever((int64_t) o.rank, step);
                 double ms = (double) step_ms;
                 if (slow_at && step >= slow_at)
                         ms *= slow_factor;

@@ -59,6 +59,8 @@ static json_t *manifest_json(int dfd, const npf_manifest_t *m)
                 json_object_set(o, "runtime", m->runtime);
         if (o && m->written_by)
                 json_object_set_new(o, "written_by", json_string(m->written_by));
+        if (o && m->reason && m->reason[0])
+                json_object_set_new(o, "reason", json_string(m->reason));
         return o;
 }
 

@@ -30,6 +30,7 @@ typedef struct npf_manifest {
         const char *message;            /* NULL or empty: null */
         json_t *runtime;                /* borrowed; NULL or empty: left out */
         const char *written_by;         /* NULL: left out (the rank's own) */
+        const char *reason;             /* why the window opened, an automatic one's; NULL or empty: left out */
 } npf_manifest_t;
 
 /*

@@ -10,11 +10,20 @@
  * failed (the backend refused), filtered (this rank is not in the rank list). A generation
  * opens at most one window; a configuration published during a window is read once the
  * window is closed.
+ *
+ * Beside the training thread, each handle has a thread of its own, the stacks watcher: it
+ * waits on the slot's request word for the daemon to ask for the process's stacks (a rank
+ * that stopped stepping cannot answer from its steps) and writes them (rank/stacks.h). The
+ * handle's mapping is the training thread's to change: attach() and npf_rank_close() take
+ * watch_lock, under which alone the watcher reads the slot and the control block, and
+ * npf_rank_close() joins the watcher before it unmaps anything. The per-step path takes no
+ * lock.
  */
 #include "npuprof/rank.h"
 #include "lib/outroot.h"
 #include "npuprof/protocol.h"
 #include "rank/backend.h"
+#include "rank/stacks.h"
 #include "lib/clock.h"
 #include "lib/manifest.h"
 #include "shm/slot.h"
@@ -24,6 +33,8 @@
 #include <inttypes.h>
 #include <jansson.h>
 #include <limits.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,6 +44,14 @@
 
 #define ATTACH_RETRY_NS 1000000000u     /* a detached rank looks for the segment this often */
 #define ATTACH_CHECK_STEPS 64u          /* ... checking the clock only every so many steps */
+#define WATCH_WAIT_MS 1000u             /* the stacks watcher looks at its slot at least this often */
+#define WATCH_JOIN_NS 10000000L         /* npf_rank_close() wakes the watcher this often until it ends */
+/*
+ * Anyone who may attach may write the rank table, and so ask: a handle writes its stacks at
+ * most once a second, and at most this many times (then it answers EDQUOT).
+ */
+#define WATCH_INTERVAL_NS 1000000000u
+#define WATCH_WRITES_MAX 256u
 
 struct npf_rank {
         npf_rank_fast_t fast;           /* first: the inline npf_rank_step() reads it */
@@ -59,6 +78,16 @@ struct npf_rank {
         char dir[NPF_SHM_PATH_MAX + 160];
         int dirfd;                      /* the window directory, from its creation to its manifest; else -1 */
         char message[256];
+        char reason[256];               /* why the window opened, an automatic one's (its extra's "reason"); else "" */
+
+        /* The stacks watcher. */
+        pthread_mutex_t watch_lock;     /* fast.ctl, fast.slot, shm and lease change only under it */
+        pthread_cond_t watch_cond;      /* a detached watcher waits on it for attach() or the end */
+        pthread_t watcher;
+        bool watching;                  /* the watcher runs: joined at npf_rank_close() */
+        bool watch_stop;                /* under watch_lock */
+        uint32_t stacks_written;        /* the watcher's */
+        uint64_t stacks_written_ns;     /* the watcher's: CLOCK_MONOTONIC of the last */
 };
 
 static int64_t env_int(const char *name, int64_t fallback)
@@ -107,17 +136,163 @@ static void attach(npf_rank_t *h)
 {
         char err[NPF_SHM_ERR_MAX];
 
-        if (npf_shm_open(h->shm_name, 0, &h->shm, err) < 0)
-                return;
-        if (npf_slot_claim(h->shm, (uint32_t) h->rank, h->device, &h->lease, err) < 0) {
-                /* Someone holds our rank id (a previous incarnation still exiting?): try later. */
-                h->shm = npf_shm_close(h->shm);
-                return;
+        pthread_mutex_lock(&h->watch_lock);
+        if (npf_shm_open(h->shm_name, 0, &h->shm, err) == 0) {
+                if (npf_slot_claim(h->shm, (uint32_t) h->rank, h->device, &h->lease, err) == 0) {
+                        h->fast.slot = h->lease.slot;
+                        h->fast.generation = 0;
+                        h->fast.ctl = npf_shm_ctl(h->shm);
+                        publish_state(h, h->state, h->state_step);
+                        pthread_cond_signal(&h->watch_cond);
+                } else {
+                        /* Someone holds our rank id (a previous incarnation still exiting?): try later. */
+                        h->shm = npf_shm_close(h->shm);
+                }
         }
-        h->fast.slot = h->lease.slot;
-        h->fast.generation = 0;
-        h->fast.ctl = npf_shm_ctl(h->shm);
-        publish_state(h, h->state, h->state_step);
+        pthread_mutex_unlock(&h->watch_lock);
+}
+
+/* --- the stacks watcher ------------------------------------------------------------------- */
+
+/*
+ * Write this process's stacks for request @asked to <prof_dir>/stacks/rank<R>_pid<P>_<N>.txt,
+ * confined below the output root as a window directory is (open_window()), under a
+ * temporary name renamed into place, so that a reader finds the whole file or none.
+ * Return: 0 or -errno.
+ */
+static int write_stacks_file(const npf_shm_window_t *win, int64_t rank, uint32_t pid, uint32_t asked)
+{
+        char msg[NPF_OUTROOT_ERR_MAX], err[NPF_STACKS_ERR_MAX], name[96];
+        npf_atomicfile_t f;
+        int dirfd, sdir, r;
+
+        if (win->prof_dir[0] == '\0')
+                return -ENOENT;
+        size_t root_len = win->args.root_len ? win->args.root_len : win->args.prof_dir_len;
+        dirfd = npf_outroot_walk(win->prof_dir, root_len, NPF_OUTROOT_CREATE, "the output directory", msg);
+        if (dirfd < 0)
+                return dirfd;
+        r = mkdirat(dirfd, "stacks", 0755) < 0 && errno != EEXIST ? -errno : 0;
+        sdir = r < 0 ? r : openat(dirfd, "stacks", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (sdir < 0 && r == 0)
+                r = -errno;
+        close(dirfd);
+        if (r < 0)
+                return r;
+        snprintf(name, sizeof(name), "rank%" PRId64 "_pid%" PRIu32 "_%" PRIu32 ".txt", rank, pid, asked);
+        r = npf_atomicfile_begin(&f, sdir, name, NULL, 0644, 0);
+        if (r == 0) {
+                r = npf_stacks_write(f.fd, err);
+                if (r == 0)
+                        r = npf_atomicfile_commit(&f, 0);
+                else
+                        npf_atomicfile_abort(&f);
+        }
+        close(sdir);
+        return r;
+}
+
+/*
+ * Answer request @asked of @slot: its stacks written, or why not. Called with watch_lock
+ * held, which it drops while it writes; the answer goes to the slot only if the handle
+ * still holds that claim.
+ */
+static void answer_stacks(npf_rank_t *h, npf_shm_slot_t *slot, uint32_t asked)
+{
+        npf_shm_window_t *win = malloc(sizeof(*win));
+        uint32_t pid = NPF_SLOT_PID(npf_slot_claim_word(slot));
+        uint64_t claim = h->lease.claim;
+        int r = win ? npf_shm_read_window(h->fast.ctl, (uint32_t) h->rank, win) : -ENOMEM;
+
+        pthread_mutex_unlock(&h->watch_lock);
+        if (r >= 0 && h->stacks_written == WATCH_WRITES_MAX)
+                r = -EDQUOT;
+        else if (r >= 0) {
+                r = write_stacks_file(win, h->rank, pid, asked);
+                h->stacks_written++;
+                h->stacks_written_ns = npf_clock_ns(CLOCK_MONOTONIC);
+        }
+        free(win);
+        pthread_mutex_lock(&h->watch_lock);
+        if (h->fast.slot == slot && h->lease.claim == claim)
+                npf_slot_answer_stacks(slot, asked, r < 0 ? -r : 0);
+}
+
+static void *watch_stacks(void *arg)
+{
+        npf_rank_t *h = arg;
+
+        pthread_mutex_lock(&h->watch_lock);
+        while (!h->watch_stop) {
+                npf_shm_slot_t *slot = h->fast.slot;
+
+                if (!slot) {
+                        pthread_cond_wait(&h->watch_cond, &h->watch_lock);
+                        continue;
+                }
+                uint32_t asked = npf_slot_stacks_asked(slot), wait_ms = WATCH_WAIT_MS;
+                if (asked != npf_slot_stacks_done(slot)) {
+                        uint64_t since = npf_clock_ns(CLOCK_MONOTONIC) - h->stacks_written_ns;
+                        if (h->stacks_written == 0 || since >= WATCH_INTERVAL_NS) {
+                                answer_stacks(h, slot, asked);
+                                continue;
+                        }
+                        /* Too soon after the last: answered once a second has passed (the newest request). */
+                        wait_ms = (uint32_t) ((WATCH_INTERVAL_NS - since) / 1000000u) + 1;
+                }
+                /* The wait reads nothing here; npf_rank_close() wakes it and joins before it unmaps. */
+                pthread_mutex_unlock(&h->watch_lock);
+                npf_slot_wait_stacks(slot, asked, wait_ms);
+                pthread_mutex_lock(&h->watch_lock);
+        }
+        pthread_mutex_unlock(&h->watch_lock);
+        return NULL;
+}
+
+/*
+ * Start the watcher with every signal blocked, from its first instruction: a job's signals
+ * are for its own threads. No watcher (no thread could be made) costs only the answers.
+ */
+static void start_watcher(npf_rank_t *h)
+{
+        sigset_t all, old;
+
+        sigfillset(&all);
+        pthread_sigmask(SIG_SETMASK, &all, &old);
+        h->watching = pthread_create(&h->watcher, NULL, watch_stacks, h) == 0;
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
+        /* Named from here, so that it has its name from the moment npf_rank_open() returns. */
+        if (h->watching)
+                pthread_setname_np(h->watcher, "npuprof-stacks");
+}
+
+static void stop_watcher(npf_rank_t *h)
+{
+        npf_shm_slot_t *slot;
+
+        if (!h->watching)
+                return;
+        pthread_mutex_lock(&h->watch_lock);
+        h->watch_stop = true;
+        slot = h->fast.slot;
+        pthread_cond_signal(&h->watch_cond);
+        pthread_mutex_unlock(&h->watch_lock);
+        /* A wake that comes before the watcher waits is lost: it is sent again until the watcher ends. */
+        for (;;) {
+                struct timespec until;
+
+                if (slot)
+                        npf_slot_wake_stacks(slot);
+                clock_gettime(CLOCK_REALTIME, &until);
+                until.tv_nsec += WATCH_JOIN_NS;
+                if (until.tv_nsec >= 1000000000L) {
+                        until.tv_sec++;
+                        until.tv_nsec -= 1000000000L;
+                }
+                if (pthread_timedjoin_np(h->watcher, NULL, &until) != ETIMEDOUT)
+                        break;
+        }
+        h->watching = false;
 }
 
 static const npf_backend_ops_t *choose_backend(const npf_rank_t *h, uint32_t configured, char *err)
@@ -153,6 +328,7 @@ static int write_manifest(npf_rank_t *h, bool complete)
                 .ended_unix_ms = (int64_t) (npf_clock_ns(CLOCK_REALTIME) / 1000000u),
                 .message = h->message,
                 .runtime = h->runtime,
+                .reason = h->reason,
         };
         npf_atomicfile_t f;
         int r = npf_manifest_write(&f, h->dirfd, &m, "tmp", 0);
@@ -175,6 +351,22 @@ static void fail_window(npf_rank_t *h, int64_t step, const char *why)
 {
         snprintf(h->message, sizeof(h->message), "%.255s", why);
         publish_state(h, NPF_WINDOW_FAILED, step);
+}
+
+/* Why the daemon opened this window by itself, when it did: "reason" in the generation's extra JSON. */
+static void read_reason(npf_rank_t *h)
+{
+        char *extra = h->win.args.extra_len && h->fast.ctl ? malloc(NPF_SHM_EXTRA_MAX) : NULL;
+        json_t *o = NULL;
+
+        h->reason[0] = '\0';
+        if (extra && npf_shm_read_extra(h->fast.ctl, h->win.args.generation, extra) >= 0)
+                o = json_loads(extra, 0, NULL);
+        const char *reason = json_string_value(json_object_get(o, "reason"));
+        if (reason)
+                snprintf(h->reason, sizeof(h->reason), "%s", reason);
+        json_decref(o);
+        free(extra);
 }
 
 static int open_window(npf_rank_t *h, int64_t step)
@@ -233,6 +425,7 @@ static int open_window(npf_rank_t *h, int64_t step)
         h->opened_real_ns = npf_clock_ns(CLOCK_REALTIME);
         h->last_step = step;
         h->message[0] = '\0';
+        read_reason(h);
         publish_state(h, NPF_WINDOW_COLLECTING, step);
         json_decref(h->runtime);
         h->runtime = json_object();
@@ -446,6 +639,8 @@ int npf_rank_open(const npf_rank_options_t *opts, npf_rank_t **ret_rank, char *e
                 snprintf(h->backend_override, sizeof(h->backend_override), "%s", o.backend);
         h->pid = getpid();
         h->dirfd = -1;
+        pthread_mutex_init(&h->watch_lock, NULL);
+        pthread_cond_init(&h->watch_cond, NULL);
         h->state = NPF_WINDOW_IDLE;
         h->start = h->stop = h->state_step = NPF_STEP_NONE;
 
@@ -457,6 +652,8 @@ int npf_rank_open(const npf_rank_options_t *opts, npf_rank_t **ret_rank, char *e
                         if (err)
                                 snprintf(err, NPF_SHM_ERR_MAX, "%s", e);
                         npf_shm_close(h->shm);
+                        pthread_cond_destroy(&h->watch_cond);
+                        pthread_mutex_destroy(&h->watch_lock);
                         free(h);
                         return r;
                 }
@@ -464,6 +661,7 @@ int npf_rank_open(const npf_rank_options_t *opts, npf_rank_t **ret_rank, char *e
                 h->fast.ctl = npf_shm_ctl(h->shm);
                 publish_state(h, NPF_WINDOW_IDLE, NPF_STEP_NONE);
         }
+        start_watcher(h);
         *ret_rank = h;
         return 0;
 }
@@ -476,6 +674,7 @@ void npf_rank_close(npf_rank_t *h)
                 npf_rank_close_after_fork(h);
                 return;
         }
+        stop_watcher(h);
         /* Closing its own window is all: the ACL runtime is process-wide, another rank's
          * window may still be open in it. */
         /* A job whose last step is the window's last has a complete window. */
@@ -485,6 +684,8 @@ void npf_rank_close(npf_rank_t *h)
                 npf_slot_release(h->shm, &h->lease);
         npf_shm_close(h->shm);
         json_decref(h->runtime);
+        pthread_cond_destroy(&h->watch_cond);
+        pthread_mutex_destroy(&h->watch_lock);
         free(h);
 }
 
@@ -512,7 +713,11 @@ void npf_rank_close_after_fork(npf_rank_t *h)
 {
         if (!h)
                 return;
-        /* The slot, its lock and any open backend state are the parent's: drop the mappings only. */
+        /*
+         * The slot, its lock and any open backend state are the parent's: drop the mappings only.
+         * The watcher is a thread of the parent's, not the child's: nothing to join, and its lock,
+         * which it may have held at the fork, is not destroyed.
+         */
         npf_slot_abandon(&h->lease);
         if (h->dirfd >= 0)
                 close(h->dirfd);

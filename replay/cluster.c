@@ -172,6 +172,14 @@ static json_t *window_row(const window_t *w)
                 }
         }
         free(in);
+        /* Why the window opened, when it opened by itself: its manifest says (npuprofd(8)). */
+        char path[PATH_MAX];
+        json_t *manifest = snprintf(path, sizeof(path), "%s/manifest.json", w->dir) < (int) sizeof(path)
+                                   ? json_load_file(path, 0, NULL) : NULL;
+        const char *reason = json_string_value(json_object_get(manifest, "reason"));
+        if (reason)
+                json_object_set_new(row, "reason", json_string(reason));
+        json_decref(manifest);
         if (!have_trace && !have_peak && !json_object_get(row, "error"))
                 json_object_set_new(row, "error", json_string("no readable trace or snapshot in the window"));
         if (have_peak) {
@@ -261,9 +269,14 @@ int npf_cluster_report_dirs(const char *const *dirs, size_t n_dirs, json_t **ret
                 threshold = median * NPF_CLUSTER_STRAGGLER;
         }
         size_t i;
-        json_t *row;
+        json_t *row, *reasons = json_array();
         json_array_foreach (rows, i, row) {
-                json_t *m = json_object_get(row, "step_median_us");
+                json_t *m = json_object_get(row, "step_median_us"), *reason = json_object_get(row, "reason");
+                bool known = !reason;
+                for (size_t k = 0; !known && k < json_array_size(reasons); k++)
+                        known = json_equal(json_array_get(reasons, k), reason);
+                if (!known)
+                        json_array_append(reasons, reason);
                 bool slow = m && json_real_value(m) > threshold;
                 json_object_set_new(row, "straggler", json_boolean(slow));
                 if (slow)
@@ -271,10 +284,11 @@ int npf_cluster_report_dirs(const char *const *dirs, size_t n_dirs, json_t **ret
                                                                     "dir", json_object_get(row, "dir"), "over_median",
                                                                     median > 0 ? json_real_value(m) / median : 0.0));
         }
-        report = json_pack("{s:s,s:s,s:i,s:s,s:I,s:o,s:o,s:f,s:o,s:o}", "tool", "npuprof-replay", "kind", "cluster",
+        report = json_pack("{s:s,s:s,s:i,s:s,s:I,s:o,s:o,s:f,s:o,s:o,s:o}", "tool", "npuprof-replay", "kind", "cluster",
                            "schema", 1, "dir", dir, "windows_found", (json_int_t) w.n, "median_step_us",
                            nm ? json_real(median) : json_null(), "threshold_us", nm ? json_real(threshold) : json_null(),
-                           "straggler_factor", NPF_CLUSTER_STRAGGLER, "stragglers", stragglers, "windows", rows);
+                           "straggler_factor", NPF_CLUSTER_STRAGGLER, "stragglers", stragglers, "windows", rows,
+                           "reasons", reasons ? reasons : json_array());
         free(medians);
         free(w.v);
         if (!report)
@@ -321,6 +335,8 @@ int npf_cluster_text(FILE *f, const json_t *report)
                         json_array_size(json_object_get(report, "stragglers")));
         else
                 fprintf(f, "; no ProfilerStep spans in any trace\n");
+        json_array_foreach(json_object_get(report, "reasons"), i, row)
+                fprintf(f, "Opened by itself: %s\n", json_string_value(row));
         fprintf(f, "\n%6s %10s %12s %12s %12s %12s  %s\n", "rank", "steps", "median step", "p90 step", "peak alloc",
                 "peak reserv", "window");
         json_array_foreach (json_object_get(report, "windows"), i, row) {

@@ -591,6 +591,36 @@ int npf_shm_read_window(const npf_shm_ctl_t *ctl, uint32_t rank, npf_shm_window_
         return -EAGAIN;
 }
 
+int npf_shm_read_extra(const npf_shm_ctl_t *ctl, uint64_t generation, char *buf)
+{
+        const npf_shm_config_t *c = &ctl->config;
+        uint64_t words[NPF_SHM_EXTRA_MAX / 8];
+        const char *text = (const char *) words;
+
+        _Static_assert(offsetof(npf_shm_args_t, extra_len) == offsetof(npf_shm_args_t, prof_dir_len) + 4 &&
+                       offsetof(npf_shm_args_t, prof_dir_len) % 8 == 0, "the two lengths are one word");
+        for (int retries = 0; retries < NPF__READ_RETRIES; retries++) {
+                uint64_t s = npf__seq_read_begin(&ctl->config_seq);
+                if (s == UINT64_MAX)
+                        return -EAGAIN;
+                if (s != generation * 2)
+                        return -ESTALE;
+                uint32_t lens[2];
+                npf__seq_copy_out(lens, &c->args.prof_dir_len, sizeof(lens));
+                uint32_t len = lens[1];
+                bool len_ok = len < NPF_SHM_EXTRA_MAX;
+                if (len_ok)
+                        npf__seq_copy_out(words, c->extra, npf__words(len + 1));
+                if (npf__seq_read_retry(&ctl->config_seq, s))
+                        continue;
+                if (!len_ok || text[len] != '\0')
+                        return -EBADMSG;
+                memcpy(buf, text, len + 1);
+                return retries;
+        }
+        return -EAGAIN;
+}
+
 int npf_shm_read_status(const npf_shm_ctl_t *ctl, npf_shm_status_t *ret_status)
 {
         npf_shm_status_t st = { 0 };

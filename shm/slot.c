@@ -5,6 +5,7 @@
 #include "seqlock.h"
 #include "internal.h"
 #include "lib/clock.h"
+#include "lib/futex.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -296,6 +297,18 @@ static uint32_t least_used_free_slot(npf_shm_ranks_t *table, const uint64_t *bus
 }
 
 /*
+ * A new claim has no request for stacks outstanding: the request word goes back to the last
+ * one answered. A request an earlier holder left unanswered is never taken for answered (the
+ * answer word is not moved forward over it), and a release or reclaim leaves both words be,
+ * so that the daemon still sees such a request unanswered, its holder gone.
+ */
+static void stacks_reset(npf_shm_slot_t *slot)
+{
+        atomic_store_explicit(a32((uint32_t *) &slot->stacks_error), 0, memory_order_relaxed);
+        atomic_store_explicit(a32(&slot->stacks_asked), npf_slot_stacks_done(slot), memory_order_relaxed);
+}
+
+/*
  * Lock a free slot through @fd, claim it for (@pid, @start) and fill it in. A free slot
  * that another open file description holds locked is being claimed (or was just released):
  * it is passed over. Return: its index, -ENOSPC, or -errno when a lock cannot be taken.
@@ -343,6 +356,7 @@ static int take_free_slot(npf_shm_ranks_t *table, int fd, uint32_t rank, int32_t
                         slot->claimed_ns = npf_clock_ns(CLOCK_REALTIME);
                         npf_slot_step(slot, -1, 0);
                         npf_slot_set_state(slot, &idle);
+                        stacks_reset(slot);
                         atomic_store_explicit(npf__seq(&slot->proc_start), start, memory_order_release);
                         *ret_claim = mine;
                         return (int) i;
@@ -636,4 +650,55 @@ int npf_slot_read(const npf_shm_ranks_t *table, uint32_t index, npf_slot_view_t 
 int npf_slot_read_current(const npf_shm_ranks_t *table, uint32_t index, npf_slot_view_t *ret_view)
 {
         return slot_read(table, index, ret_view, false);
+}
+
+/* --- requests for the holder's stacks ------------------------------------------------------ */
+
+int npf_slot_ask_stacks(npf_shm_slot_t *slot, uint32_t *ret_asked)
+{
+        /* Release: the holder that sees the request sees what the asker wrote before it. */
+        uint32_t asked = atomic_fetch_add_explicit(a32(&slot->stacks_asked), 1, memory_order_acq_rel) + 1;
+
+        npf_futex_wake(&slot->stacks_asked, true, INT32_MAX);
+        *ret_asked = asked;
+        return 0;
+}
+
+bool npf_slot_stacks_answered(const npf_shm_slot_t *slot, uint32_t asked, int *ret_error)
+{
+        uint32_t done = atomic_load_explicit(a32(&slot->stacks_done), memory_order_acquire);
+
+        /* The numbers wrap: a later request is one at most 2^31 ahead. */
+        if ((int32_t) (done - asked) < 0)
+                return false;
+        if (ret_error)
+                *ret_error = (int) atomic_load_explicit(a32((const uint32_t *) &slot->stacks_error),
+                                                        memory_order_relaxed);
+        return true;
+}
+
+uint32_t npf_slot_stacks_asked(const npf_shm_slot_t *slot)
+{
+        return atomic_load_explicit(a32(&slot->stacks_asked), memory_order_acquire);
+}
+
+uint32_t npf_slot_stacks_done(const npf_shm_slot_t *slot)
+{
+        return atomic_load_explicit(a32(&slot->stacks_done), memory_order_relaxed);
+}
+
+int npf_slot_wait_stacks(const npf_shm_slot_t *slot, uint32_t seen, unsigned timeout_ms)
+{
+        return npf_futex_wait(&slot->stacks_asked, seen, true, timeout_ms);
+}
+
+void npf_slot_wake_stacks(const npf_shm_slot_t *slot)
+{
+        npf_futex_wake(&slot->stacks_asked, true, INT32_MAX);
+}
+
+void npf_slot_answer_stacks(npf_shm_slot_t *slot, uint32_t asked, int error)
+{
+        atomic_store_explicit(a32((uint32_t *) &slot->stacks_error), (uint32_t) error, memory_order_relaxed);
+        atomic_store_explicit(a32(&slot->stacks_done), asked, memory_order_release);
 }

@@ -153,4 +153,53 @@ uint64_t npf_slot_windows_ended(const npf_shm_slot_t *slot);
 /* Return: the slot index of @slot in @table. */
 uint32_t npf_slot_index(const npf_shm_ranks_t *table, const npf_shm_slot_t *slot);
 
+/*
+ * Requests for a holder's stacks (the words stacks_asked, stacks_done and stacks_error of
+ * include/npuprof/shm.h). The daemon asks; the holder, which waits on the request word
+ * with a futex shared between processes (no FUTEX_PRIVATE_FLAG), writes its stacks and
+ * answers with the number of the request it served. It serves the newest: an answer to a
+ * later request answers the earlier ones too.
+ */
+
+/*
+ * npf_slot_ask_stacks() - ask the holder of @slot for its stacks: one more request, and a
+ * FUTEX_WAKE of whoever waits on the request word.
+ * Return: 0 and the request's number in @ret_asked.
+ * Context: the daemon, on a slot it may write; any thread.
+ */
+int npf_slot_ask_stacks(npf_shm_slot_t *slot, uint32_t *ret_asked);
+
+/*
+ * npf_slot_stacks_answered() - has the holder answered request @asked (or a later one)?
+ * Return: true if so, with the answer's error (0, or the positive errno of a failed write)
+ * in @ret_error, which may be NULL; false while it has not.
+ * Context: any reader of the rank table, read-only mappings included.
+ */
+bool npf_slot_stacks_answered(const npf_shm_slot_t *slot, uint32_t asked, int *ret_error);
+
+/* The newest request (acquire: what the daemon wrote before it asked is seen). Context: the holder. */
+uint32_t npf_slot_stacks_asked(const npf_shm_slot_t *slot);
+
+/* The number of the last request the holder answered. Context: any. */
+uint32_t npf_slot_stacks_done(const npf_shm_slot_t *slot);
+
+/*
+ * npf_slot_wait_stacks() - wait, at most @timeout_ms, while the request word of @slot still
+ * holds @seen. The word's address may be unmapped meanwhile by another thread: the kernel
+ * then answers at once with an error, or waits on nothing until the timeout.
+ * Return: 0 when woken or the word differs, -ETIMEDOUT, -EINTR, or another -errno.
+ * Context: the holder's thread that answers requests.
+ */
+int npf_slot_wait_stacks(const npf_shm_slot_t *slot, uint32_t seen, unsigned timeout_ms);
+
+/* Wake whoever waits on @slot's request word, leaving it as it is. Context: the holder. */
+void npf_slot_wake_stacks(const npf_shm_slot_t *slot);
+
+/*
+ * npf_slot_answer_stacks() - answer request @asked: @error (0, or a positive errno), then,
+ * last (release), the request's number.
+ * Context: the holder.
+ */
+void npf_slot_answer_stacks(npf_shm_slot_t *slot, uint32_t asked, int error);
+
 #endif /* NPUPROF_SLOT_H */

@@ -35,6 +35,37 @@ npf_plain_only() {
 }
 npf_top=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
+# npf_run TEST [ARG...]: the next test of a suite that starts a daemon for each, numbered n:
+# a fresh $dir under $tmp with $out (its output root) and its daemon's $conf, $shm
+# (npftest-PREFIX-PID-n), $sock and $log. After it, the processes it put in test_pids (the
+# daemon's $dpid among them) are killed and its segment removed.
+npf_run() {
+        local p
+        n=$((n + 1))
+        dir=$tmp/$n out=$tmp/$n/out
+        mkdir -p "$out"
+        conf=$dir/profiler_config.json shm=npftest-$npf_prefix-$$-$n sock=$dir/npuprofd.sock log=$dir/daemon.log
+        test_pids=() dpid=''
+        "$@"
+        for p in "${test_pids[@]}"; do kill -KILL "$p" 2>/dev/null; done
+        for p in "${test_pids[@]}"; do wait "$p" 2>/dev/null; done
+        rm -f "/dev/shm/$shm.ctl" "/dev/shm/$shm.ranks"
+}
+
+# npf_stop_daemon [WHAT]: SIGTERM to the daemon $dpid, which must exit 0 with no sanitizer
+# report in $log: one check, named after WHAT when given.
+npf_stop_daemon() {
+        local rc name="${1:+$1: }the daemon stops cleanly, with no sanitizer report"
+        kill -TERM "$dpid"
+        wait "$dpid"
+        rc=$?
+        if [ "$rc" -eq 0 ] && ! grep -qE 'Sanitizer|runtime error' "$log"; then
+                ok "$name"
+        else
+                fail "$name" "exit $rc; $(tail -n 20 "$log")"
+        fi
+}
+
 ok()   { passed=$((passed + 1)); echo "ok   $1"; }
 fail() { failed=$((failed + 1)); echo "FAIL $1"; [ -n "${2:-}" ] && sed 's/^/     | /' <<<"$2"; return 0; }
 skip() { echo "skip $1"; }

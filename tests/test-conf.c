@@ -609,6 +609,53 @@ static void test_other_dialect_key_is_a_warning(void **state)
         assert_int_equal(res.c.args.step_count, 1);
 }
 
+/* The native file's "auto" section: its values, its defaults, and its errors at their place. */
+static void test_auto_section(void **state)
+{
+        (void) state;
+        result_t res;
+        npf_conf_auto_t a;
+        const char *full = "{\"auto\": {\"on_slowdown\": {\"steps\": 7}, \"on_stall\": {\"after_s\": 120},\n"
+                           "  \"cooldown_s\": 600, \"max_per_day\": 2}}";
+        const char *defaults = "{\"auto\": {\"on_slowdown\": {}, \"on_stall\": {}}}";
+        const char *bad_steps = "{\"auto\": {\"on_slowdown\": {\n  \"steps\": 0}}}";
+        const char *bad_type = "{\"start_step\": 3, \"auto\": {\"on_stall\": 300}}";
+        const char *nothing = "{\"auto\": {\"cooldown_s\": 5}}";
+        const char *unknown = "{\"auto\": {\"on_slowdown\": {\"stepz\": 3}}}";
+        const char *torch = "{\"prof_dir\": \"p\", \"auto\": {\"on_slowdown\": {}}}";
+
+        memset(&a, SENTINEL, sizeof(a));
+        assert_int_equal(npf_conf_parse_auto(full, strlen(full), &res.c, &a, &res.r), 0);
+        assert_int_equal(a.slowdown_steps, 7);
+        assert_int_equal(a.stall_after_ms, 120000);
+        assert_int_equal(a.cooldown_ms, 600000);
+        assert_int_equal(a.max_per_day, 2);
+        assert_int_equal(res.c.args.enabled, 0);        /* no window of the person's: profiling off */
+
+        assert_int_equal(npf_conf_parse_auto(defaults, strlen(defaults), &res.c, &a, &res.r), 0);
+        assert_int_equal(a.slowdown_steps, NPF_CONF_AUTO_STEPS_DEFAULT);
+        assert_int_equal(a.stall_after_ms, NPF_CONF_AUTO_STALL_S_DEFAULT * 1000u);
+        assert_int_equal(a.cooldown_ms, NPF_CONF_AUTO_COOLDOWN_S_DEFAULT * 1000u);
+        assert_int_equal(a.max_per_day, NPF_CONF_AUTO_PER_DAY_DEFAULT);
+
+        /* Without the section, nothing happens by itself. */
+        memset(&a, SENTINEL, sizeof(a));
+        assert_int_equal(npf_conf_parse_auto("{\"start_step\": 1}", 17, &res.c, &a, &res.r), 0);
+        assert_int_equal(a.slowdown_steps | a.max_per_day, 0);
+        assert_int_equal(a.stall_after_ms | a.cooldown_ms, 0);
+
+        check_diag(bad_steps, parse_one_error(&res, bad_steps), "auto.on_slowdown.steps", 2, 12, "0 is out of range",
+                   "1 to 1000 steps");
+        check_diag(bad_type, parse_one_error(&res, bad_type), "auto.on_stall", 1, 40, "expected an object",
+                   "found 300");
+        assert_int_equal(parse_valid(&res, nothing), 1);
+        check_diag(nothing, &res.r.warnings[0], "auto", 1, 10, "neither on_slowdown nor on_stall", NULL);
+        assert_int_equal(parse_valid(&res, unknown), 1);
+        check_diag(unknown, &res.r.warnings[0], "auto.on_slowdown.stepz", 1, 36, "unknown key 'stepz'", "ignored");
+        assert_int_equal(parse_valid(&res, torch), 1);
+        check_diag(torch, &res.r.warnings[0], "auto", 1, 27, "'auto' is an npuprof key", "not read in a torch_npu file");
+}
+
 static void test_unknown_keys_are_warnings(void **state)
 {
         (void) state;
@@ -2188,6 +2235,7 @@ int main(void)
                 cmocka_unit_test(test_dialect_from_exclusive_keys),
                 cmocka_unit_test(test_mixed_dialects_are_an_error),
                 cmocka_unit_test(test_other_dialect_key_is_a_warning),
+                cmocka_unit_test(test_auto_section),
                 cmocka_unit_test(test_unknown_keys_are_warnings),
                 cmocka_unit_test(test_experimental_key_of_no_torch_npu_level),
                 cmocka_unit_test(test_window_torch_npu),

@@ -71,19 +71,6 @@ start_daemon() {
         wait_for ctl status >/dev/null 2>&1
 }
 
-# stop_daemon WHAT: SIGTERM; the daemon must exit 0, with no sanitizer report in its log.
-stop_daemon() {
-        local rc
-        kill -TERM "$dpid"
-        wait "$dpid"
-        rc=$?
-        if [ "$rc" -eq 0 ] && ! grep -qE 'Sanitizer|runtime error' "$log"; then
-                ok "$1: the daemon stops cleanly, with no sanitizer report"
-        else
-                fail "$1: the daemon stops cleanly, with no sanitizer report" "exit $rc; $(tail -n 20 "$log")"
-        fi
-}
-
 # in_container NAME CMD...: CMD as pid 1 of a new pid namespace with its own /proc, sharing
 # /dev/shm; its output in $dir/NAME.out. Sets ns_unshare (the unshare process).
 in_container() {
@@ -112,19 +99,6 @@ wait_host_pid() {
 manifest_field() {
         python3 -c 'import json, sys; print(json.load(open(sys.argv[1] + "/manifest.json")).get(sys.argv[2]))' "$1" "$2" \
                 2>/dev/null
-}
-
-run() {
-        local p
-        n=$((n + 1))
-        dir=$tmp/$n out=$tmp/$n/out
-        mkdir -p "$out"
-        conf=$dir/profiler_config.json shm=npftest-c-$$-$n sock=$dir/npuprofd.sock log=$dir/daemon.log
-        test_pids=() dpid=''
-        "$@"
-        for p in "${test_pids[@]}"; do kill -KILL "$p" 2>/dev/null; done
-        for p in "${test_pids[@]}"; do wait "$p" 2>/dev/null; done
-        rm -f "/dev/shm/$shm.ctl" "/dev/shm/$shm.ranks"
 }
 
 # --- one rank in a container: attached, a long window, done ------------------------------
@@ -168,7 +142,7 @@ t_long_window() {
         check "window: the rank recorded pid 1, its own in its namespace" test "$(manifest_field "$wdir" pid)" = 1
         eventually "window: the rank is detached once gone" js "o['ranks'] == []"
         check "window: the log says nothing was lost" test "$(grep -c ' lost' "$log")" -eq 0
-        stop_daemon window
+        npf_stop_daemon window
 }
 
 # --- two ranks in containers, both pid 1 there: one killed mid-window, one done ------------
@@ -206,7 +180,7 @@ t_kill_and_finish() {
         check "kill: the finished rank's manifest is complete" \
                 test "$(manifest_field "$out/rank2_start30_stop229" status)" = complete
         check "kill: no rank is attached" js "o['ranks'] == []"
-        stop_daemon kill
+        npf_stop_daemon kill
 }
 
 # --- a rank id held in a container is given to no one else while its holder lives ---------
@@ -231,7 +205,7 @@ t_never_twice() {
         eventually "twice: killed, its slot is freed" js "o['ranks'] == []"
         out2=$(unshare --pid --fork --mount-proc "$driver" --shm "$shm" --rank 3 2>&1)
         check "twice: then rank 3 may be claimed in a container" grep -q '^claimed slot' <<<"$out2"
-        stop_daemon twice
+        npf_stop_daemon twice
 }
 
 # --- --rank-group: mode 0660 and a group, and who may attach ---------------------------------
@@ -271,10 +245,10 @@ t_rank_group() {
                 grep -q "rank-group: no group 'no-such-group-$$'" <<<"$out2"
 }
 
-run t_long_window
-run t_kill_and_finish
-run t_never_twice
-run t_rank_group
+npf_run t_long_window
+npf_run t_kill_and_finish
+npf_run t_never_twice
+npf_run t_rank_group
 
 echo "containers: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

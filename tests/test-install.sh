@@ -44,7 +44,8 @@ check "the bash completions are in $completions" \
 system_pc=$(pkg-config --variable pc_path pkg-config)
 pc() { PKG_CONFIG_SYSROOT_DIR=$dest PKG_CONFIG_LIBDIR=$dest$libdir/pkgconfig:$system_pc pkg-config "$@"; }
 check "pkg-config knows libnpuprof $version" test "$(pc --modversion libnpuprof)" = "$version"
-check "its static flags name the private dependencies" sh -c "echo '$(pc --static --libs libnpuprof)' | grep -q -- -ljansson"
+check "its static flags name the private dependencies" \
+        sh -c "echo '$(pc --static --libs libnpuprof)' | grep -- -ljansson | grep -q -- -ldw"
 
 cat >"$tmp/user.c" <<'C'
 #include <npuprof/rank.h>

@@ -45,22 +45,9 @@ jv() { npf_json_print "$py_prelude" "json.dumps($1)" ctl status --json; }
 metric() { ctl metrics | awk -v n="$1" '$1 == n { print $2 }'; }
 file_metric() { awk -v n="$1" '$1 == n { print $2 }' "$prom"; }
 
-run() {
-        local p
-        n=$((n + 1))
-        dir=$tmp/$n out=$tmp/$n/out
-        mkdir -p "$out"
-        conf=$dir/profiler_config.json shm=npftest-progress-$$-$n sock=$dir/npuprofd.sock log=$dir/daemon.log
-        prom=$dir/npuprof.prom
-        test_pids=() dpid=''
-        "$@"
-        for p in "${test_pids[@]}"; do kill -KILL "$p" 2>/dev/null; done
-        for p in "${test_pids[@]}"; do wait "$p" 2>/dev/null; done
-        rm -f "/dev/shm/$shm.ctl" "/dev/shm/$shm.ranks"
-}
-
 t_progress() {
         local k pid rank3='' looks=0 bad='' w0 w1 s0 since seen first last
+        prom=$dir/npuprof.prom
         # A window armed far ahead: armed ranks are timed as idle ones are.
         printf '{"start_step": 100000, "steps": 2}\n' >"$conf"
         "$npuprofd" --config "$conf" --shm-name "$shm" --socket "$sock" --output-root "$out" --analyze-jobs 0 \
@@ -144,14 +131,7 @@ t_progress() {
         check "... logged once" test "$(grep -c 'progress stall over: rank 3 left, stalled at step 560' "$log")" -eq 1
         check "the slowdown was found once" test "$(metric npuprof_slowdowns_total)" = 1
 
-        kill -TERM "$dpid"
-        wait "$dpid"
-        local rc=$?
-        if [ "$rc" -eq 0 ] && ! grep -qE 'Sanitizer|runtime error' "$log"; then
-                ok "the daemon stops cleanly, with no sanitizer report"
-        else
-                fail "the daemon stops cleanly, with no sanitizer report" "exit $rc; $(tail -n 20 "$log")"
-        fi
+        npf_stop_daemon
 }
 
 t_usage() {
@@ -165,8 +145,8 @@ t_usage() {
                 test "$(grep -cE -- '--(stall-after|stall-factor|slowdown-pct|slowdown-steps) ' <<<"$o")" -eq 4
 }
 
-run t_progress
-run t_usage
+npf_run t_progress
+npf_run t_usage
 
 echo "progress: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <sched.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -20,9 +21,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
+
+#include "insyscall.h"
 
 typedef struct fixture {
         char name[64];
@@ -982,6 +986,83 @@ static void test_odd_sequences_everywhere_cost_no_yield(void **state)
         assert_int_equal(v.rank, 7);
 }
 
+static uint64_t monotonic_ms(void)
+{
+        struct timespec ts;
+
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec * 1000u + (uint64_t) ts.tv_nsec / 1000000u;
+}
+
+/*
+ * A request for stacks wakes a holder in another process that waits on its own mapping of
+ * the slot (a shared futex: a private one would leave it asleep for its 60 s); it answers,
+ * and the answer is seen through the asker's mapping. Requests are numbered on, across the
+ * wrap of the word; an answer to a later one answers the earlier ones too.
+ */
+static void test_stacks_request_wakes_holder(void **state)
+{
+        fixture_t *f = *state;
+        int claimed[2];
+        char c;
+
+        assert_int_equal(pipe(claimed), 0);
+        pid_t pid = fork();
+        assert_true(pid >= 0);
+        if (pid == 0) {
+                npf_shm_t *shm;
+                npf_slot_lease_t lease;
+                char err[NPF_SHM_ERR_MAX];
+
+                in_child(f);
+                close(claimed[0]);
+                if (npf_shm_open(f->name, 0, &shm, err) < 0 || npf_slot_claim(shm, 9, -1, &lease, err) < 0)
+                        _exit(1);
+                uint32_t seen = npf_slot_stacks_asked(lease.slot);
+                if (seen != npf_slot_stacks_done(lease.slot) || write(claimed[1], "x", 1) != 1)
+                        _exit(2);
+                while (npf_slot_stacks_asked(lease.slot) == seen)
+                        if (npf_slot_wait_stacks(lease.slot, seen, 60000) == -ETIMEDOUT)
+                                _exit(3);
+                npf_slot_answer_stacks(lease.slot, npf_slot_stacks_asked(lease.slot), EACCES);
+                _exit(0);
+        }
+        close(claimed[1]);
+        assert_int_equal(read(claimed[0], &c, 1), 1);
+        close(claimed[0]);
+        uint32_t e = __atomic_load_n(&f->table->index[9], __ATOMIC_ACQUIRE);
+        npf_shm_slot_t *slot = &f->table->slots[NPF_INDEX_SLOT(e)];
+
+        /* Asleep on the futex, before it is asked. */
+        wait_in_syscall(pid, SYS_futex);
+        uint32_t before = npf_slot_stacks_asked(slot), asked;
+        int error = 0;
+        assert_false(npf_slot_stacks_answered(slot, before + 1, &error));
+        uint64_t t0 = monotonic_ms();
+        assert_int_equal(npf_slot_ask_stacks(slot, &asked), 0);
+        assert_int_equal(asked, before + 1);
+        while (!npf_slot_stacks_answered(slot, asked, &error) && monotonic_ms() - t0 < 10000)
+                usleep(1000);
+        assert_true(npf_slot_stacks_answered(slot, asked, &error));
+        assert_true(monotonic_ms() - t0 < 10000);
+        assert_int_equal(error, EACCES);
+        int status;
+        assert_int_equal(waitpid(pid, &status, 0), pid);
+        assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+        assert_true(npf_slot_stacks_answered(slot, before, NULL));
+        assert_false(npf_slot_stacks_answered(slot, asked + 1, NULL));
+
+        /* Across the wrap. */
+        slot->stacks_asked = slot->stacks_done = UINT32_MAX;
+        assert_int_equal(npf_slot_ask_stacks(slot, &asked), 0);
+        assert_int_equal(asked, 0);
+        assert_false(npf_slot_stacks_answered(slot, 0, NULL));
+        assert_true(npf_slot_stacks_answered(slot, UINT32_MAX, NULL));
+        npf_slot_answer_stacks(slot, 1, 0);
+        assert_true(npf_slot_stacks_answered(slot, 0, &error));
+        assert_int_equal(error, 0);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -1006,6 +1087,7 @@ int main(void)
                 cmocka_unit_test_setup_teardown(test_state_roundtrip_and_bounds, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_read_current_leaves_ended_out, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_odd_sequences_everywhere_cost_no_yield, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_stacks_request_wakes_holder, setup, teardown),
         };
         return cmocka_run_group_tests_name("slot", tests, NULL, NULL);
 }

@@ -16,7 +16,9 @@
  * manifest.json written last. Its slot in the rank table shows its step and window state.
  *
  * Thread-safety: a handle belongs to one thread at a time; call npf_rank_step() from the
- * training loop's thread. Different handles (ranks of one process) are independent.
+ * training loop's thread. Different handles (ranks of one process) are independent. Each
+ * handle also runs a thread of its own, "npuprof-stacks", that writes the process's stacks
+ * when the daemon asks (see npf_stacks_set_interpreter()); npf_rank_close() joins it.
  * fork(): a child must not use its parent's handle; it may npf_rank_open() its own, and
  * should call npf_rank_close_after_fork() on the inherited one to free it without touching
  * the slot, which stays the parent's. A child that does neither still never keeps its
@@ -98,6 +100,22 @@ void npf_rank_close_after_fork(npf_rank_t *h);
 
 /* Fill @ret_info with what the rank is doing. */
 void npf_rank_info(const npf_rank_t *h, npf_rank_info_t *ret_info);
+
+/*
+ * npf_stacks_set_interpreter() - how an interpreter in this process has its own stacks
+ * written: to have them, the library points @fd at the output and raises @signo on its
+ * own thread; the interpreter's handler of @signo writes every thread's stacks to @fd
+ * (Python: faulthandler.register(signo, file=fd, all_threads=True)). Between two writes @fd
+ * points at /dev/null. @signo 0 (or an invalid one, or @fd < 0) turns the hook off.
+ *
+ * While a handle is attached, a thread of the library ("npuprof-stacks", every signal
+ * blocked) waits for the daemon to ask, through the rank's slot, for the process's stacks
+ * (a rank that stopped stepping), and writes every other thread's native frames, then the
+ * interpreter's stacks, to <prof_dir>/stacks/rank<R>_pid<P>_<N>.txt. Each thread is
+ * stopped in turn by signal SIGRTMAX - 3 while its stack is read.
+ * Context: any thread, at any time; the last call wins.
+ */
+void npf_stacks_set_interpreter(int signo, int fd);
 
 /*
  * npf_rank_step() - the start of step @step: open, advance or close the window.

@@ -268,7 +268,18 @@ typedef struct npf_shm_slot {
          * do: the ABI version stays 2.
          */
         uint32_t lock_tag;
-        uint8_t  pad0[12];
+        /*
+         * A request for the holder's stacks (shm/slot.h, npf_slot_ask_stacks()): the daemon
+         * adds one to stacks_asked and wakes the futex on it; the holder writes its threads'
+         * stacks, stores stacks_error (0, or the positive errno of a failed write) and then,
+         * last, stacks_done = the request it answered. A claim starts with stacks_asked equal
+         * to stacks_done. Like lock_tag these were padding, zero: an older libnpuprof never
+         * answers (a request to it stays unanswered), no other field moved, and the ABI
+         * version stays 2.
+         */
+        uint32_t stacks_asked;
+        uint32_t stacks_done;
+        int32_t  stacks_error;
         _Alignas(64) uint64_t seq;      /* seqlock of st, last and windows_ended */
         npf_shm_slot_state_t st;        /* what the rank is doing now */
         /*
@@ -413,6 +424,14 @@ int npf_shm_read_config(const npf_shm_ctl_t *ctl, npf_shm_config_t *ret_config);
  */
 int npf_shm_read_window(const npf_shm_ctl_t *ctl, uint32_t rank, npf_shm_window_t *window);
 
+/*
+ * npf_shm_read_extra() - copy the extra JSON of generation @generation, untorn and
+ * NUL-terminated, into @buf of NPF_SHM_EXTRA_MAX bytes (scratch unless the call succeeds).
+ * Return: retries (>= 0), -ESTALE when another generation is in force, -EBADMSG or -EAGAIN.
+ * Context: any thread; a rank calls it once per window.
+ */
+int npf_shm_read_extra(const npf_shm_ctl_t *ctl, uint64_t generation, char *buf);
+
 /* Copy the file status, untorn and NUL-checked, into @ret_status on success.
  * Return: retries, -EBADMSG or -EAGAIN. */
 int npf_shm_read_status(const npf_shm_ctl_t *ctl, npf_shm_status_t *ret_status);
@@ -533,6 +552,9 @@ _Static_assert(offsetof(npf_shm_slot_t, step) == 24, "abi");
 _Static_assert(offsetof(npf_shm_slot_t, heartbeat_ns) == 32, "abi");
 _Static_assert(offsetof(npf_shm_slot_t, claimed_ns) == 40, "abi");
 _Static_assert(offsetof(npf_shm_slot_t, lock_tag) == 48, "abi");
+_Static_assert(offsetof(npf_shm_slot_t, stacks_asked) == 52, "abi");
+_Static_assert(offsetof(npf_shm_slot_t, stacks_done) == 56, "abi");
+_Static_assert(offsetof(npf_shm_slot_t, stacks_error) == 60, "abi");
 _Static_assert(NPF_SHM_SLOTS < (1u << NPF_INDEX_SLOT_BITS), "slot + 1 fits the index entry");
 _Static_assert(offsetof(npf_shm_slot_t, seq) == 64, "abi");
 _Static_assert(offsetof(npf_shm_slot_t, st) == 72, "abi");

@@ -18,18 +18,29 @@ Threads: a Monitor belongs to the training loop's thread (calls are serialized b
 so misuse is safe, but steps from two threads make no sense). fork(): a child's inherited
 Monitor is released without touching the parent's slot and becomes detached and closed;
 open a new Monitor in the child if it trains.
+
+Stacks: when the rank stops stepping (a hang, in a collective say), npuprofd asks it for its
+stacks, and a thread of libnpuprof writes them to <prof_dir>/stacks/rank<R>_pid<P>_<N>.txt:
+every thread's native frames (each thread is stopped in turn by signal SIGRTMAX - 3), then
+every Python thread's stack as faulthandler writes it. For that, the first Monitor of a
+process registers faulthandler for STACKS_SIGNAL (SIGRTMAX - 4) on a descriptor of its own
+that points at /dev/null, which the library points at the file for the time of a dump. A
+process that has a handler of its own for that signal keeps it, and its files then hold the
+native frames only.
 """
 
 import dataclasses
 import errno as _errno
+import faulthandler
 import os
+import signal
 import threading
 import weakref
 
 from . import _lib
 from ._lib import LibraryNotFound, WINDOW_STATE_NAMES
 
-__all__ = ["Monitor", "Info", "Error", "LibraryNotFound", "WINDOW_STATE_NAMES"]
+__all__ = ["Monitor", "Info", "Error", "LibraryNotFound", "WINDOW_STATE_NAMES", "STACKS_SIGNAL"]
 __version__ = "0.1.0"
 
 
@@ -59,6 +70,33 @@ class Info:
 
 
 _monitors = weakref.WeakSet()
+
+# faulthandler writes every Python thread's stack when libnpuprof raises this signal.
+STACKS_SIGNAL = signal.SIGRTMAX - 4 if hasattr(signal, "SIGRTMAX") else None
+_stacks_lock = threading.Lock()
+_stacks_done = False        # once per process; a forked child keeps its parent's registration
+
+
+def _register_stacks(lib):
+    """Have faulthandler write the Python stacks into the stacks a stalled rank writes."""
+    global _stacks_done
+    if lib.npf_set_interpreter is None or STACKS_SIGNAL is None:
+        return
+    with _stacks_lock:
+        if _stacks_done:
+            return
+        _stacks_done = True
+        # A handler the process installed for this signal (its own faulthandler.register()
+        # of it, or anything else) is left alone: the stacks then hold the native frames only.
+        if _lib.signal_has_handler(STACKS_SIGNAL) is not False:
+            return
+        try:
+            fd = os.open(os.devnull, os.O_WRONLY | os.O_CLOEXEC)
+            faulthandler.register(STACKS_SIGNAL, file=fd, all_threads=True, chain=False)
+        except (OSError, RuntimeError, ValueError):
+            return
+        # The descriptor stays open for the life of the process: faulthandler writes to it.
+        lib.npf_set_interpreter(STACKS_SIGNAL, fd)
 
 
 def _after_fork_in_child():
@@ -117,6 +155,7 @@ class Monitor:
         self._fast = _lib.RankFast.from_address(h.value)
         self._pid = os.getpid()
         _monitors.add(self)
+        _register_stacks(self._lib)
 
     # -- the loop ---------------------------------------------------------------------------
 

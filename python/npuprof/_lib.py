@@ -188,7 +188,30 @@ def _bind(lib):
         fail.argtypes = [p, ctypes.c_char_p]
         fail.restype = ctypes.c_int
     lib.npf_fail = fail
+    # npf_stacks_set_interpreter(signo, fd): the interpreter's part of the stacks a stalled
+    # rank writes when the daemon asks; None in a library without it.
+    interp = getattr(lib, "npf_stacks_set_interpreter", None)
+    if interp is not None:
+        interp.argtypes = [ctypes.c_int, ctypes.c_int]
+        interp.restype = None
+    lib.npf_set_interpreter = interp
     return lib
+
+
+def signal_has_handler(signo):
+    """True unless signal @signo is at its default action, as sigaction(2) says: a handler
+    of Python's, of C code (faulthandler's, say), or SIG_IGN. None when it cannot be told.
+
+    The handler is the first member of glibc's and musl's struct sigaction on Linux, and
+    SIG_DFL is 0; the rest of the buffer is room for the remainder of the structure."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        old = ctypes.create_string_buffer(512)
+        if libc.sigaction(ctypes.c_int(signo), None, old) != 0:
+            return None
+    except (OSError, AttributeError):
+        return None
+    return ctypes.c_void_p.from_buffer(old).value is not None
 
 
 def load():
