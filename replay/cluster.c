@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -119,6 +120,32 @@ static int snapshot_peaks(const char *path, uint64_t *ret_alloc, uint64_t *ret_r
         return r;
 }
 
+/*
+ * The window's manifest.json, for why it opened when it opened by itself (npuprofd(8)): a
+ * regular file only, never waited on. Return: a new reference, or NULL.
+ */
+static json_t *read_manifest(const char *dir)
+{
+        char path[PATH_MAX];
+        struct stat st;
+        json_t *o = NULL;
+        FILE *f;
+        int fd;
+
+        if (snprintf(path, sizeof(path), "%s/manifest.json", dir) >= (int) sizeof(path))
+                return NULL;
+        fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+        if (fd < 0)
+                return NULL;
+        if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || !(f = fdopen(fd, "r"))) {
+                close(fd);
+                return NULL;
+        }
+        o = json_loadf(f, 0, NULL);
+        fclose(f);
+        return o;
+}
+
 /* One window's row: step times from its first trace with steps, peaks from its snapshots. */
 static json_t *window_row(const window_t *w)
 {
@@ -172,10 +199,7 @@ static json_t *window_row(const window_t *w)
                 }
         }
         free(in);
-        /* Why the window opened, when it opened by itself: its manifest says (npuprofd(8)). */
-        char path[PATH_MAX];
-        json_t *manifest = snprintf(path, sizeof(path), "%s/manifest.json", w->dir) < (int) sizeof(path)
-                                   ? json_load_file(path, 0, NULL) : NULL;
+        json_t *manifest = read_manifest(w->dir);
         const char *reason = json_string_value(json_object_get(manifest, "reason"));
         if (reason)
                 json_object_set_new(row, "reason", json_string(reason));

@@ -32,9 +32,18 @@ done
 here=$(cd "$(dirname "$0")" && pwd)
 lib=$(cd "$build" && pwd)/libnpuprof.so
 
+# An analyzer built with AddressSanitizer or ThreadSanitizer reserves terabytes of address
+# space: it runs under no address-space limit.
+mem_opts=()
+grep -qaE "__asan_init|__tsan_init" "$build/npuprof-replay" && mem_opts=(--analyze-memory 0)
+
 . "$here/lib.sh"
 npf_harness auto
 wait_ms=30000
+# Debian's interpreter, as the package's users have it (a shim in front of another would
+# take the sanitizer's runtime too).
+python=/usr/bin/python3
+[ -x "$python" ] || python=python3
 fleet=$tmp/fleet out=$tmp/out
 mkdir -p "$fleet" "$out"
 declare -A dpid
@@ -85,7 +94,7 @@ py_rank() {
         # A sanitizer's library needs its runtime loaded first into the interpreter.
         preload=$(ldd "$lib" 2>/dev/null | awk '/lib(asan|ubsan|tsan)\.so/ { print $3; exit }')
         LD_PRELOAD=$preload ASAN_OPTIONS=detect_leaks=0 NPUPROF_LIB=$lib PYTHONPATH=$here/../python \
-                python3 - "npftest-auto-$$-$k" "$r" "$slow" "$hang" >>"$tmp/rank$r.out" 2>&1 <<'PY' &
+                "$python" - "npftest-auto-$$-$k" "$r" "$slow" "$hang" >>"$tmp/rank$r.out" 2>&1 <<'PY' &
 import random, sys, threading, time
 import npuprof
 shm, rank, slow_at, hang_at = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
@@ -122,7 +131,7 @@ stop_daemon() {
 conf=$tmp/profiler_config.json
 printf '{"output_dir": "%s/job", "auto": {"on_slowdown": {"steps": 5}, "cooldown_s": 3600, "max_per_day": 4}}\n' \
         "$out" >"$conf"
-for k in 1 2 3; do daemon "$k" "$conf" --analyze-jobs 1; done
+for k in 1 2 3; do daemon "$k" "$conf" --analyze-jobs 1 "${mem_opts[@]}"; done
 for k in 1 2 3; do wait_for ctl "$k" status >/dev/null 2>&1 || fail "node-$k's daemon did not start" "$(diag)"; done
 check "status shows the policy: on_slowdown 5 steps, cooldown_s 3600, max_per_day 4, no window yet" \
         js 1 "A['policy'] == {'on_slowdown': {'steps': 5}, 'on_stall': None, 'cooldown_s': 3600, 'max_per_day': 4} and A['windows'] == 0 and A['last'] is None"
