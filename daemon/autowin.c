@@ -39,8 +39,18 @@ typedef struct stacks_request {
         uint32_t slot, tag, rank, pid, asked;
         uint64_t asked_ns;
         int state, error;
-        char *path;
+        uint32_t file;                  /* the request the file is named by: a rank asked twice answers the newest */
+        char *prof_dir;                 /* where the rank writes them: path() */
 } stacks_request_t;
+
+/* The file request @n of @q's rank is written to, as libnpuprof names it: a new string, or NULL. */
+static char *path(const stacks_request_t *q, uint32_t n)
+{
+        char *s;
+
+        return q->prof_dir && asprintf(&s, "%s/stacks/rank%" PRIu32 "_pid%" PRIu32 "_%" PRIu32 ".txt", q->prof_dir,
+                                       q->rank, q->pid, n) >= 0 ? s : NULL;
+}
 
 struct npf_autowin {
         char *fleet_dir, *node;
@@ -152,19 +162,6 @@ static void note_last(npf_autowin_t *a, int kind, const char *reason, uint64_t g
                             "unix_ms", (json_int_t) (now_ns / MS_NS));
 }
 
-/* The fastest rank's step on this node, or -1. */
-static int64_t fastest_step(const npf_progress_t *p)
-{
-        npf_progress_rank_t r;
-        uint32_t cursor = 0;
-        int64_t max = -1;
-
-        while (npf_progress_next(p, &cursor, &r))
-                if (r.step > max)
-                        max = r.step;
-        return max;
-}
-
 /*
  * Open the window of @steps steps from @start on this node's ranks, for @reason.
  * Return: the generation, or 0 (logged why).
@@ -237,7 +234,7 @@ static void take_proposal(npf_autowin_t *a, const npf_progress_t *p, json_t *o, 
         json_int_t at_ms = json_integer_value(json_object_get(o, "proposed_unix_ms"));
         const char *reason = json_string_value(json_object_get(o, "reason"));
         const char *kind = json_string_value(json_object_get(o, "kind"));
-        int64_t here = fastest_step(p);
+        int64_t here = npf_progress_fastest_step(p);
         const char *refused;
         char s_start[32], s_here[32];
 
@@ -374,7 +371,7 @@ void npf_autowin_slowdown(npf_autowin_t *a, const npf_progress_t *p, const npf_p
 {
         const char *refused = window_refused(a, windows_open);
         char why[160], reason[NPF_AUTOWIN_REASON_MAX], since[32], s_start[32];
-        int64_t here = fastest_step(p);
+        int64_t here = npf_progress_fastest_step(p);
         double step_s = npf_progress_step_time(p);
 
         if (!a->policy.slowdown_steps)
@@ -440,7 +437,7 @@ static stacks_request_t *new_request(npf_autowin_t *a)
 {
         stacks_request_t *q = &a->requests[a->req_head];
 
-        free(q->path);
+        free(q->prof_dir);
         memset(q, 0, sizeof(*q));
         a->req_head = (a->req_head + 1) % NPF_AUTOWIN_STACKS_KEPT;
         if (a->req_count < NPF_AUTOWIN_STACKS_KEPT)
@@ -466,13 +463,14 @@ static void ask_stacks(npf_autowin_t *a, npf_shm_ranks_t *ranks, const npf_progr
         q->asked = asked;
         q->asked_ns = now_ns;
         q->state = STACKS_ASKED;
-        if (asprintf(&q->path, "%s/stacks/rank%" PRIu32 "_pid%" PRIu32 "_%" PRIu32 ".txt", prof_dir, r->rank, pid,
-                     asked) < 0)
-                q->path = NULL;
+        q->file = asked;
+        q->prof_dir = strdup(prof_dir);
         a->stacks_asked++;
         npf_step_text(r->step, step);
+        char *file = path(q, asked);
         npf_log(LOG_NOTICE, NPF_LOG_NONE, r->rank, "progress stall: rank %" PRIu32 " asked for its stacks, stalled "
-                "at step %s for %.0f s (into %s)", r->rank, step, r->stalled_for_s, q->path ? q->path : prof_dir);
+                "at step %s for %.0f s (into %s)", r->rank, step, r->stalled_for_s, file ? file : prof_dir);
+        free(file);
 }
 
 /* Note what the ranks asked made of it. */
@@ -489,37 +487,28 @@ static void check_requests(npf_autowin_t *a, const npf_shm_ranks_t *ranks, uint6
                 claim = atomic_load_explicit((_Atomic uint64_t *) &slot->claim, memory_order_acquire);
                 if (npf_slot_stacks_answered(slot, q->asked, &error)) {
                         q->state = error ? STACKS_FAILED : STACKS_WRITTEN;
-                        /* A rank asked again before it answered writes one file, named by the newest request. */
-                        uint32_t done = npf_slot_stacks_done(slot);
-                        char *dir = q->path ? strdup(q->path) : NULL;
-                        char *cut = dir ? strrchr(dir, '_') : NULL;
-                        if (done != q->asked && cut) {
-                                *cut = '\0';
-                                free(q->path);
-                                if (asprintf(&q->path, "%s_%" PRIu32 ".txt", dir, done) < 0)
-                                        q->path = NULL;
-                        }
-                        free(dir);
-                }
-                else if (NPF_SLOT_TAG(claim) != q->tag || NPF_SLOT_PID(claim) == 0)
+                        q->file = npf_slot_stacks_done(slot);
+                } else if (NPF_SLOT_TAG(claim) != q->tag || NPF_SLOT_PID(claim) == 0)
                         q->state = STACKS_GONE;
                 else if (q->asked_ns + STACKS_ANSWER_NS < now_ns)
                         q->state = STACKS_UNANSWERED;
                 else
                         continue;
                 q->error = error;
+                char *file = path(q, q->file);
                 if (q->state == STACKS_WRITTEN)
                         npf_log(LOG_NOTICE, NPF_LOG_NONE, q->rank, "rank %" PRIu32 " wrote its stacks: %s", q->rank,
-                                q->path ? q->path : "");
+                                file ? file : "");
                 else if (q->state == STACKS_FAILED)
                         npf_log(LOG_WARNING, NPF_LOG_NONE, q->rank, "rank %" PRIu32 " could not write its stacks to %s: "
-                                "%s", q->rank, q->path ? q->path : "", strerror(error));
+                                "%s", q->rank, file ? file : "", strerror(error));
                 else if (q->state == STACKS_UNANSWERED)
                         npf_log(LOG_WARNING, NPF_LOG_NONE, q->rank, "rank %" PRIu32 " did not write its stacks within "
                                 "30 s (a libnpuprof without the stacks thread?)", q->rank);
                 else
                         npf_log(LOG_NOTICE, NPF_LOG_NONE, q->rank, "rank %" PRIu32 " left before writing its stacks",
                                 q->rank);
+                free(file);
         }
 }
 
@@ -611,7 +600,7 @@ npf_autowin_t *npf_autowin_free(npf_autowin_t *a)
         if (!a)
                 return NULL;
         for (unsigned i = 0; i < NPF_AUTOWIN_STACKS_KEPT; i++)
-                free(a->requests[i].path);
+                free(a->requests[i].prof_dir);
         json_decref(a->last);
         free(a->person);
         free(a->fleet_dir);
@@ -648,13 +637,15 @@ json_t *npf_autowin_json(const npf_autowin_t *a)
         for (unsigned k = 0; k < a->req_count; k++) {
                 const stacks_request_t *q =
                         &a->requests[(a->req_head + NPF_AUTOWIN_STACKS_KEPT - 1 - k) % NPF_AUTOWIN_STACKS_KEPT];
+                char *file = path(q, q->file);
                 json_array_append_new(stacks, json_pack("{s:I, s:I, s:I, s:I, s:o, s:s, s:o}", "rank",
                                                         (json_int_t) q->rank, "pid", (json_int_t) q->pid, "asked",
                                                         (json_int_t) q->asked, "asked_unix_ms",
                                                         (json_int_t) (q->asked_ns / MS_NS), "path",
-                                                        q->path ? json_string(q->path) : json_null(), "state",
+                                                        file ? json_string(file) : json_null(), "state",
                                                         stacks_state_names[q->state], "error",
                                                         q->error ? json_string(strerror(q->error)) : json_null()));
+                free(file);
         }
         return json_pack("{s:o, s:I, s:I, s:o, s:{s:o, s:o}, s:o, s:o}", "policy", npf_conf_auto_json(&a->policy),
                          "windows", (json_int_t) a->windows, "stacks_asked", (json_int_t) a->stacks_asked, "last",

@@ -817,6 +817,11 @@ static json_t *rounded(double v, double scale)
         return json_real(v >= 0 && v < 1e15 ? (double) (int64_t) (v * scale + 0.5) / scale : v);
 }
 
+int64_t npf_progress_fastest_step(const npf_progress_t *p)
+{
+        return p->fastest;
+}
+
 json_t *npf_progress_json(const npf_progress_t *p)
 {
         uint32_t ranks[NPF_SHM_SLOTS], n = 0;

@@ -136,6 +136,8 @@ uint64_t npf_progress_stalls(const npf_progress_t *p);         /* progress stall
 uint64_t npf_progress_slowdowns(const npf_progress_t *p);      /* slowdowns found, ever */
 bool npf_progress_slowing(const npf_progress_t *p);            /* a slowdown is on */
 
+/* The highest step of the node's ranks at the last sweep; -1: none. */
+int64_t npf_progress_fastest_step(const npf_progress_t *p);
 /* The job's step time now, in seconds; 0: not known. */
 double npf_progress_step_time(const npf_progress_t *p);
 
