@@ -129,16 +129,32 @@ void npf_sweep_run(npf_sweep_t *s, npf_shm_t *shm, uint64_t now_ns, npf_sweep_re
                                         record(s, &v, NPF_WINDOW_LOST, cb, data);
                         }
                 }
-                /* A free slot where no window ended since the last sweep holds nothing new. */
-                if (s->primed && NPF_SLOT_PID(claim) == 0 &&
-                    npf_slot_windows_ended(&table->slots[i]) == s->seen[i].ended)
+                /*
+                 * A slot's cold entry (its window state) is read only when its sequence moved
+                 * or it was claimed anew since the last sweep read it; else its hot entry is
+                 * all there is to read, and a free one holds nothing new at all.
+                 */
+                uint64_t seq = npf_slot_seq(&table->slots[i]);
+                bool unchanged = s->primed && seq == s->seen[i].seq && claim == s->seen[i].claim;
+                if (unchanged && NPF_SLOT_PID(claim) == 0)
                         continue;
-                if (npf_slot_read_current(table, i, &v) < 0 ||
-                    (v.windows_ended != s->seen[i].ended && npf_slot_read(table, i, &v) < 0)) {
+                if (unchanged) {
+                        memset(&v.st, 0, sizeof(v.st));
+                        npf_slot_read_hot(table, i, &v);
+                        v.st.state = s->seen[i].state;
+                        v.windows_ended = s->seen[i].ended;
+                } else if (npf_slot_read_current(table, i, &v) < 0 ||
+                           (v.windows_ended != s->seen[i].ended && npf_slot_read(table, i, &v) < 0)) {
                         /* Torn by its writer this time: what progress knows of it stands. */
                         if (s->progress && NPF_SLOT_PID(claim) != 0)
                                 npf_progress_unread(s->progress, i);
+                        s->seen[i].seq = UINT64_MAX;
                         continue;
+                } else {
+                        /* The claim word read before the state: a claim made since is read again next time. */
+                        s->seen[i].claim = claim;
+                        s->seen[i].seq = v.seq;
+                        s->seen[i].state = v.st.state;
                 }
                 /* A window that opened and closed between two sweeps slowed the steps between them. */
                 bool window_ended = v.windows_ended != s->seen[i].ended;

@@ -62,6 +62,9 @@ typedef struct npf_sweep {
         /* What was last recorded of each slot, so that an outcome is counted once. */
         struct {
                 uint32_t tag, pid;
+                uint64_t claim;                         /* the claim word when its cold entry was read */
+                uint64_t seq;                           /* the sequence it was read at; UINT64_MAX: to read */
+                uint32_t state;                         /* the window state read then */
                 uint64_t ended;                         /* windows_ended recorded */
                 uint64_t heartbeat;                     /* the heartbeat last seen */
                 uint64_t quiet_ns;                      /* sweep time it stayed so, while collecting */

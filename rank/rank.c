@@ -129,7 +129,7 @@ static void publish_state(npf_rank_t *h, uint32_t state, int64_t step)
         snprintf(st.message, sizeof(st.message), "%s", h->message);
         const char *slash = strrchr(h->dir, '/');
         snprintf(st.output, sizeof(st.output), "%s", h->dir[0] && slash ? slash + 1 : "");
-        npf_slot_set_state(h->fast.slot, &st);
+        npf_slot_set_state(npf_shm_ranks(h->shm), h->fast.slot, &st);
 }
 
 static void attach(npf_rank_t *h)

@@ -117,8 +117,8 @@ static int ranks_check(const npf_shm_ranks_t *t, const char *obj, char *err)
         int r = header_check(t, NPF_SHM_RANKS_MAGIC, "rank table", obj, err);
 
         if (r == 0 && (t->table_size != sizeof(npf_shm_ranks_t) || t->slot_count != NPF_SHM_SLOTS ||
-                       t->slot_size != sizeof(npf_shm_slot_t) || t->index_count != NPF_SHM_MAX_RANKS ||
-                       t->header_size != offsetof(npf_shm_ranks_t, index))) {
+                       t->slot_size != sizeof(npf_shm_slot_t) || t->cold_size != sizeof(npf_shm_slot_cold_t) ||
+                       t->index_count != NPF_SHM_MAX_RANKS || t->header_size != offsetof(npf_shm_ranks_t, slots))) {
                 npf__set_err(err, "segment %s has ABI version %u but wrong sizes (%u slots)", obj, t->abi_version,
                              t->slot_count);
                 r = -EPROTO;
@@ -140,9 +140,10 @@ static void ctl_init(npf_shm_ctl_t *ctl)
 static void ranks_init(npf_shm_ranks_t *r)
 {
         r->abi_version = NPF_SHM_ABI_VERSION;
-        r->header_size = offsetof(npf_shm_ranks_t, index);
+        r->header_size = offsetof(npf_shm_ranks_t, slots);
         r->slot_count = NPF_SHM_SLOTS;
         r->slot_size = sizeof(npf_shm_slot_t);
+        r->cold_size = sizeof(npf_shm_slot_cold_t);
         r->index_count = NPF_SHM_MAX_RANKS;
         r->table_size = sizeof(*r);
         atomic_store_explicit(npf__seq(&r->magic), NPF_SHM_RANKS_MAGIC, memory_order_release);

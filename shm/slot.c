@@ -133,13 +133,22 @@ static bool lock_fd_close(int fd, pid_t owner)
 
 /* --- slot locks ---------------------------------------------------------------------------- */
 
-/* Take (F_WRLCK) or drop (F_UNLCK) the lock on slot @index's bytes. Return: 0, -EAGAIN if held, -errno. */
+/*
+ * The bytes a slot's lock covers: its hot entry's. A claimant writes its cold entry too, but
+ * the lock only says who holds the slot, and one range per slot is all it needs.
+ */
+static off_t lock_start(uint32_t index)
+{
+        return (off_t) (offsetof(npf_shm_ranks_t, slots) + (size_t) index * sizeof(npf_shm_slot_t));
+}
+
+/* Take (F_WRLCK) or drop (F_UNLCK) the lock on slot @index's hot entry. Return: 0, -EAGAIN if held, -errno. */
 static int slot_lock(int fd, uint32_t index, short type)
 {
         struct flock lk = {
                 .l_type = type,
                 .l_whence = SEEK_SET,
-                .l_start = (off_t) (offsetof(npf_shm_ranks_t, slots) + (size_t) index * sizeof(npf_shm_slot_t)),
+                .l_start = lock_start(index),
                 .l_len = sizeof(npf_shm_slot_t),
         };
 
@@ -150,7 +159,7 @@ static int slot_lock(int fd, uint32_t index, short type)
 
 /*
  * Return: 1 if another open file description than @fd's holds a write lock on slot
- * @index's bytes, 0 if none does, -errno if the kernel could not tell. A read lock is no
+ * @index's hot entry, 0 if none does, -errno if the kernel could not tell. A read lock is no
  * holder's: anyone who may read the table can take one.
  */
 static int slot_locked(int fd, uint32_t index)
@@ -158,7 +167,7 @@ static int slot_locked(int fd, uint32_t index)
         struct flock lk = {
                 .l_type = F_WRLCK,
                 .l_whence = SEEK_SET,
-                .l_start = (off_t) (offsetof(npf_shm_ranks_t, slots) + (size_t) index * sizeof(npf_shm_slot_t)),
+                .l_start = lock_start(index),
                 .l_len = sizeof(npf_shm_slot_t),
         };
 
@@ -177,9 +186,14 @@ uint64_t npf_slot_proc_start(const npf_shm_slot_t *slot)
         return atomic_load_explicit(npf__seq(&slot->proc_start), memory_order_acquire);
 }
 
-uint64_t npf_slot_windows_ended(const npf_shm_slot_t *slot)
+uint64_t npf_slot_seq(const npf_shm_slot_t *slot)
 {
-        return atomic_load_explicit(npf__seq(&slot->windows_ended), memory_order_relaxed);
+        return atomic_load_explicit(npf__seq(&slot->seq), memory_order_relaxed);
+}
+
+npf_shm_slot_cold_t *npf_slot_cold(const npf_shm_ranks_t *table, uint32_t index)
+{
+        return (npf_shm_slot_cold_t *) &table->cold[index];
 }
 
 bool npf_slot_guarded(const npf_shm_slot_t *slot, uint64_t claim)
@@ -193,12 +207,12 @@ bool npf_slot_guarded(const npf_shm_slot_t *slot, uint64_t claim)
  * last window of a rank that closed right after it ended.
  * Context: the holder of the claim word @claim (its owner, or a reclaimer).
  */
-static void slot_clear(npf_shm_slot_t *slot, uint64_t claim, bool keep_state)
+static void slot_clear(npf_shm_ranks_t *table, npf_shm_slot_t *slot, uint64_t claim, bool keep_state)
 {
         npf_shm_slot_state_t idle = { .state = NPF_WINDOW_IDLE };
 
         if (!keep_state)
-                npf_slot_set_state(slot, &idle);
+                npf_slot_set_state(table, slot, &idle);
         atomic_store_explicit(npf__seq(&slot->proc_start), 0, memory_order_relaxed);
         atomic_store_explicit(npf__seq((uint64_t *) &slot->step), (uint64_t) -1, memory_order_relaxed);
         atomic_store_explicit(npf__seq(&slot->claim), claim_word(NPF_SLOT_TAG(claim), 0), memory_order_release);
@@ -261,7 +275,7 @@ static int reclaim(npf_shm_ranks_t *table, int fd, uint32_t index, npf_slot_view
                 uint32_t expect = NPF_INDEX_ENTRY(index, NPF_SLOT_TAG(claim));
                 atomic_compare_exchange_strong(a32(&table->index[rank]), &expect, 0);
         }
-        slot_clear(slot, mark, false);
+        slot_clear(table, slot, mark, false);
         if (ret_last)
                 *ret_last = last;
         return 1;
@@ -286,7 +300,8 @@ static uint32_t least_used_free_slot(npf_shm_ranks_t *table, const uint64_t *bus
         for (uint32_t i = 0; i < NPF_SHM_SLOTS && fewest > 0; i++) {
                 npf_shm_slot_t *slot = &table->slots[i];
                 uint64_t claim = atomic_load_explicit(npf__seq(&slot->claim), memory_order_relaxed);
-                uint64_t ended = atomic_load_explicit(npf__seq(&slot->windows_ended), memory_order_relaxed);
+                uint64_t ended = atomic_load_explicit(npf__seq(&table->cold[i].windows_ended),
+                                                      memory_order_relaxed);
 
                 if (NPF_SLOT_PID(claim) == 0 && ended < fewest && !(busy[i / 64] >> (i % 64) & 1)) {
                         best = i;
@@ -355,7 +370,7 @@ static int take_free_slot(npf_shm_ranks_t *table, int fd, uint32_t rank, int32_t
                         slot->local_device = device;
                         slot->claimed_ns = npf_clock_ns(CLOCK_REALTIME);
                         npf_slot_step(slot, -1, 0);
-                        npf_slot_set_state(slot, &idle);
+                        npf_slot_set_state(table, slot, &idle);
                         stacks_reset(slot);
                         atomic_store_explicit(npf__seq(&slot->proc_start), start, memory_order_release);
                         *ret_claim = mine;
@@ -466,7 +481,7 @@ int npf_slot_claim(npf_shm_t *shm, uint32_t rank, int32_t local_device, npf_slot
                         return 0;
                 }
                 /* Another claimant of this rank won the race: give our slot back and look. */
-                slot_clear(&table->slots[r], mine, false);
+                slot_clear(table, &table->slots[r], mine, false);
                 slot_lock(fd, (uint32_t) r, F_UNLCK);
         }
         npf__set_err(err, "rank %u: the rank table kept changing; try again", rank);
@@ -498,7 +513,7 @@ void npf_slot_release(npf_shm_t *shm, npf_slot_lease_t *lease)
                         uint32_t expect = NPF_INDEX_ENTRY(index, NPF_SLOT_TAG(claim));
                         atomic_compare_exchange_strong(a32(&table->index[rank]), &expect, 0);
                 }
-                slot_clear(slot, mark, true);
+                slot_clear(table, slot, mark, true);
         }
         /* The lock goes last: until the slot is free, it is ours. */
         lock_fd_close(lease->lock_fd, lease->owner);
@@ -551,7 +566,7 @@ void npf_slot_find_holders(npf_shm_t *shm, const bool *want, npf_slot_holder_t *
                         q[n] = (npf_proc_lock_query_t) {
                                 .start = start,
                                 .inner = (pid_t) pid,
-                                .offset = offsetof(npf_shm_ranks_t, slots) + (uint64_t) i * sizeof(npf_shm_slot_t),
+                                .offset = (uint64_t) lock_start(i),
                         };
                         at[n++] = i;
                 }
@@ -571,8 +586,9 @@ static bool is_outcome(uint32_t state)
                state == NPF_WINDOW_FILTERED;
 }
 
-void npf_slot_set_state(npf_shm_slot_t *slot, const npf_shm_slot_state_t *st)
+void npf_slot_set_state(npf_shm_ranks_t *table, npf_shm_slot_t *slot, const npf_shm_slot_state_t *st)
 {
+        npf_shm_slot_cold_t *cold = npf_slot_cold(table, npf_slot_index(table, slot));
         npf_shm_slot_state_t copy = *st;
         uint64_t s;
 
@@ -581,12 +597,12 @@ void npf_slot_set_state(npf_shm_slot_t *slot, const npf_shm_slot_state_t *st)
         copy.rank = slot->rank;
         copy.pid = NPF_SLOT_PID(atomic_load_explicit((_Atomic uint64_t *) &slot->claim, memory_order_relaxed));
         s = npf__seq_write_begin(&slot->seq);
-        npf__seq_copy_in(&slot->st, &copy, sizeof(copy));
+        npf__seq_copy_in(&cold->st, &copy, sizeof(copy));
         /* A window that ended is also kept apart, for the daemon, until the next one ends. */
         if (is_outcome(copy.state)) {
-                uint64_t ended = atomic_load_explicit(npf__seq(&slot->windows_ended), memory_order_relaxed);
-                npf__seq_copy_in(&slot->ended[ended % NPF_SLOT_ENDED], &copy, sizeof(copy));
-                atomic_store_explicit(npf__seq(&slot->windows_ended), ended + 1, memory_order_relaxed);
+                uint64_t ended = atomic_load_explicit(npf__seq(&cold->windows_ended), memory_order_relaxed);
+                npf__seq_copy_in(&cold->ended[ended % NPF_SLOT_ENDED], &copy, sizeof(copy));
+                atomic_store_explicit(npf__seq(&cold->windows_ended), ended + 1, memory_order_relaxed);
         }
         npf__seq_write_end(&slot->seq, s);
 }
@@ -601,15 +617,12 @@ static bool ended_ok(const npf_shm_slot_state_t *ended)
         return true;
 }
 
-/* Read slot @index into @v, its ended windows only if @with_ended (else they are zeroes). */
-static int slot_read(const npf_shm_ranks_t *table, uint32_t index, npf_slot_view_t *v, bool with_ended)
+/* The words of slot @index's hot entry into @v. */
+static void hot_read(const npf_shm_ranks_t *table, uint32_t index, npf_slot_view_t *v)
 {
-        const npf_shm_slot_t *slot;
-
-        if (index >= NPF_SHM_SLOTS)
-                return -ERANGE;
-        slot = &table->slots[index];
+        const npf_shm_slot_t *slot = &table->slots[index];
         uint64_t claim = atomic_load_explicit(npf__seq(&slot->claim), memory_order_acquire);
+
         v->index = index;
         v->pid = NPF_SLOT_PID(claim);
         v->tag = NPF_SLOT_TAG(claim);
@@ -620,6 +633,19 @@ static int slot_read(const npf_shm_ranks_t *table, uint32_t index, npf_slot_view
         v->claimed_ns = atomic_load_explicit(npf__seq(&slot->claimed_ns), memory_order_relaxed);
         v->local_device = (int32_t) atomic_load_explicit(a32((const uint32_t *) &slot->local_device),
                                                          memory_order_relaxed);
+}
+
+/* Read slot @index into @v, its ended windows only if @with_ended (else they are zeroes). */
+static int slot_read(const npf_shm_ranks_t *table, uint32_t index, npf_slot_view_t *v, bool with_ended)
+{
+        const npf_shm_slot_t *slot;
+        const npf_shm_slot_cold_t *cold;
+
+        if (index >= NPF_SHM_SLOTS)
+                return -ERANGE;
+        slot = &table->slots[index];
+        cold = &table->cold[index];
+        hot_read(table, index, v);
         if (!with_ended)
                 memset(v->ended, 0, sizeof(v->ended));
 
@@ -627,12 +653,13 @@ static int slot_read(const npf_shm_ranks_t *table, uint32_t index, npf_slot_view
                 uint64_t s = npf__seq_read_begin_bounded(&slot->seq, NPF__SLOT_READ_SPINS);
                 if (s == UINT64_MAX)
                         continue;
-                npf__seq_copy_out(&v->st, &slot->st, sizeof(v->st));
+                npf__seq_copy_out(&v->st, &cold->st, sizeof(v->st));
                 if (with_ended)
-                        npf__seq_copy_out(v->ended, slot->ended, sizeof(v->ended));
-                v->windows_ended = atomic_load_explicit(npf__seq(&slot->windows_ended), memory_order_relaxed);
+                        npf__seq_copy_out(v->ended, cold->ended, sizeof(v->ended));
+                v->windows_ended = atomic_load_explicit(npf__seq(&cold->windows_ended), memory_order_relaxed);
                 if (npf__seq_read_retry(&slot->seq, s))
                         continue;
+                v->seq = s;
                 if (!memchr(v->st.message, '\0', sizeof(v->st.message)) ||
                     !memchr(v->st.output, '\0', sizeof(v->st.output)) || v->st.state >= NPF_WINDOW__COUNT ||
                     (with_ended && !ended_ok(v->ended)))
@@ -640,6 +667,14 @@ static int slot_read(const npf_shm_ranks_t *table, uint32_t index, npf_slot_view
                 return 0;
         }
         return -EAGAIN;
+}
+
+int npf_slot_read_hot(const npf_shm_ranks_t *table, uint32_t index, npf_slot_view_t *view)
+{
+        if (index >= NPF_SHM_SLOTS)
+                return -ERANGE;
+        hot_read(table, index, view);
+        return 0;
 }
 
 int npf_slot_read(const npf_shm_ranks_t *table, uint32_t index, npf_slot_view_t *ret_view)

@@ -2,10 +2,10 @@
 /*
  * Slots of the rank table: claim, step and heartbeat, window state, release and reclaim.
  * A slot is owned by the process that claimed it, which holds an open-file-description
- * lock on the slot's bytes for as long as it holds the slot; the daemon reclaims it only
- * once that lock is gone, whatever pid namespace its holder ran in. Slots of holders that
- * take no lock (an older libnpuprof) are reclaimed once their pid is gone or belongs to
- * another process.
+ * lock on the bytes of the slot's hot entry (include/npuprof/shm.h) for as long as it
+ * holds the slot; the daemon reclaims it only once that lock is gone, whatever pid
+ * namespace its holder ran in. Slots of holders that take no lock (an older libnpuprof)
+ * are reclaimed once their pid is gone or belongs to another process.
  */
 #ifndef NPUPROF_SLOT_H
 #define NPUPROF_SLOT_H
@@ -28,6 +28,7 @@ typedef struct npf_slot_view {
         int64_t  step;
         uint64_t heartbeat_ns;
         uint64_t claimed_ns;
+        uint64_t seq;                   /* the even sequence st was read at; 0 after npf_slot_read_hot() */
         npf_shm_slot_state_t st;        /* strings NUL-terminated */
         npf_shm_slot_state_t ended[NPF_SLOT_ENDED];     /* window n at [n % NPF_SLOT_ENDED] */
         uint64_t windows_ended;         /* how many have ended in this slot */
@@ -41,7 +42,7 @@ typedef struct npf_slot_view {
 typedef struct npf_slot_lease {
         npf_shm_slot_t *slot;           /* NULL: no slot */
         uint64_t claim;                 /* the claim word of this claim */
-        int lock_fd;                    /* holds the lock on the slot's bytes */
+        int lock_fd;                    /* holds the lock on the hot entry's bytes */
         pid_t owner;                    /* getpid() of the claimant */
 } npf_slot_lease_t;
 
@@ -77,12 +78,16 @@ void npf_slot_abandon(npf_slot_lease_t *lease);
 void npf_slot_step(npf_shm_slot_t *slot, int64_t step, uint64_t monotonic_ns);
 
 /*
- * Publish the window state @st (strings are cut to their arrays). When @st is how a window
- * ended (done, failed, missed, filtered) it is also kept among the slot's last ended windows
- * and the count of ended windows moves, so the daemon sees it even if the rank moves on at once.
+ * Publish the window state @st of @slot, a hot entry of @table, into its cold entry
+ * (strings are cut to their arrays). When @st is how a window ended (done, failed, missed,
+ * filtered) it is also kept among the slot's last ended windows and the count of ended
+ * windows moves, so the daemon sees it even if the rank moves on at once.
  * Context: the owner.
  */
-void npf_slot_set_state(npf_shm_slot_t *slot, const npf_shm_slot_state_t *st);
+void npf_slot_set_state(npf_shm_ranks_t *table, npf_shm_slot_t *slot, const npf_shm_slot_state_t *st);
+
+/* Return: the cold entry of slot @index of @table (@index < NPF_SHM_SLOTS). */
+npf_shm_slot_cold_t *npf_slot_cold(const npf_shm_ranks_t *table, uint32_t index);
 
 /*
  * npf_slot_read() - read slot @index untorn, strings bounded.
@@ -99,6 +104,15 @@ int npf_slot_read(const npf_shm_ranks_t *table, uint32_t index, npf_slot_view_t 
  * want the rank as it is now, or that know no window ended since they last looked.
  */
 int npf_slot_read_current(const npf_shm_ranks_t *table, uint32_t index, npf_slot_view_t *ret_view);
+
+/*
+ * npf_slot_read_hot() - the words of slot @index's hot entry alone (claim, rank, device,
+ * proc_start, step, heartbeat, claimed_ns) into @view, whose st, ended, windows_ended and
+ * seq are left as they were: for a reader that knows, by the slot's seq (npf_slot_seq()),
+ * that its window state did not move since it last read it. No byte of the cold entry is read.
+ * Return: 0, or -ERANGE for a bad index.
+ */
+int npf_slot_read_hot(const npf_shm_ranks_t *table, uint32_t index, npf_slot_view_t *view);
 
 /*
  * npf_slot_reclaim() - free slot @index if its holder is gone: its lock is no longer held,
@@ -142,13 +156,13 @@ uint32_t npf_slot_pid_here(const npf_slot_view_t *v);
 /*
  * A slot's words as a sweep or a view reads them one at a time, outside its seqlock: the
  * claim word (holder's tag and pid; relaxed), the holder's start time (acquire: stored
- * last by a claim, so a nonzero one is the completed claim's) and the count of windows
- * ended in the slot (relaxed; read again under the seqlock when it moved).
+ * last by a claim, so a nonzero one is the completed claim's) and the sequence of its cold
+ * entry (relaxed: a hint that the window state moved, read again under the seqlock).
  * Context: any reader of the rank table.
  */
 uint64_t npf_slot_claim_word(const npf_shm_slot_t *slot);
 uint64_t npf_slot_proc_start(const npf_shm_slot_t *slot);
-uint64_t npf_slot_windows_ended(const npf_shm_slot_t *slot);
+uint64_t npf_slot_seq(const npf_shm_slot_t *slot);
 
 /* Return: the slot index of @slot in @table. */
 uint32_t npf_slot_index(const npf_shm_ranks_t *table, const npf_shm_slot_t *slot);

@@ -215,7 +215,7 @@ int main(int argc, char **argv)
         };
         snprintf(st.message, sizeof(st.message), "%s", message);
         npf_slot_step(lease.slot, step, monotonic_ns());
-        npf_slot_set_state(lease.slot, &st);
+        npf_slot_set_state(npf_shm_ranks(shm), lease.slot, &st);
 
         printf("claimed slot %u\n", npf_slot_index(npf_shm_ranks(shm), lease.slot));
         fflush(stdout);

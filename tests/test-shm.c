@@ -95,20 +95,33 @@ static void test_abi_layout(void **state)
                 { offsetof(npf_shm_args_t, start_step), 24 },
                 { offsetof(npf_shm_args_t, stop_step), 32 },
                 { offsetof(npf_shm_args_t, flags), 88 },
-                { offsetof(npf_shm_ranks_t, index), 64 },
-                { offsetof(npf_shm_ranks_t, slots), 262208 },
+                { offsetof(npf_shm_ranks_t, slots), 128 },
+                { offsetof(npf_shm_ranks_t, index), 131200 },
+                { offsetof(npf_shm_ranks_t, cold), 393344 },
+                { sizeof(npf_shm_ranks_t), 2687104 },
+                { offsetof(npf_shm_slot_t, step), 24 },
                 { offsetof(npf_shm_slot_t, seq), 64 },
-                { offsetof(npf_shm_slot_t, st), 72 },
-                { sizeof(npf_shm_slot_t), 2304 },
-                { offsetof(npf_shm_slot_t, ended), 512 },
-                { offsetof(npf_shm_slot_t, windows_ended), 2272 },
+                { sizeof(npf_shm_slot_t), 128 },
+                { offsetof(npf_shm_slot_cold_t, st), 0 },
+                { offsetof(npf_shm_slot_cold_t, ended), 440 },
+                { offsetof(npf_shm_slot_cold_t, windows_ended), 2200 },
+                { sizeof(npf_shm_slot_cold_t), 2240 },
                 { sizeof(npf_shm_ctl_t), 18496 },
         };
         for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++)
                 assert_int_equal(fields[i].got, fields[i].want);
-        /* Slots are whole cache lines, and the first one starts on one. */
-        assert_int_equal(offsetof(npf_shm_ranks_t, slots) % 64, 0);
-        assert_int_equal(sizeof(npf_shm_slot_t) % 64, 0);
+        /*
+         * Hot entries are pairs of whole cache lines, the first on a 128-byte boundary, so
+         * that no two ranks' per-step stores share a line or a prefetched pair; cold entries
+         * are whole lines. The hot entries come first: a sweep reads the first pages alone.
+         */
+        assert_int_equal(offsetof(npf_shm_ranks_t, slots) % 128, 0);
+        assert_int_equal(sizeof(npf_shm_slot_t), 128);
+        assert_int_equal(offsetof(npf_shm_ranks_t, cold) % 64, 0);
+        assert_int_equal(sizeof(npf_shm_slot_cold_t) % 64, 0);
+        assert_true(offsetof(npf_shm_ranks_t, slots) + sizeof(((npf_shm_ranks_t *) 0)->slots) <=
+                    offsetof(npf_shm_ranks_t, index));
+        assert_true(offsetof(npf_shm_ranks_t, index) < offsetof(npf_shm_ranks_t, cold));
         assert_true(NPF_SHM_SLOTS >= 256);
         assert_int_equal(sizeof(((npf_shm_config_t *) 0)->rank_bitmap) * 8, 65536);
 }

@@ -265,7 +265,7 @@ static void test_reclaim_dead_process(void **state)
                 npf_shm_slot_state_t st = { .state = NPF_WINDOW_COLLECTING, .generation = 4,
                                             .window_start = 10, .window_stop = 14 };
                 snprintf(st.output, sizeof(st.output), "rank100_start10_stop14");
-                npf_slot_set_state(mine.slot, &st);
+                npf_slot_set_state(f->table, mine.slot, &st);
                 npf_slot_step(mine.slot, 12, 1);
                 _exit(0);       /* dies without releasing */
         }
@@ -414,7 +414,7 @@ static void test_holder_in_another_pid_namespace(void **state)
                         hello.ok = npf_slot_claim(f->shm, 300, 1, &l, NULL) == 0 && getpid() == 1;
                         hello.pid = 0;
                         if (hello.ok) {
-                                npf_slot_set_state(l.slot, &st);
+                                npf_slot_set_state(f->table, l.slot, &st);
                                 npf_slot_step(l.slot, 42, 1);
                         }
                         (void) !write(ready[1], &hello, sizeof(hello));
@@ -593,7 +593,7 @@ static void test_ended_names_its_rank(void **state)
         assert_int_equal(npf_slot_claim(f->shm, 1, 0, &lease, NULL), 0);
         npf_shm_slot_t *slot = lease.slot;
         uint32_t idx = npf_slot_index(f->table, slot);
-        npf_slot_set_state(slot, &st);
+        npf_slot_set_state(f->table, slot, &st);
         npf_slot_release(f->shm, &lease);
         /* While a slot where no window ended is free, the one that keeps a window is not taken. */
         assert_int_equal(npf_slot_claim(f->shm, 2, 0, &again, NULL), 0);
@@ -602,7 +602,7 @@ static void test_ended_names_its_rank(void **state)
         /* Every other slot has kept more: the freed slot is the one reused. */
         for (uint32_t i = 0; i < NPF_SHM_SLOTS; i++)
                 if (i != idx)
-                        f->table->slots[i].windows_ended = 2;
+                        f->table->cold[i].windows_ended = 2;
         assert_int_equal(npf_slot_claim(f->shm, 3, 0, &again, NULL), 0);
         assert_ptr_equal(again.slot, slot);
         assert_int_equal(npf_slot_read(f->table, idx, &v), 0);
@@ -871,7 +871,7 @@ static void test_odd_sequence_left_by_dead_writer(void **state)
         assert_int_equal(npf_slot_claim(f->shm, 33, 0, &lease, NULL), 0);
         npf_shm_slot_t *slot = lease.slot;
         npf_shm_slot_state_t st = { .state = NPF_WINDOW_ARMED, .generation = 2 };
-        npf_slot_set_state(slot, &st);
+        npf_slot_set_state(f->table, slot, &st);
         assert_int_equal(npf_slot_read(f->table, npf_slot_index(f->table, slot), &v), 0);
         assert_int_equal(v.st.state, NPF_WINDOW_ARMED);
 }
@@ -889,7 +889,7 @@ static void test_state_roundtrip_and_bounds(void **state)
         slot = lease.slot;
         uint32_t idx = npf_slot_index(f->table, slot);
         memset(st.message, 'm', sizeof(st.message));    /* unterminated: cut on write */
-        npf_slot_set_state(slot, &st);
+        npf_slot_set_state(f->table, slot, &st);
         assert_int_equal(npf_slot_read(f->table, idx, &v), 0);
         assert_int_equal(v.st.state, NPF_WINDOW_FAILED);
         assert_int_equal(v.st.generation, 9);
@@ -897,12 +897,12 @@ static void test_state_roundtrip_and_bounds(void **state)
         assert_int_equal(strlen(v.st.message), sizeof(v.st.message) - 1);
 
         /* Bytes a hostile rank wrote are refused, not trusted. */
-        memset(slot->st.output, 'o', sizeof(slot->st.output));
+        memset(f->table->cold[idx].st.output, 'o', sizeof(f->table->cold[idx].st.output));
         assert_int_equal(npf_slot_read(f->table, idx, &v), -EBADMSG);
-        slot->st.output[0] = '\0';
-        slot->st.state = 1000;
+        f->table->cold[idx].st.output[0] = '\0';
+        f->table->cold[idx].st.state = 1000;
         assert_int_equal(npf_slot_read(f->table, idx, &v), -EBADMSG);
-        slot->st.state = NPF_WINDOW_DONE;
+        f->table->cold[idx].st.state = NPF_WINDOW_DONE;
         assert_int_equal(npf_slot_read(f->table, idx, &v), 0);
         slot->seq = 3;  /* a writer that never finishes */
         assert_int_equal(npf_slot_read(f->table, idx, &v), -EAGAIN);
@@ -927,8 +927,8 @@ static void test_read_current_leaves_ended_out(void **state)
         assert_int_equal(npf_slot_claim(f->shm, 4, 1, &lease, NULL), 0);
         slot = lease.slot;
         uint32_t idx = npf_slot_index(f->table, slot);
-        npf_slot_set_state(slot, &failed);
-        npf_slot_set_state(slot, &armed);
+        npf_slot_set_state(f->table, slot, &failed);
+        npf_slot_set_state(f->table, slot, &armed);
         npf_slot_step(slot, 12, 5000);
         assert_int_equal(npf_slot_read(f->table, idx, &full), 0);
         assert_int_equal(full.windows_ended, 1);
@@ -946,7 +946,7 @@ static void test_read_current_leaves_ended_out(void **state)
                 assert_int_equal(((const uint8_t *) cur.ended)[i], 0);
 
         /* An ended record a hostile rank broke fails the full read, not the current one. */
-        memset(slot->ended[0].output, 'o', sizeof(slot->ended[0].output));
+        memset(f->table->cold[idx].ended[0].output, 'o', sizeof(f->table->cold[idx].ended[0].output));
         assert_int_equal(npf_slot_read(f->table, idx, &full), -EBADMSG);
         assert_int_equal(npf_slot_read_current(f->table, idx, &cur), 0);
         assert_int_equal(cur.st.state, NPF_WINDOW_ARMED);

@@ -77,7 +77,8 @@ static void same(fixture_t *f, uint64_t now, const bool *stalled, size_t rows)
         json_decref(kept);
 }
 
-static void set_state(npf_shm_slot_t *slot, uint32_t state, int64_t step, const char *message, const char *output)
+static void set_state(npf_shm_ranks_t *table, npf_shm_slot_t *slot, uint32_t state, int64_t step, const char *message,
+                      const char *output)
 {
         npf_shm_slot_state_t st = {
                 .generation = 3,
@@ -90,7 +91,7 @@ static void set_state(npf_shm_slot_t *slot, uint32_t state, int64_t step, const 
 
         snprintf(st.message, sizeof(st.message), "%s", message);
         snprintf(st.output, sizeof(st.output), "%s", output);
-        npf_slot_set_state(slot, &st);
+        npf_slot_set_state(table, slot, &st);
 }
 
 static void test_kept_is_fresh(void **state)
@@ -110,18 +111,19 @@ static void test_kept_is_fresh(void **state)
         same(f, now, NULL, 2);
         npf_slot_step(five, 9, now);
         npf_slot_step(two, 9, now);
-        set_state(five, NPF_WINDOW_ARMED, 9, "", "");
-        set_state(two, NPF_WINDOW_ARMED, 9, "", "");
+        set_state(f->table, five, NPF_WINDOW_ARMED, 9, "", "");
+        set_state(f->table, two, NPF_WINDOW_ARMED, 9, "", "");
         same(f, now + 1000000, NULL, 2);
         npf_slot_step(five, 10, now + 2000000);
-        set_state(five, NPF_WINDOW_COLLECTING, 10, "", "rank5_start10_stop14");
+        set_state(f->table, five, NPF_WINDOW_COLLECTING, 10, "", "rank5_start10_stop14");
         same(f, now + 2000000, NULL, 2);
         /* A long message, then a short one, then none: strings in place grow and shrink. */
-        set_state(two, NPF_WINDOW_FAILED, 10, "the backend refused: a long reason that runs on and on", "r2");
+        set_state(f->table, two, NPF_WINDOW_FAILED, 10, "the backend refused: a long reason that runs on and on",
+                  "r2");
         same(f, now + 3000000, NULL, 2);
-        set_state(two, NPF_WINDOW_FAILED, 11, "short", "rank2_start10_stop14.1");
+        set_state(f->table, two, NPF_WINDOW_FAILED, 11, "short", "rank2_start10_stop14.1");
         same(f, now + 3000000, NULL, 2);
-        set_state(two, NPF_WINDOW_IDLE, 12, "", "");
+        set_state(f->table, two, NPF_WINDOW_IDLE, 12, "", "");
         same(f, now + 3000000, NULL, 2);
         /* Silent past the stall time: stalled by its heartbeat, or as the sweep says. */
         same(f, now + 2000000 + 2ull * STALL_MS * 1000000, NULL, 2);
@@ -129,7 +131,7 @@ static void test_kept_is_fresh(void **state)
         stalled[npf_slot_index(f->table, five)] = true;
         same(f, now + 3000000, stalled, 2);
         same(f, now + 3000000, NULL, 2);
-        set_state(five, NPF_WINDOW_DONE, 15, "", "rank5_start10_stop14");
+        set_state(f->table, five, NPF_WINDOW_DONE, 15, "", "rank5_start10_stop14");
         same(f, now + 4000000, NULL, 2);
         /* Released: its row goes; its slot taken by rank 9, which sorts last. */
         npf_slot_release(f->shm, &five_lease);
@@ -240,7 +242,7 @@ static void test_table_objects(void **state)
         assert_int_equal(npf_slot_claim(f->shm, 4, 3, &lease, NULL), 0);
         slot = lease.slot;
         npf_slot_step(slot, 77, 1000);
-        set_state(slot, NPF_WINDOW_COLLECTING, 12, "", "rank4_start10_stop14");
+        set_state(f->table, slot, NPF_WINDOW_COLLECTING, 12, "", "rank4_start10_stop14");
         json_t *table = npf_view_ranks(f->table, 1000, STALL_MS, NULL, NULL);
         json_t *objects = npf_view_table_objects(table);
         assert_non_null(objects);

@@ -8,7 +8,9 @@
  *                0644 and ranks map it read-only. It holds the published configuration
  *                (the packed window arguments) and the state of the configuration file.
  *   /NAME.ranks  the rank table. Each rank writes only its own slot: pid, step, heartbeat
- *                and window state. Mode 0666, so that ranks of any user can claim a slot,
+ *                and window state. A slot is a hot entry (claim, step, heartbeat, the
+ *                sequence of its window state), which the daemon reads at every sweep, and
+ *                a cold entry (the window state), which it reads only when that moved. Mode 0666, so that ranks of any user can claim a slot,
  *                or 0660 with the group the daemon is given.
  *
  * Everything below is an ABI: fixed-width fields at the offsets asserted at the end of this
@@ -28,12 +30,14 @@
  * access is a race on atomics, not undefined behaviour. The configuration's sequence only
  * moves when a new configuration is published, and moves by two each time, so a stable
  * config_seq is always twice the generation: "changed since generation G?" is the single
- * acquire load of npf_shm_changed(). Slots use the same seqlock for their window state; the
- * step and heartbeat words are single relaxed stores that readers take as hints.
+ * acquire load of npf_shm_changed(). Slots use the same seqlock for their window state (its
+ * sequence in the hot entry, the state in the cold one); the step and heartbeat words are
+ * single relaxed stores that readers take as hints.
  *
  * Slots: a claimant opens the rank table anew (an open file description of its own, close-
  * on-exec) and takes an open-file-description write lock (F_OFD_SETLK) on the bytes of a
- * free slot; a slot it cannot lock is another claimant's. Holding the lock, it stores
+ * free slot's hot entry (its 128 bytes in slots[]; the cold entry is never locked); a slot
+ * it cannot lock is another claimant's. Holding the lock, it stores
  * lock_tag = tag + 1, takes the slot by compare-and-swap of its 64-bit claim word from
  * (tag, 0) to (tag + 1, pid), fills it in, stores proc_start last (release; 0 means "still
  * claiming"), then takes the rank by compare-and-swap of the rank's index entry from 0 to
@@ -42,8 +46,8 @@
  * keeps the lock until it has released the slot; the kernel drops it when the holder dies,
  * in whatever pid namespace it ran, and a forked child closes its copy (libnpuprof does so
  * at fork), so that the lock lives exactly as long as the holder.
- * A holder is alive while a write lock is held on its slot's bytes (F_OFD_GETLK; a kernel
- * that cannot tell counts as alive). Without one, a claim whose lock_tag is its tag was
+ * A holder is alive while a write lock is held on its hot entry's bytes (F_OFD_GETLK; a
+ * kernel that cannot tell counts as alive). Without one, a claim whose lock_tag is its tag was
  * made under a lock, and its holder is gone. Any other claim was made by a holder that
  * takes no lock (an older libnpuprof) and is judged by its pid, as before: gone only when
  * the pid does not exist (ESRCH) or the pid's start time differs; any other error reading
@@ -65,7 +69,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#define NPF_SHM_ABI_VERSION    2u
+#define NPF_SHM_ABI_VERSION    3u
 #define NPF_SHM_CTL_MAGIC      UINT64_C(0x4c5443464f52504e) /* "NPROFCTL" little-endian */
 #define NPF_SHM_RANKS_MAGIC    UINT64_C(0x534b4e52464f524e) /* "NROFRNKS" little-endian */
 
@@ -246,6 +250,16 @@ typedef struct npf_shm_slot_state {
         char     output[128];           /* window directory, relative to prof_dir */
 } npf_shm_slot_state_t;
 
+#define NPF_SLOT_ENDED 4u
+
+/*
+ * A slot is two entries at the same index of two arrays: its hot entry (npf_shm_slot_t, in
+ * slots[]), the words the daemon reads at every sweep, and its cold entry
+ * (npf_shm_slot_cold_t, in cold[]), the window state, which it reads only when the hot
+ * entry's seq moved. An idle table is swept without touching a byte of cold[], and a rank's
+ * per-step stores stay on its own 128 bytes: two ranks never share a cache line, nor the
+ * pair of lines an adjacent-line prefetcher fetches together.
+ */
 typedef struct npf_shm_slot {
         /*
          * Identity, written at claim. The claim word holds the owner's pid in its low 32 bits
@@ -262,10 +276,8 @@ typedef struct npf_shm_slot {
         uint64_t claimed_ns;            /* CLOCK_REALTIME */
         /*
          * The tag of the last claim made under an open-file-description lock on this slot's
-         * bytes. It was padding, zero, until libnpuprof took locks; writers that take none
-         * leave it alone, and their claims, whose tags never equal it, are judged by pid. No
-         * other field moved, and programs that know nothing of it work beside those that
-         * do: the ABI version stays 2.
+         * hot entry (its 128 bytes in slots[]). Writers that take no lock leave it alone,
+         * and their claims, whose tags never equal it, are judged by pid.
          */
         uint32_t lock_tag;
         /*
@@ -273,14 +285,18 @@ typedef struct npf_shm_slot {
          * adds one to stacks_asked and wakes the futex on it; the holder writes its threads'
          * stacks, stores stacks_error (0, or the positive errno of a failed write) and then,
          * last, stacks_done = the request it answered. A claim starts with stacks_asked equal
-         * to stacks_done. Like lock_tag these were padding, zero: an older libnpuprof never
-         * answers (a request to it stays unanswered), no other field moved, and the ABI
-         * version stays 2.
+         * to stacks_done. A holder that does not know them never answers.
          */
         uint32_t stacks_asked;
         uint32_t stacks_done;
         int32_t  stacks_error;
-        _Alignas(64) uint64_t seq;      /* seqlock of st, last and windows_ended */
+        /* The seqlock of this slot's cold entry: it moves with every change of the window state. */
+        _Alignas(64) uint64_t seq;
+        uint8_t  pad0[56];
+} npf_shm_slot_t;
+
+/* A slot's cold entry: written by its rank under the seq of its hot entry, read when seq moved. */
+typedef struct npf_shm_slot_cold {
         npf_shm_slot_state_t st;        /* what the rank is doing now */
         /*
          * The last NPF_SLOT_ENDED windows that ended here (done, failed, missed, filtered),
@@ -288,12 +304,11 @@ typedef struct npf_shm_slot {
          * moves on to the next generation at the very step a window ends, so the daemon
          * records from here every window the count says it has not seen.
          */
-        npf_shm_slot_state_t ended[4];
+        npf_shm_slot_state_t ended[NPF_SLOT_ENDED];
         uint64_t windows_ended;
-        uint8_t  pad1[24];
-} npf_shm_slot_t;
+        uint8_t  pad0[32];
+} npf_shm_slot_cold_t;
 
-#define NPF_SLOT_ENDED 4u
 
 #define NPF_SLOT_PID(claim) ((uint32_t) ((claim) & 0xffffffffu))
 #define NPF_SLOT_TAG(claim) ((uint32_t) ((claim) >> 32))
@@ -315,11 +330,16 @@ typedef struct npf_shm_ranks {
         uint32_t slot_count;
         uint32_t slot_size;
         uint32_t index_count;
-        uint32_t reserved0;
+        uint32_t cold_size;             /* sizeof(npf_shm_slot_cold_t) */
         uint64_t table_size;            /* sizeof(npf_shm_ranks_t) */
-        uint8_t  pad0[24];
+        uint8_t  pad0[88];
+        /*
+         * The hot entries first, right after the header, so that the first 33 pages of the
+         * object are all a sweep reads; then the rank index, then the cold entries.
+         */
+        _Alignas(128) npf_shm_slot_t slots[NPF_SHM_SLOTS];
         uint32_t index[NPF_SHM_MAX_RANKS];      /* rank -> NPF_INDEX_ENTRY(); 0 = unclaimed */
-        _Alignas(64) npf_shm_slot_t slots[NPF_SHM_SLOTS];
+        _Alignas(64) npf_shm_slot_cold_t cold[NPF_SHM_SLOTS];
 } npf_shm_ranks_t;
 
 /* One rank's view of the configuration, as npf_shm_read_window() returns it. */
@@ -543,7 +563,8 @@ _Static_assert(offsetof(npf_shm_ctl_t, status_seq) == 128, "abi");
 _Static_assert(offsetof(npf_shm_ctl_t, config) == 192, "abi");
 _Static_assert(offsetof(npf_shm_ctl_t, status) == 16768, "abi");
 
-_Static_assert(sizeof(npf_shm_slot_t) == 2304, "npf_shm_slot_t size");
+_Static_assert(sizeof(npf_shm_slot_t) == 128, "npf_shm_slot_t size");
+_Static_assert(_Alignof(npf_shm_slot_t) == 64, "abi");
 _Static_assert(offsetof(npf_shm_slot_t, claim) == 0, "abi");
 _Static_assert(offsetof(npf_shm_slot_t, rank) == 8, "abi");
 _Static_assert(offsetof(npf_shm_slot_t, local_device) == 12, "abi");
@@ -555,12 +576,13 @@ _Static_assert(offsetof(npf_shm_slot_t, lock_tag) == 48, "abi");
 _Static_assert(offsetof(npf_shm_slot_t, stacks_asked) == 52, "abi");
 _Static_assert(offsetof(npf_shm_slot_t, stacks_done) == 56, "abi");
 _Static_assert(offsetof(npf_shm_slot_t, stacks_error) == 60, "abi");
-_Static_assert(NPF_SHM_SLOTS < (1u << NPF_INDEX_SLOT_BITS), "slot + 1 fits the index entry");
 _Static_assert(offsetof(npf_shm_slot_t, seq) == 64, "abi");
-_Static_assert(offsetof(npf_shm_slot_t, st) == 72, "abi");
-_Static_assert(offsetof(npf_shm_slot_t, ended) == 512, "abi");
-_Static_assert(offsetof(npf_shm_slot_t, windows_ended) == 2272, "abi");
-_Static_assert(sizeof(((npf_shm_slot_t *) 0)->ended) / sizeof(npf_shm_slot_state_t) == NPF_SLOT_ENDED, "abi");
+_Static_assert(NPF_SHM_SLOTS < (1u << NPF_INDEX_SLOT_BITS), "slot + 1 fits the index entry");
+_Static_assert(sizeof(npf_shm_slot_cold_t) == 2240, "npf_shm_slot_cold_t size");
+_Static_assert(offsetof(npf_shm_slot_cold_t, st) == 0, "abi");
+_Static_assert(offsetof(npf_shm_slot_cold_t, ended) == 440, "abi");
+_Static_assert(offsetof(npf_shm_slot_cold_t, windows_ended) == 2200, "abi");
+_Static_assert(sizeof(((npf_shm_slot_cold_t *) 0)->ended) / sizeof(npf_shm_slot_state_t) == NPF_SLOT_ENDED, "abi");
 _Static_assert(sizeof(npf_shm_slot_state_t) == 440, "npf_shm_slot_state_t size");
 _Static_assert(offsetof(npf_shm_slot_state_t, generation) == 0, "abi");
 _Static_assert(offsetof(npf_shm_slot_state_t, state) == 8, "abi");
@@ -580,10 +602,12 @@ _Static_assert(offsetof(npf_shm_ranks_t, header_size) == 12, "abi");
 _Static_assert(offsetof(npf_shm_ranks_t, slot_count) == 16, "abi");
 _Static_assert(offsetof(npf_shm_ranks_t, slot_size) == 20, "abi");
 _Static_assert(offsetof(npf_shm_ranks_t, index_count) == 24, "abi");
+_Static_assert(offsetof(npf_shm_ranks_t, cold_size) == 28, "abi");
 _Static_assert(offsetof(npf_shm_ranks_t, table_size) == 32, "abi");
-_Static_assert(offsetof(npf_shm_ranks_t, index) == 64, "abi");
-_Static_assert(offsetof(npf_shm_ranks_t, slots) == 262208, "abi");
-_Static_assert(sizeof(npf_shm_ranks_t) == 262208 + 2304 * 1024, "npf_shm_ranks_t size");
+_Static_assert(offsetof(npf_shm_ranks_t, slots) == 128, "abi");
+_Static_assert(offsetof(npf_shm_ranks_t, index) == 128 + 128 * 1024, "abi");
+_Static_assert(offsetof(npf_shm_ranks_t, cold) == 128 + 128 * 1024 + 4 * 65536, "abi");
+_Static_assert(sizeof(npf_shm_ranks_t) == 393344 + 2240 * 1024, "npf_shm_ranks_t size");
 _Static_assert(NPF_SHM_SLOTS >= 256, "at least 256 ranks per node");
 
 #endif /* NPUPROF_SHM_H */

@@ -155,12 +155,13 @@ static void nasty_state(scribble_t *s, npf_shm_slot_state_t *st)
 /* One targeted value in slot @slot. */
 static void nasty_slot(scribble_t *s, npf_shm_slot_t *slot)
 {
+        npf_shm_slot_cold_t *cold = &s->table->cold[slot - s->table->slots];
         unsigned who = (unsigned) (rnd() % 4);
 
         switch (rnd() % 12) {
         case 0: put64(s, &slot->seq, (rnd() << 1) | 1); break;         /* odd: a writer that never ends */
-        case 1: put64(s, &slot->windows_ended, rnd()); break;          /* far more than the slot keeps */
-        case 2: put64(s, &slot->windows_ended, UINT64_MAX); break;
+        case 1: put64(s, &cold->windows_ended, rnd()); break;          /* far more than the slot keeps */
+        case 2: put64(s, &cold->windows_ended, UINT64_MAX); break;
         case 3: put32(s, &slot->rank, (uint32_t) (NPF_SHM_MAX_RANKS + rnd() % 1000000)); break;
         case 4: put32(s, &slot->rank, (uint32_t) (rnd() % NPF_SHM_MAX_RANKS)); break;
         case 5: /* the claim of another live process, with its real start time */
@@ -170,8 +171,8 @@ static void nasty_slot(scribble_t *s, npf_shm_slot_t *slot)
         case 6: put64(s, &slot->claim, (uint64_t) (rnd() & 0xffffffffu) << 32 | 0xffffffffu); break;
         case 7: put64(s, (uint64_t *) &slot->step, (uint64_t) INT64_MIN); break;
         case 8: put64(s, &slot->heartbeat_ns, UINT64_MAX); break;
-        case 9: nasty_state(s, &slot->st); break;
-        case 10: nasty_state(s, &slot->ended[rnd() % NPF_SLOT_ENDED]); break;
+        case 9: nasty_state(s, &cold->st); break;
+        case 10: nasty_state(s, &cold->ended[rnd() % NPF_SLOT_ENDED]); break;
         default: put32(s, (uint32_t *) &slot->local_device, (uint32_t) rnd()); break;
         }
 }
