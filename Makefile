@@ -163,6 +163,7 @@ UNIT_TESTS += $(BUILD)/tests/test-device-db
 UNIT_TESTS += $(BUILD)/tests/test-evscan
 UNIT_TESTS += $(BUILD)/tests/test-shmopen
 UNIT_TESTS += $(BUILD)/tests/test-progress
+UNIT_TESTS += $(BUILD)/tests/test-sweep
 UNIT_TESTS += $(BUILD)/tests/test-stacks
 # The stand-in for the CANN runtime, which cannot exist here: it records every call and
 # answers as CANN does. It and the acl backend's test are built against CANN's own headers
@@ -362,6 +363,11 @@ $(BUILD)/tests/test-shmopen: $(BUILD)/tests/test-shmopen.o $(BUILD)/lib/shmopen.
 # Every thread's stack, read by the process itself: threads blocked in functions of the test's own.
 $(BUILD)/tests/test-stacks: $(BUILD)/tests/test-stacks.o $(BUILD)/rank/stacks.o $(BUILD)/lib/futex.o
 	$(CC) $(LDFLAGS) -o $@ $^ $(CMOCKA_LIBS) $(DW_LIBS) -pthread
+
+# The sweep of the rank table, over a mapping whose cold entries are unreadable.
+$(BUILD)/tests/test-sweep: $(BUILD)/tests/test-sweep.o $(BUILD)/daemon/sweep.o $(BUILD)/daemon/progress.o \
+                           $(BUILD)/lib/steptext.o $(SHM_OBJS)
+	$(CC) $(LDFLAGS) -o $@ $^ $(CMOCKA_LIBS) $(JANSSON_LIBS)
 
 # The watch of progress on synthetic steps: jitter, slowdowns, stalls, windows, new claims.
 $(BUILD)/tests/test-progress: $(BUILD)/tests/test-progress.o $(BUILD)/daemon/progress.o $(BUILD)/lib/steptext.o

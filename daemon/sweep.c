@@ -132,10 +132,12 @@ void npf_sweep_run(npf_sweep_t *s, npf_shm_t *shm, uint64_t now_ns, npf_sweep_re
                 /*
                  * A slot's cold entry (its window state) is read only when its sequence moved
                  * or it was claimed anew since the last sweep read it; else its hot entry is
-                 * all there is to read, and a free one holds nothing new at all.
+                 * all there is to read, and a free one holds nothing new at all. At the first
+                 * sweep, a slot never claimed whose state was never written (claim and
+                 * sequence still 0) holds nothing either.
                  */
                 uint64_t seq = npf_slot_seq(&table->slots[i]);
-                bool unchanged = s->primed && seq == s->seen[i].seq && claim == s->seen[i].claim;
+                bool unchanged = seq == s->seen[i].seq && claim == s->seen[i].claim;
                 if (unchanged && NPF_SLOT_PID(claim) == 0)
                         continue;
                 if (unchanged) {

@@ -97,8 +97,8 @@ static void test_abi_layout(void **state)
                 { offsetof(npf_shm_args_t, flags), 88 },
                 { offsetof(npf_shm_ranks_t, slots), 128 },
                 { offsetof(npf_shm_ranks_t, index), 131200 },
-                { offsetof(npf_shm_ranks_t, cold), 393344 },
-                { sizeof(npf_shm_ranks_t), 2687104 },
+                { offsetof(npf_shm_ranks_t, cold), 397312 },
+                { sizeof(npf_shm_ranks_t), 2691072 },
                 { offsetof(npf_shm_slot_t, step), 24 },
                 { offsetof(npf_shm_slot_t, seq), 64 },
                 { sizeof(npf_shm_slot_t), 128 },
@@ -117,7 +117,7 @@ static void test_abi_layout(void **state)
          */
         assert_int_equal(offsetof(npf_shm_ranks_t, slots) % 128, 0);
         assert_int_equal(sizeof(npf_shm_slot_t), 128);
-        assert_int_equal(offsetof(npf_shm_ranks_t, cold) % 64, 0);
+        assert_int_equal(offsetof(npf_shm_ranks_t, cold) % 4096, 0);
         assert_int_equal(sizeof(npf_shm_slot_cold_t) % 64, 0);
         assert_true(offsetof(npf_shm_ranks_t, slots) + sizeof(((npf_shm_ranks_t *) 0)->slots) <=
                     offsetof(npf_shm_ranks_t, index));

@@ -335,10 +335,12 @@ typedef struct npf_shm_ranks {
         uint8_t  pad0[88];
         /*
          * The hot entries first, right after the header, so that the first 33 pages of the
-         * object are all a sweep reads; then the rank index, then the cold entries.
+         * object are all a sweep reads; then the rank index, then the cold entries, from a
+         * page of their own on: no page holds both cold bytes and anything else.
          */
         _Alignas(128) npf_shm_slot_t slots[NPF_SHM_SLOTS];
         uint32_t index[NPF_SHM_MAX_RANKS];      /* rank -> NPF_INDEX_ENTRY(); 0 = unclaimed */
+        uint8_t  pad1[3968];
         _Alignas(64) npf_shm_slot_cold_t cold[NPF_SHM_SLOTS];
 } npf_shm_ranks_t;
 
@@ -606,8 +608,9 @@ _Static_assert(offsetof(npf_shm_ranks_t, cold_size) == 28, "abi");
 _Static_assert(offsetof(npf_shm_ranks_t, table_size) == 32, "abi");
 _Static_assert(offsetof(npf_shm_ranks_t, slots) == 128, "abi");
 _Static_assert(offsetof(npf_shm_ranks_t, index) == 128 + 128 * 1024, "abi");
-_Static_assert(offsetof(npf_shm_ranks_t, cold) == 128 + 128 * 1024 + 4 * 65536, "abi");
-_Static_assert(sizeof(npf_shm_ranks_t) == 393344 + 2240 * 1024, "npf_shm_ranks_t size");
+_Static_assert(offsetof(npf_shm_ranks_t, cold) == 397312, "abi");
+_Static_assert(offsetof(npf_shm_ranks_t, cold) % 4096 == 0, "cold entries start a page");
+_Static_assert(sizeof(npf_shm_ranks_t) == 397312 + 2240 * 1024, "npf_shm_ranks_t size");
 _Static_assert(NPF_SHM_SLOTS >= 256, "at least 256 ranks per node");
 
 #endif /* NPUPROF_SHM_H */
