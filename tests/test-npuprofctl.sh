@@ -29,7 +29,7 @@ json_expect() {
 }
 
 expect "help"                 0 'validate \[--json\] \[--output-root DIR\] FILE'  "$ctl" --help
-expect "version"              0 'shm ABI 2'                 "$ctl" --version
+expect "version"              0 'shm ABI 3'                 "$ctl" --version
 expect "no command"           2 'Usage'                     "$ctl"
 expect "unknown command"      2 "unknown command 'frobnicate'" "$ctl" frobnicate
 expect "validate no file"     2 'no FILE given'             "$ctl" validate

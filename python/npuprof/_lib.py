@@ -23,7 +23,7 @@ import struct
 import threading
 
 # include/npuprof/shm.h
-NPF_SHM_ABI_VERSION = 2  # include/npuprof/shm.h NPF_SHM_ABI_VERSION: keep them equal
+NPF_SHM_ABI_VERSION = 3  # include/npuprof/shm.h NPF_SHM_ABI_VERSION: keep them equal
 NPF_SHM_CTL_MAGIC = 0x4C5443464F52504E
 NPF_SHM_NAME_DEFAULT = "npuprof"
 NPF_SHM_PATH_MAX = 4096
