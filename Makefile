@@ -183,6 +183,7 @@ endif
 TORTURE    := $(BUILD)/tests/torture-seqlock
 BENCH      := $(BUILD)/bench/bench-shm
 BENCH_DAEMON := $(BUILD)/bench/bench-daemon
+LIBS_FLOOR   := $(BUILD)/bench/libs-floor
 BENCH_RANK := $(BUILD)/bench/bench-rank
 BENCH_PROGRESS := $(BUILD)/bench/bench-progress
 RANK_DRIVER := $(BUILD)/tests/rank-driver
@@ -381,6 +382,8 @@ $(BENCH): $(BUILD)/bench/bench-shm.o $(BUILD)/bench/stats.o $(SHM_OBJS)
 
 $(BENCH_DAEMON): $(BUILD)/bench/bench-daemon.o $(BUILD)/bench/stats.o $(SHM_OBJS)
 	$(CC) $(LDFLAGS) -o $@ $^
+$(LIBS_FLOOR): $(BUILD)/bench/libs-floor.o
+	$(CC) $(LDFLAGS) -o $@ $^ $(DAEMON_LIBS)
 
 $(BENCH_RANK): $(BUILD)/bench/bench-rank.o $(BUILD)/bench/stats.o $(BUILD)/libnpuprof.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(RANK_LIBS)
@@ -432,14 +435,14 @@ $(BENCH_SNAPSHOT_59K): bench/gen-snapshot.py
 	@mkdir -p $(dir $@)
 	$(PYTHON) bench/gen-snapshot.py $@ 59000 >/dev/null
 
-bench: all $(BENCH) $(BENCH_DAEMON) $(BENCH_RANK) $(BENCH_PROGRESS) $(MANY_RANKS) $(BENCH_REPLAY) $(BENCH_SNAPSHOT) $(BENCH_SNAPSHOT_59K)
+bench: all $(BENCH) $(BENCH_DAEMON) $(LIBS_FLOOR) $(BENCH_RANK) $(BENCH_PROGRESS) $(MANY_RANKS) $(BENCH_REPLAY) $(BENCH_SNAPSHOT) $(BENCH_SNAPSHOT_59K)
 	@$(BENCH)
 	@echo
 	@$(BENCH_RANK)
 	@echo
 	@$(PYTHON) bench/bench-python.py $(BUILD)
 	@echo
-	@$(BENCH_DAEMON) $(BUILD)/npuprofd 200 $(MANY_RANKS)
+	@$(BENCH_DAEMON) $(BUILD)/npuprofd 200 $(MANY_RANKS) $(LIBS_FLOOR)
 	@echo
 	@$(BENCH_PROGRESS)
 	@echo

@@ -224,6 +224,29 @@ static double idle_switches(pid_t pid, int seconds)
         return (double) (sw1 - sw0) / ((double) (t1 - t0) / 1e9);
 }
 
+/*
+ * The baseline of the daemon's resident memory, in the same run: @prog loads the libraries
+ * the daemon loads and waits. On kernels that map a library's page cache in large folios,
+ * most of a library is resident in any process that touches it at all.
+ */
+static void measure_floor(const char *prog)
+{
+        pid_t p = fork();
+
+        if (p == 0) {
+                execl(prog, prog, (char *) NULL);
+                _exit(127);
+        }
+        if (p < 0)
+                return;
+        nap_us(300000);
+        printf("  the same libraries, doing nothing %6ld KiB                     the floor: %s\n"
+               "                                    (private %ld, shared libraries %ld)\n",
+               status_kib(p, "VmRSS"), prog, status_kib(p, "RssAnon"), status_kib(p, "RssFile"));
+        kill(p, SIGKILL);
+        waitpid(p, NULL, 0);
+}
+
 static void stop_daemon(pid_t pid)
 {
         kill(pid, SIGTERM);
@@ -478,6 +501,8 @@ static int bench_ranks(const char *npuprofd, const char *many, const char *dir, 
                 fprintf(stderr, "bench: a status with %d ranks went unanswered\n", n);
                 goto out;
         }
+        long vm_status = status_kib(d, "VmRSS"), anon_status = status_kib(d, "RssAnon"),
+             shmem_status = status_kib(d, "RssShmem");
 
         double hz = (double) sysconf(_SC_CLK_TCK), cpu_ms = (double) (c1 - c0) * 1000.0 / hz;
         double wall_s = (double) (w1 - w0) / 1e9;
@@ -492,6 +517,8 @@ static int bench_ranks(const char *npuprofd, const char *many, const char *dir, 
                cpu_ms / (double) swept, swept, wall_s, cpu_ms, 100.0 * cpu_ms / 1000.0 / wall_s, 1000.0 / hz);
         printf("    status, %d ranks              p50 %6.2f ms  p99 %6.2f ms   (%d round trips, a connection each)\n", n,
                pct(lat, requests, 0.5), pct(lat, requests, 0.99), requests);
+        printf("    resident after those statuses   %6ld KiB  (private %ld, segment %ld: the rank table kept as JSON)\n",
+               vm_status, anon_status, shmem_status);
         rc = 0;
 out:
         if (r > 0)
@@ -522,6 +549,7 @@ int main(int argc, char **argv)
         const char *npuprofd = argc > 1 ? argv[1] : "build/npuprofd";
         int saves = argc > 2 ? atoi(argv[2]) : 200;
         const char *many = argc > 3 ? argv[3] : NULL;
+        const char *libs_floor = argc > 4 ? argv[4] : NULL;
         char dir[] = "/tmp/npfbench-XXXXXX", shm[64];
         uint64_t *floor_lat = calloc((size_t) saves, 8), *ino = calloc((size_t) saves, 8);
         uint64_t *poll_lat = calloc((size_t) saves, 8);
@@ -554,6 +582,8 @@ int main(int argc, char **argv)
         printf("  resident memory                   %6ld KiB                     goal <= 4096 KiB\n"
                "                                    (private %ld, shared libraries %ld, segment %ld)\n",
                idle_kib, status_kib(d, "RssAnon"), status_kib(d, "RssFile"), status_kib(d, "RssShmem"));
+        if (libs_floor)
+                measure_floor(libs_floor);
         npf_shm_close(s);
         stop_daemon(d);
         npf_shm_unlink(shm);

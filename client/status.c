@@ -369,7 +369,7 @@ json_t *npf_cli_segment_view(const char *shm_name)
         if (r < 0)
                 return json_pack("{s:s, s:s}", "name", shm_name, "error", err);
         json_t *o = json_pack("{s:s, s:o, s:o}", "name", shm_name, "config", npf_view_config(npf_shm_ctl(shm)),
-                              "ranks", npf_view_ranks(npf_shm_ranks(shm), npf_clock_ns(CLOCK_MONOTONIC), NPF_STALL_MS_DEFAULT,
+                              "ranks", npf_view_ranks(shm, npf_clock_ns(CLOCK_MONOTONIC), NPF_STALL_MS_DEFAULT,
                                               NULL, NULL));
         npf_shm_close(shm);
         expand_ranks(o);

@@ -82,6 +82,11 @@ struct npf_rank_view {
         json_t *table;                  /* {"columns": [...], "rows": [...]} */
         json_t *rows;                   /* borrowed from table */
         json_t *row[NPF_SHM_SLOTS];     /* the row of each occupied slot, kept between refreshes */
+        json_t *states[NPF_WINDOW__COUNT + 1];  /* state names, one value shared by every row */
+        struct {
+                uint64_t claim, seq;    /* what the row's window state was read at */
+                uint32_t state;         /* the window state read then */
+        } read[NPF_SHM_SLOTS];
         uint64_t order[NPF_SHM_SLOTS];  /* rank << 32 | slot of the rows, sorted */
 };
 
@@ -110,6 +115,8 @@ void npf_rank_view_free(npf_rank_view_t *rv)
                 return;
         for (uint32_t i = 0; i < NPF_SHM_SLOTS; i++)
                 json_decref(rv->row[i]);
+        for (size_t k = 0; k < NPF_WINDOW__COUNT + 1; k++)
+                json_decref(rv->states[k]);
         json_decref(rv->table);
         free(rv);
 }
@@ -152,24 +159,37 @@ static void set_text(json_t *row, size_t col, const char *s)
         json_array_set_new(row, col, t ? t : json_null());
 }
 
-static void fill_row(json_t *row, const npf_slot_view_t *v, uint32_t pid, uint64_t now, const char *state,
-                     const npf_view_progress_t *pr)
+/* The state column of @row names @state, a value @rv keeps once for all rows. */
+static void set_state(npf_rank_view_t *rv, json_t *row, const char *state)
 {
-        bool has_window = v->st.state != NPF_WINDOW_IDLE && v->st.state != NPF_WINDOW_FILTERED;
+        size_t k = 0;
+
+        while (k < NPF_WINDOW__COUNT + 1 && rv->states[k] && strcmp(json_string_value(rv->states[k]), state) != 0)
+                k++;
+        if (k == NPF_WINDOW__COUNT + 1) {       /* cannot be: a state name or "stalled" */
+                set_text(row, COL_STATE, state);
+                return;
+        }
+        if (!rv->states[k] && !(rv->states[k] = json_string(state))) {
+                json_array_set_new(row, COL_STATE, json_null());
+                return;
+        }
+        if (json_array_get(row, COL_STATE) != rv->states[k])
+                json_array_set(row, COL_STATE, rv->states[k]);
+}
+
+/* The columns of @row that come from the slot's hot entry, and the daemon's judgement of it. */
+static void fill_hot(npf_rank_view_t *rv, json_t *row, const npf_slot_view_t *v, uint32_t pid, uint64_t now,
+                     const char *state, const npf_view_progress_t *pr)
+{
         bool beats = v->heartbeat_ns && now >= v->heartbeat_ns;
 
         set_int(row, COL_RANK, true, v->rank);
         set_int(row, COL_PID, pid != 0, pid);
         set_int(row, COL_STEP, v->step >= 0, v->step);
-        set_text(row, COL_STATE, state);
-        set_int(row, COL_STATE_STEP, has_window, v->st.state_step);
-        set_int(row, COL_START_STEP, has_window, v->st.window_start);
-        set_int(row, COL_STOP_STEP, has_window, v->st.window_stop);
-        set_int(row, COL_GENERATION, true, (json_int_t) v->st.generation);
+        set_state(rv, row, state);
         set_int(row, COL_HEARTBEAT_AGE_MS, beats, beats ? (int64_t) ((now - v->heartbeat_ns) / 1000000u) : 0);
         set_int(row, COL_LOCAL_DEVICE, v->local_device >= 0, v->local_device);
-        set_text(row, COL_MESSAGE, v->st.message);
-        set_text(row, COL_OUTPUT, v->st.output);
         /* The progress the daemon judged of this claim, if of this one. */
         bool judged = pr && pr->known && pr->tag == v->tag;
         set_real(row, COL_STEP_TIME_MS, judged && pr->step_time_ms > 0, judged ? pr->step_time_ms : 0, 1e3);
@@ -179,6 +199,19 @@ static void fill_row(json_t *row, const npf_slot_view_t *v, uint32_t pid, uint64
                  !json_is_boolean(json_array_get(row, COL_STALLED)))
                 json_array_set_new(row, COL_STALLED, json_boolean(pr->stalled));
         set_real(row, COL_STALLED_FOR_S, judged && pr->stalled, judged ? pr->stalled_for_s : 0, 10);
+}
+
+/* The columns of @row that come from the slot's window state (its cold entry). */
+static void fill_cold(json_t *row, const npf_slot_view_t *v)
+{
+        bool has_window = v->st.state != NPF_WINDOW_IDLE && v->st.state != NPF_WINDOW_FILTERED;
+
+        set_int(row, COL_STATE_STEP, has_window, v->st.state_step);
+        set_int(row, COL_START_STEP, has_window, v->st.window_start);
+        set_int(row, COL_STOP_STEP, has_window, v->st.window_stop);
+        set_int(row, COL_GENERATION, true, (json_int_t) v->st.generation);
+        set_text(row, COL_MESSAGE, v->st.message);
+        set_text(row, COL_OUTPUT, v->st.output);
 }
 
 static json_t *new_row(void)
@@ -200,18 +233,25 @@ static int by_order(const void *a, const void *b)
         return (x > y) - (x < y);
 }
 
-json_t *npf_rank_view_refresh(npf_rank_view_t *rv, const npf_shm_ranks_t *table, uint64_t now_monotonic_ns,
+json_t *npf_rank_view_refresh(npf_rank_view_t *rv, const npf_shm_t *shm, uint64_t now_monotonic_ns,
                               uint64_t stall_ms, const bool *stalled, const npf_slot_holder_t *holders,
                               const npf_view_progress_t *progress)
 {
+        const npf_shm_ranks_t *table = npf_shm_ranks(shm);
         size_t n = 0;
         npf_slot_view_t v;
 
         for (uint32_t i = 0; i < NPF_SHM_SLOTS; i++) {
+                uint64_t claim = npf_slot_claim_word(&table->slots[i]);
+                /* A row whose window state did not move since it was read needs the hot entry alone. */
+                bool again = rv->row[i] && claim == rv->read[i].claim && npf_slot_seq(&table->slots[i]) == rv->read[i].seq;
                 bool shown = false;
-                if (NPF_SLOT_PID(npf_slot_claim_word(&table->slots[i])) != 0 &&
-                    npf_slot_read_current(table, i, &v) == 0 && v.pid != 0 && v.pid != NPF_SLOT_RECLAIMING &&
-                    v.rank < NPF_SHM_MAX_RANKS) {
+                if (again) {
+                        npf_slot_read_hot(table, i, &v);
+                        v.st.state = rv->read[i].state;
+                        shown = true;
+                } else if (NPF_SLOT_PID(claim) != 0 && npf_slot_pread_current(shm, i, &v) == 0 && v.pid != 0 &&
+                           v.pid != NPF_SLOT_RECLAIMING && v.rank < NPF_SHM_MAX_RANKS) {
                         if (!rv->row[i])
                                 rv->row[i] = new_row();
                         shown = rv->row[i] != NULL;
@@ -221,11 +261,17 @@ json_t *npf_rank_view_refresh(npf_rank_view_t *rv, const npf_shm_ranks_t *table,
                         rv->row[i] = NULL;
                         continue;
                 }
+                if (!again) {
+                        fill_cold(rv->row[i], &v);
+                        rv->read[i].claim = claim;
+                        rv->read[i].seq = v.seq;
+                        rv->read[i].state = v.st.state;
+                }
                 const char *state = !stalled ? npf_view_rank_state(&v, now_monotonic_ns, stall_ms)
                                     : stalled[i] ? "stalled" : npf_shm_window_state_name(v.st.state);
                 uint32_t pid = holders && holders[i].tag == v.tag && v.tag != 0 ? holders[i].pid
                                                                                   : npf_slot_pid_here(&v);
-                fill_row(rv->row[i], &v, pid, now_monotonic_ns, state, progress ? &progress[i] : NULL);
+                fill_hot(rv, rv->row[i], &v, pid, now_monotonic_ns, state, progress ? &progress[i] : NULL);
                 rv->order[n++] = (uint64_t) v.rank << 32 | i;
         }
         qsort(rv->order, n, sizeof(rv->order[0]), by_order);
@@ -235,11 +281,11 @@ json_t *npf_rank_view_refresh(npf_rank_view_t *rv, const npf_shm_ranks_t *table,
         return json_incref(rv->table);
 }
 
-json_t *npf_view_ranks(const npf_shm_ranks_t *table, uint64_t now_monotonic_ns, uint64_t stall_ms,
+json_t *npf_view_ranks(const npf_shm_t *shm, uint64_t now_monotonic_ns, uint64_t stall_ms,
                        const bool *stalled, const npf_slot_holder_t *holders)
 {
         npf_rank_view_t *rv = npf_rank_view_new();
-        json_t *t = rv ? npf_rank_view_refresh(rv, table, now_monotonic_ns, stall_ms, stalled, holders, NULL) : NULL;
+        json_t *t = rv ? npf_rank_view_refresh(rv, shm, now_monotonic_ns, stall_ms, stalled, holders, NULL) : NULL;
 
         npf_rank_view_free(rv);
         return t;

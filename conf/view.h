@@ -41,7 +41,8 @@ typedef struct npf_view_progress {
 } npf_view_progress_t;
 
 /*
- * npf_view_ranks() - the occupied slots as a table, a row per rank ordered by rank:
+ * npf_view_ranks() - the occupied slots of @shm's rank table as a table, a row per rank,
+ * ordered by rank (each cold entry read by pread(), npf_slot_pread_current()):
  * {"columns": ["rank", "pid", "step", "state", "state_step", "start_step", "stop_step",
  * "generation", "heartbeat_age_ms", "local_device", "message", "output", "step_time_ms",
  * "stalled", "stalled_for_s"], "rows": [[...]]}. The last three are null here: only the
@@ -56,7 +57,7 @@ typedef struct npf_view_progress {
  * else null: a rank in another pid namespace.
  * Return: a new reference, NULL if out of memory.
  */
-json_t *npf_view_ranks(const npf_shm_ranks_t *table, uint64_t now_monotonic_ns, uint64_t stall_ms,
+json_t *npf_view_ranks(const npf_shm_t *shm, uint64_t now_monotonic_ns, uint64_t stall_ms,
                        const bool *stalled, const npf_slot_holder_t *holders);
 
 /*
@@ -70,14 +71,14 @@ npf_rank_view_t *npf_rank_view_new(void);
 void npf_rank_view_free(npf_rank_view_t *rv);
 
 /*
- * npf_rank_view_refresh() - read @table again into @rv; @progress (indexed by slot; may
+ * npf_rank_view_refresh() - read @shm's rank table again into @rv; @progress (indexed by slot; may
  * be NULL) gives step_time_ms (null until known), stalled and stalled_for_s (null unless
  * stalled) of each rank whose claim it judged, the three null for others.
  * Return: a new reference to the table, as npf_view_ranks() makes it. It is @rv's own and
  * changes at the next refresh: write it out (json_dumps()) before then.
  * Context: one thread per @rv.
  */
-json_t *npf_rank_view_refresh(npf_rank_view_t *rv, const npf_shm_ranks_t *table, uint64_t now_monotonic_ns,
+json_t *npf_rank_view_refresh(npf_rank_view_t *rv, const npf_shm_t *shm, uint64_t now_monotonic_ns,
                               uint64_t stall_ms, const bool *stalled, const npf_slot_holder_t *holders,
                               const npf_view_progress_t *progress);
 

@@ -493,7 +493,7 @@ static json_t *analysis_summary(const daemon_t *d)
 /* The rank table as the last sweep judged it (stalled or not, the pids it found), read again now. */
 static json_t *rank_table(daemon_t *d)
 {
-        return npf_rank_view_refresh(d->rank_view, npf_shm_ranks(d->shm), npf_clock_ns(CLOCK_MONOTONIC),
+        return npf_rank_view_refresh(d->rank_view, d->shm, npf_clock_ns(CLOCK_MONOTONIC),
                                      d->opt.stall_ms, d->sweep.stalled, d->sweep.holder,
                                      npf_progress_view(d->progress));
 }

@@ -20,6 +20,7 @@
 #include <grp.h>
 #include <signal.h>
 #include <stdio.h>
+#include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -500,6 +501,13 @@ int main(int argc, char **argv)
         }
         /* A client that hangs up before its reply must cost a write error, not the daemon. */
         signal(SIGPIPE, SIG_IGN);
+        /*
+         * What a status of a thousand ranks allocates goes back to the system when it is freed:
+         * left to itself, glibc raises its mmap threshold to the largest block freed (and its
+         * trim threshold to twice that), and keeps every later block of that size in the heap.
+         */
+        mallopt(M_MMAP_THRESHOLD, 64 * 1024);
+        mallopt(M_TRIM_THRESHOLD, 64 * 1024);
         /* Reading the file needs one thread at a time; libuv's default of four is memory for nothing. */
         setenv("UV_THREADPOOL_SIZE", "2", 0);
         o.clients_max = fit_clients(o.clients_max);

@@ -145,8 +145,8 @@ void npf_sweep_run(npf_sweep_t *s, npf_shm_t *shm, uint64_t now_ns, npf_sweep_re
                         npf_slot_read_hot(table, i, &v);
                         v.st.state = s->seen[i].state;
                         v.windows_ended = s->seen[i].ended;
-                } else if (npf_slot_read_current(table, i, &v) < 0 ||
-                           (v.windows_ended != s->seen[i].ended && npf_slot_read(table, i, &v) < 0)) {
+                } else if (npf_slot_pread_current(shm, i, &v) < 0 ||
+                           (v.windows_ended != s->seen[i].ended && npf_slot_pread(shm, i, &v) < 0)) {
                         /* Torn by its writer this time: what progress knows of it stands. */
                         if (s->progress && NPF_SLOT_PID(claim) != 0)
                                 npf_progress_unread(s->progress, i);

@@ -244,6 +244,8 @@ static bool holder_alive(const npf_shm_ranks_t *table, int fd, uint32_t index, u
         return state != NPF_PROC_GONE && state != NPF_PROC_REUSED;
 }
 
+static int slot_read(const npf_shm_ranks_t *table, int fd, uint32_t index, npf_slot_view_t *v, bool with_ended);
+
 /* npf_slot_reclaim(), asking about locks through @fd. */
 static int reclaim(npf_shm_ranks_t *table, int fd, uint32_t index, npf_slot_view_t *ret_last)
 {
@@ -260,7 +262,7 @@ static int reclaim(npf_shm_ranks_t *table, int fd, uint32_t index, npf_slot_view
         if (pid == 0 || pid == NPF_SLOT_RECLAIMING || holder_alive(table, fd, index, claim))
                 return 0;
 
-        if (npf_slot_read(table, index, &last) < 0) {
+        if (slot_read(table, fd, index, &last, true) < 0) {
                 memset(&last, 0, sizeof(last));
                 last.index = index;
                 last.pid = pid;
@@ -300,8 +302,7 @@ static uint32_t least_used_free_slot(npf_shm_ranks_t *table, const uint64_t *bus
         for (uint32_t i = 0; i < NPF_SHM_SLOTS && fewest > 0; i++) {
                 npf_shm_slot_t *slot = &table->slots[i];
                 uint64_t claim = atomic_load_explicit(npf__seq(&slot->claim), memory_order_relaxed);
-                uint64_t ended = atomic_load_explicit(npf__seq(&table->cold[i].windows_ended),
-                                                      memory_order_relaxed);
+                uint64_t ended = atomic_load_explicit(npf__seq(&slot->windows_ended), memory_order_relaxed);
 
                 if (NPF_SLOT_PID(claim) == 0 && ended < fewest && !(busy[i / 64] >> (i % 64) & 1)) {
                         best = i;
@@ -600,9 +601,9 @@ void npf_slot_set_state(npf_shm_ranks_t *table, npf_shm_slot_t *slot, const npf_
         npf__seq_copy_in(&cold->st, &copy, sizeof(copy));
         /* A window that ended is also kept apart, for the daemon, until the next one ends. */
         if (is_outcome(copy.state)) {
-                uint64_t ended = atomic_load_explicit(npf__seq(&cold->windows_ended), memory_order_relaxed);
+                uint64_t ended = atomic_load_explicit(npf__seq(&slot->windows_ended), memory_order_relaxed);
                 npf__seq_copy_in(&cold->ended[ended % NPF_SLOT_ENDED], &copy, sizeof(copy));
-                atomic_store_explicit(npf__seq(&cold->windows_ended), ended + 1, memory_order_relaxed);
+                atomic_store_explicit(npf__seq(&slot->windows_ended), ended + 1, memory_order_relaxed);
         }
         npf__seq_write_end(&slot->seq, s);
 }
@@ -635,16 +636,39 @@ static void hot_read(const npf_shm_ranks_t *table, uint32_t index, npf_slot_view
                                                          memory_order_relaxed);
 }
 
-/* Read slot @index into @v, its ended windows only if @with_ended (else they are zeroes). */
-static int slot_read(const npf_shm_ranks_t *table, uint32_t index, npf_slot_view_t *v, bool with_ended)
+/*
+ * Copy slot @index's cold entry (its first @n bytes) into @dst, between the two loads of its
+ * seqlock: through @fd with pread() where @fd >= 0, so that the reader never maps a cold page
+ * (the kernel copies from the object, and the reader's page tables stay as they were), else
+ * word by word through the mapping. Return: 0, or -EIO when the object is shorter.
+ */
+static int cold_copy(const npf_shm_ranks_t *table, int fd, uint32_t index, void *dst, size_t n)
+{
+        if (fd < 0) {
+                npf__seq_copy_out(dst, &table->cold[index], n);
+                return 0;
+        }
+        off_t at = (off_t) (offsetof(npf_shm_ranks_t, cold) + (size_t) index * sizeof(npf_shm_slot_cold_t));
+        ssize_t got;
+        do
+                got = pread(fd, dst, n, at);
+        while (got < 0 && errno == EINTR);
+        return got == (ssize_t) n ? 0 : -EIO;
+}
+
+/*
+ * Read slot @index into @v, its ended windows only if @with_ended (else they are zeroes),
+ * the cold entry through @fd when it is >= 0 (see cold_copy()).
+ */
+static int slot_read(const npf_shm_ranks_t *table, int fd, uint32_t index, npf_slot_view_t *v, bool with_ended)
 {
         const npf_shm_slot_t *slot;
-        const npf_shm_slot_cold_t *cold;
+        npf_shm_slot_cold_t cold;
+        size_t n = with_ended ? offsetof(npf_shm_slot_cold_t, pad0) : sizeof(cold.st);
 
         if (index >= NPF_SHM_SLOTS)
                 return -ERANGE;
         slot = &table->slots[index];
-        cold = &table->cold[index];
         hot_read(table, index, v);
         if (!with_ended)
                 memset(v->ended, 0, sizeof(v->ended));
@@ -653,13 +677,15 @@ static int slot_read(const npf_shm_ranks_t *table, uint32_t index, npf_slot_view
                 uint64_t s = npf__seq_read_begin_bounded(&slot->seq, NPF__SLOT_READ_SPINS);
                 if (s == UINT64_MAX)
                         continue;
-                npf__seq_copy_out(&v->st, &cold->st, sizeof(v->st));
-                if (with_ended)
-                        npf__seq_copy_out(v->ended, cold->ended, sizeof(v->ended));
-                v->windows_ended = atomic_load_explicit(npf__seq(&cold->windows_ended), memory_order_relaxed);
+                if (cold_copy(table, fd, index, &cold, n) < 0)
+                        return -EIO;
+                v->windows_ended = atomic_load_explicit(npf__seq(&slot->windows_ended), memory_order_relaxed);
                 if (npf__seq_read_retry(&slot->seq, s))
                         continue;
                 v->seq = s;
+                v->st = cold.st;
+                if (with_ended)
+                        memcpy(v->ended, cold.ended, sizeof(v->ended));
                 if (!memchr(v->st.message, '\0', sizeof(v->st.message)) ||
                     !memchr(v->st.output, '\0', sizeof(v->st.output)) || v->st.state >= NPF_WINDOW__COUNT ||
                     (with_ended && !ended_ok(v->ended)))
@@ -679,12 +705,22 @@ int npf_slot_read_hot(const npf_shm_ranks_t *table, uint32_t index, npf_slot_vie
 
 int npf_slot_read(const npf_shm_ranks_t *table, uint32_t index, npf_slot_view_t *ret_view)
 {
-        return slot_read(table, index, ret_view, true);
+        return slot_read(table, -1, index, ret_view, true);
 }
 
 int npf_slot_read_current(const npf_shm_ranks_t *table, uint32_t index, npf_slot_view_t *ret_view)
 {
-        return slot_read(table, index, ret_view, false);
+        return slot_read(table, -1, index, ret_view, false);
+}
+
+int npf_slot_pread(const npf_shm_t *shm, uint32_t index, npf_slot_view_t *ret_view)
+{
+        return slot_read(npf_shm_ranks(shm), npf__shm_ranks_fd(shm), index, ret_view, true);
+}
+
+int npf_slot_pread_current(const npf_shm_t *shm, uint32_t index, npf_slot_view_t *ret_view)
+{
+        return slot_read(npf_shm_ranks(shm), npf__shm_ranks_fd(shm), index, ret_view, false);
 }
 
 /* --- requests for the holder's stacks ------------------------------------------------------ */

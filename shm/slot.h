@@ -106,6 +106,16 @@ int npf_slot_read(const npf_shm_ranks_t *table, uint32_t index, npf_slot_view_t 
 int npf_slot_read_current(const npf_shm_ranks_t *table, uint32_t index, npf_slot_view_t *ret_view);
 
 /*
+ * npf_slot_pread(), npf_slot_pread_current() - npf_slot_read() and npf_slot_read_current()
+ * for a long-lived reader of every slot (the daemon): the cold entry is copied by pread()
+ * through @shm's descriptor on the rank table, not through the mapping, so that no cold page
+ * is ever mapped in the reader (with 1,024 ranks, 2.2 MiB that would stay resident in it).
+ * Return: as npf_slot_read(), or -EIO when the object was cut short.
+ */
+int npf_slot_pread(const npf_shm_t *shm, uint32_t index, npf_slot_view_t *ret_view);
+int npf_slot_pread_current(const npf_shm_t *shm, uint32_t index, npf_slot_view_t *ret_view);
+
+/*
  * npf_slot_read_hot() - the words of slot @index's hot entry alone (claim, rank, device,
  * proc_start, step, heartbeat, claimed_ns) into @view, whose st, ended, windows_ended and
  * seq are left as they were: for a reader that knows, by the slot's seq (npf_slot_seq()),

@@ -104,7 +104,7 @@ static void test_abi_layout(void **state)
                 { sizeof(npf_shm_slot_t), 128 },
                 { offsetof(npf_shm_slot_cold_t, st), 0 },
                 { offsetof(npf_shm_slot_cold_t, ended), 440 },
-                { offsetof(npf_shm_slot_cold_t, windows_ended), 2200 },
+                { offsetof(npf_shm_slot_t, windows_ended), 72 },
                 { sizeof(npf_shm_slot_cold_t), 2240 },
                 { sizeof(npf_shm_ctl_t), 18496 },
         };

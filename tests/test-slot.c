@@ -602,7 +602,7 @@ static void test_ended_names_its_rank(void **state)
         /* Every other slot has kept more: the freed slot is the one reused. */
         for (uint32_t i = 0; i < NPF_SHM_SLOTS; i++)
                 if (i != idx)
-                        f->table->cold[i].windows_ended = 2;
+                        f->table->slots[i].windows_ended = 2;
         assert_int_equal(npf_slot_claim(f->shm, 3, 0, &again, NULL), 0);
         assert_ptr_equal(again.slot, slot);
         assert_int_equal(npf_slot_read(f->table, idx, &v), 0);

@@ -60,8 +60,8 @@ static int teardown(void **state)
 /* The kept table, refreshed at @now, is the fresh one to the byte; it has @rows rows. */
 static void same(fixture_t *f, uint64_t now, const bool *stalled, size_t rows)
 {
-        json_t *fresh = npf_view_ranks(f->table, now, STALL_MS, stalled, NULL);
-        json_t *kept = npf_rank_view_refresh(f->kept, f->table, now, STALL_MS, stalled, NULL, NULL);
+        json_t *fresh = npf_view_ranks(f->shm, now, STALL_MS, stalled, NULL);
+        json_t *kept = npf_rank_view_refresh(f->kept, f->shm, now, STALL_MS, stalled, NULL, NULL);
         char *a, *b;
 
         assert_non_null(fresh);
@@ -169,8 +169,8 @@ static void test_many_ranks(void **state)
 static json_t *with_progress(fixture_t *f, const npf_view_progress_t *progress)
 {
         npf_rank_view_t *fresh_view = npf_rank_view_new();
-        json_t *fresh = npf_rank_view_refresh(fresh_view, f->table, 1000, STALL_MS, NULL, NULL, progress);
-        json_t *kept = npf_rank_view_refresh(f->kept, f->table, 1000, STALL_MS, NULL, NULL, progress);
+        json_t *fresh = npf_rank_view_refresh(fresh_view, f->shm, 1000, STALL_MS, NULL, NULL, progress);
+        json_t *kept = npf_rank_view_refresh(f->kept, f->shm, 1000, STALL_MS, NULL, NULL, progress);
         char *a = json_dumps(fresh, JSON_COMPACT | JSON_PRESERVE_ORDER), *b = json_dumps(kept, JSON_COMPACT | JSON_PRESERVE_ORDER);
 
         if (strcmp(a, b) != 0)
@@ -243,7 +243,7 @@ static void test_table_objects(void **state)
         slot = lease.slot;
         npf_slot_step(slot, 77, 1000);
         set_state(f->table, slot, NPF_WINDOW_COLLECTING, 12, "", "rank4_start10_stop14");
-        json_t *table = npf_view_ranks(f->table, 1000, STALL_MS, NULL, NULL);
+        json_t *table = npf_view_ranks(f->shm, 1000, STALL_MS, NULL, NULL);
         json_t *objects = npf_view_table_objects(table);
         assert_non_null(objects);
         assert_int_equal(json_array_size(objects), 1);

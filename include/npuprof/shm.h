@@ -292,7 +292,13 @@ typedef struct npf_shm_slot {
         int32_t  stacks_error;
         /* The seqlock of this slot's cold entry: it moves with every change of the window state. */
         _Alignas(64) uint64_t seq;
-        uint8_t  pad0[56];
+        /*
+         * How many windows have ended in this slot (cold[].ended keeps the last
+         * NPF_SLOT_ENDED), written under seq: here, so that a claimant looking for the least
+         * used free slot reads hot entries alone.
+         */
+        uint64_t windows_ended;
+        uint8_t  pad0[48];
 } npf_shm_slot_t;
 
 /* A slot's cold entry: written by its rank under the seq of its hot entry, read when seq moved. */
@@ -300,13 +306,12 @@ typedef struct npf_shm_slot_cold {
         npf_shm_slot_state_t st;        /* what the rank is doing now */
         /*
          * The last NPF_SLOT_ENDED windows that ended here (done, failed, missed, filtered),
-         * window n at ended[n % NPF_SLOT_ENDED], and the count of windows that ended: a rank
-         * moves on to the next generation at the very step a window ends, so the daemon
-         * records from here every window the count says it has not seen.
+         * window n at ended[n % NPF_SLOT_ENDED], n counted by the hot entry's windows_ended:
+         * a rank moves on to the next generation at the very step a window ends, so the
+         * daemon records from here every window the count says it has not seen.
          */
         npf_shm_slot_state_t ended[NPF_SLOT_ENDED];
-        uint64_t windows_ended;
-        uint8_t  pad0[32];
+        uint8_t  pad0[40];
 } npf_shm_slot_cold_t;
 
 
@@ -579,11 +584,11 @@ _Static_assert(offsetof(npf_shm_slot_t, stacks_asked) == 52, "abi");
 _Static_assert(offsetof(npf_shm_slot_t, stacks_done) == 56, "abi");
 _Static_assert(offsetof(npf_shm_slot_t, stacks_error) == 60, "abi");
 _Static_assert(offsetof(npf_shm_slot_t, seq) == 64, "abi");
+_Static_assert(offsetof(npf_shm_slot_t, windows_ended) == 72, "abi");
 _Static_assert(NPF_SHM_SLOTS < (1u << NPF_INDEX_SLOT_BITS), "slot + 1 fits the index entry");
 _Static_assert(sizeof(npf_shm_slot_cold_t) == 2240, "npf_shm_slot_cold_t size");
 _Static_assert(offsetof(npf_shm_slot_cold_t, st) == 0, "abi");
 _Static_assert(offsetof(npf_shm_slot_cold_t, ended) == 440, "abi");
-_Static_assert(offsetof(npf_shm_slot_cold_t, windows_ended) == 2200, "abi");
 _Static_assert(sizeof(((npf_shm_slot_cold_t *) 0)->ended) / sizeof(npf_shm_slot_state_t) == NPF_SLOT_ENDED, "abi");
 _Static_assert(sizeof(npf_shm_slot_state_t) == 440, "npf_shm_slot_state_t size");
 _Static_assert(offsetof(npf_shm_slot_state_t, generation) == 0, "abi");

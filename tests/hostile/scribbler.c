@@ -160,8 +160,8 @@ static void nasty_slot(scribble_t *s, npf_shm_slot_t *slot)
 
         switch (rnd() % 12) {
         case 0: put64(s, &slot->seq, (rnd() << 1) | 1); break;         /* odd: a writer that never ends */
-        case 1: put64(s, &cold->windows_ended, rnd()); break;          /* far more than the slot keeps */
-        case 2: put64(s, &cold->windows_ended, UINT64_MAX); break;
+        case 1: put64(s, &slot->windows_ended, rnd()); break;          /* far more than the slot keeps */
+        case 2: put64(s, &slot->windows_ended, UINT64_MAX); break;
         case 3: put32(s, &slot->rank, (uint32_t) (NPF_SHM_MAX_RANKS + rnd() % 1000000)); break;
         case 4: put32(s, &slot->rank, (uint32_t) (rnd() % NPF_SHM_MAX_RANKS)); break;
         case 5: /* the claim of another live process, with its real start time */
