@@ -71,8 +71,12 @@ t_basics() {
         eventually "basics: the file is there at start, generation $g, config valid" \
                 mj "m['npuprof_generation'] == $g and m['npuprof_config_valid'] == 1"
         check "basics: valid text format 0.0.4 (HELP, TYPE, names, labels, values)" python3 "$promtext" check "$prom"
+        # As --version says them: "npuprofd 0.1.0 (shm ABI 3, protocol 2)".
+        local version abi
+        version=$("$npuprofd" --version | cut -d' ' -f2)
+        abi=$("$npuprofd" --version | sed -n 's/.*shm ABI \([0-9]*\),.*/\1/p')
         check "basics: npuprof_build_info names the daemon's version" \
-                mj "m.get('npuprof_build_info{protocol=\"2\",shm_abi=\"2\",version=\"$("$npuprofd" --version | cut -d' ' -f2)\"}') == 1 and m['npuprof_up'] == 1"
+                mj "m.get('npuprof_build_info{protocol=\"2\",shm_abi=\"$abi\",version=\"$version\"}') == 1 and m['npuprof_up'] == 1"
         t0=$(jv 'cfg["published_unix_ms"]')
         check "basics: the publication time is the one status shows" \
                 mj "abs(m['npuprof_generation_published_timestamp_seconds'] * 1000 - $t0) < 1 and $t0 > 1700000000000"

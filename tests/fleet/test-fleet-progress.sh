@@ -65,7 +65,8 @@ eventually "node-3's record lists rank 5 among its laggards, with its step" \
 eventually "fleet --json: the worst behind the fleet is rank 5 on node-3, not stalled, 20 steps or more behind" \
         fj 'b["ranks"][0]["node"] == "node-3" and b["ranks"][0]["rank"] == 5 and not b["ranks"][0]["stalled"] and
             b["ranks"][0]["behind"] >= 20 and b["stalled"] == 0 and b["message"] is None'
-check "the table lists it under the fleet's highest step" \
+# Eventually: at one moment another node's ranks may also be a few steps behind, and the table then names nodes.
+eventually "the table lists it under the fleet's highest step" \
         sh -c "timeout 20 '$npuprofctl' fleet --fleet-dir '$fleet' | grep -A1 '^behind the fleet.s highest step' | grep -q '^  rank 5 on node-3 at step [0-9,]*, [0-9,]* behind\$'"
 stop_ranks 0 1 2 3 4 5
 eventually "the ranks gone: no rank attached on any node" \
