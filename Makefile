@@ -108,7 +108,8 @@ DAEMON_OBJS := $(BUILD)/daemon/npuprofd.o $(BUILD)/daemon/daemon.o $(BUILD)/daem
                $(BUILD)/daemon/analyze.o $(BUILD)/daemon/fwshm.o $(BUILD)/daemon/manifest.o \
                $(BUILD)/daemon/keptfile.o $(BUILD)/daemon/fleet.o $(BUILD)/daemon/windows.o $(BUILD)/daemon/metrics.o \
                $(BUILD)/daemon/progress.o $(BUILD)/daemon/autowin.o $(BUILD)/lib/steptext.o \
-               $(BUILD)/lib/shmopen.o $(MANIFEST_OBJS)
+               $(BUILD)/lib/shmopen.o $(BUILD)/daemon/kineto.o $(BUILD)/lib/kinetoipc.o $(BUILD)/conf/kineto.o \
+               $(MANIFEST_OBJS)
 # The package's one privileged program: hands npuprofd a job's object of another user.
 SHMOPEN_OBJS := $(BUILD)/opener/npuprof-shmopen.o $(BUILD)/lib/shmopen.o
 
@@ -410,6 +411,14 @@ $(STATUS_LOAD): $(BUILD)/tests/fleet/status-load.o
 # A hostile rank that scribbles over the rank table (tests/hostile/test-scribble.sh).
 $(SCRIBBLER): $(BUILD)/tests/hostile/scribbler.o $(SHM_OBJS)
 	$(CC) $(LDFLAGS) -o $@ $^
+
+# A training loop on the real libkineto, built from its source (shared/testdata/kineto), as
+# PyTorch drives it with KINETO_USE_DAEMON=1 (tests/kineto/). Third-party C++: built once, into
+# build/kineto whatever SANITIZER is; tests/kineto/build.sh exits 77 (skipped) without the source.
+KINETO_SRC ?= ../shared/testdata/kineto
+.PHONY: kineto-test-prog
+kineto-test-prog:
+	@tests/kineto/build.sh $(KINETO_SRC) build/kineto
 
 # The units are tested under a real systemd with the plain build only: a sanitizer's
 # runtime is not what the hardened unit is meant to run.

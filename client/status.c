@@ -337,6 +337,47 @@ static void print_fwshm(json_t *fwshm)
 }
 
 /* A file the daemon keeps (the metrics file, the fleet record): where, how often, how it goes. */
+/* libkineto's endpoint: the PyTorch processes that poll it, each with its window. */
+static void print_kineto(json_t *k)
+{
+        json_t *clients = json_object_get(k, "clients"), *counts = json_object_get(k, "counts"), *c;
+        size_t i;
+
+        if (!json_is_object(k))
+                return;
+        if (json_is_string(json_object_get(k, "off"))) {
+                printf("libkineto: not served: %s\n", str(k, "off", "?"));
+                return;
+        }
+        printf("libkineto: %s, %zu process%s polling; %lld window%s given, %lld traced, %lld lost",
+               str(k, "endpoint", "?"), json_array_size(clients), json_array_size(clients) == 1 ? "" : "es",
+               (long long) num(counts, "given"), num(counts, "given") == 1 ? "" : "s", (long long) num(counts, "traces"),
+               (long long) num(counts, "lost"));
+        if (num(counts, "malformed") || num(counts, "unknown_types"))
+                printf("; %lld malformed datagram%s (last: %s)", (long long) num(counts, "malformed"),
+                       num(counts, "malformed") == 1 ? "" : "s", str(k, "last_malformed", "?"));
+        printf("\n");
+        json_array_foreach(clients, i, c) {
+                json_t *w = json_object_get(c, "window"), *rank = json_object_get(c, "rank");
+                char who[64];
+                if (json_is_integer(rank))
+                        snprintf(who, sizeof(who), "rank %lld", (long long) json_integer_value(rank));
+                else
+                        snprintf(who, sizeof(who), "rank ?");
+                printf("  pid %lld", (long long) num(c, "pid"));
+                if (json_is_integer(json_object_get(c, "host_pid")) && num(c, "host_pid") != num(c, "pid"))
+                        printf(" (%lld here)", (long long) num(c, "host_pid"));
+                printf("  %s  job %lld  last poll %lld ms ago%s", who, (long long) num(c, "jobid"),
+                       (long long) num(c, "last_poll_ms_ago"), json_is_true(json_object_get(c, "tracing")) ? ", tracing" : "");
+                if (json_is_object(w))
+                        printf("  window of generation %lld %s: %s", (long long) num(w, "generation"), str(w, "state", "?"),
+                               str(w, "trace", "?"));
+                printf("\n");
+                if (!json_is_integer(rank) && json_is_string(json_object_get(c, "rank_unknown")))
+                        printf("    rank unknown: %s\n", str(c, "rank_unknown", ""));
+        }
+}
+
 static void print_kept(const char *label, json_t *k)
 {
         if (!json_is_object(k))
@@ -430,6 +471,7 @@ int npf_cli_status(const char *socket_path, const char *shm_name, bool json)
                 print_auto(json_object_get(res, "auto"));
                 print_analyses(json_object_get(res, "analysis"));
                 print_fwshm(json_object_get(res, "legacy"));
+                print_kineto(json_object_get(res, "kineto"));
                 print_kept("metrics:", json_object_get(dm, "metrics_file"));
                 print_kept("fleet:  ", json_object_get(dm, "fleet"));
         }

@@ -6,6 +6,7 @@
 #include "daemon/log.h"
 #include "daemon/metrics.h"
 #include "daemon/keptfile.h"
+#include "daemon/kineto.h"
 #include "daemon/notify.h"
 #include "daemon/progress.h"
 #include "lib/steptext.h"
@@ -37,6 +38,8 @@ typedef struct daemon {
         npf_server_t *server;
         npf_analyze_t *analyze;         /* NULL once stopping */
         npf_fwshm_t *fwshm;            /* the frameworks' segments; NULL without --legacy, and once stopping */
+        npf_kineto_t *kineto;           /* libkineto's endpoint; NULL when off or not to be had, and once stopping */
+        char kineto_off[256];           /* why there is none */
         npf_kept_file_t *metrics;       /* NULL without --metrics-file, and once stopping */
         npf_fleet_t *fleet;             /* the node's fleet record; NULL without --fleet-dir, and once stopping */
         char *state_dir;                /* $STATE_DIRECTORY's first, from systemd; may be NULL */
@@ -122,8 +125,11 @@ static void note_published(daemon_t *d)
 {
         npf_shm_config_t *c = malloc(sizeof(*c));
 
-        if (c && npf_shm_read_config(npf_shm_ctl(d->shm), c) >= 0 && c->args.generation)
+        if (c && npf_shm_read_config(npf_shm_ctl(d->shm), c) >= 0 && c->args.generation) {
                 d->published_ns = c->args.published_ns;
+                if (d->kineto)
+                        npf_kineto_publish(d->kineto, c);
+        }
         free(c);
 }
 
@@ -313,6 +319,15 @@ static void on_window_recorded(const npf_window_record_t *rec, void *data)
         npf_windows_ended(&d->windows, d->analyze, rec);
 }
 
+/* A libkineto process's window ended: into the node's history, as a rank's. */
+static void on_kineto_window(const npf_window_record_t *rec, void *data)
+{
+        daemon_t *d = data;
+
+        npf_sweep_record(&d->sweep, rec, on_window_recorded, d);
+        note_change(d);
+}
+
 /* What the watch of progress tells: stalls and slowdowns, begun and over, into the log. */
 static void on_progress(const npf_progress_event_t *ev, void *data)
 {
@@ -432,6 +447,8 @@ static void sweep(daemon_t *d)
                         "attach ranks): %s", r > 0 ? "its size is back, the slots past the cut are empty"
                                                    : strerror(-r));
         npf_sweep_run(&d->sweep, d->shm, npf_clock_ns(CLOCK_MONOTONIC), on_window_recorded, d);
+        if (d->kineto)
+                npf_kineto_sweep(d->kineto);
         if (!d->stopping)
                 auto_after_sweep(d);
         if (d->progress_unsaid)
@@ -533,6 +550,8 @@ static json_t *status_json(daemon_t *d)
                               "analysis", analysis_summary(d),
                               "reloads", (json_int_t) d->reloads,
                               "legacy", d->fwshm ? npf_fwshm_status_json(d->fwshm) : json_null());
+        json_object_set_new(o, "kineto", d->kineto ? npf_kineto_status_json(d->kineto)
+                                         : json_pack("{s:s}", "off", d->kineto_off));
         json_t *self = json_object_get(o, "daemon");
         json_object_set_new(self, "stall_after_s", json_real((double) d->opt.progress.stall_after_ms / 1000.0));
         json_object_set_new(self, "stall_factor", json_integer(d->opt.progress.stall_factor));
@@ -715,6 +734,8 @@ static void stop(daemon_t *d, const char *why)
         d->analyze = NULL;
         npf_fwshm_close(d->fwshm);
         d->fwshm = NULL;
+        npf_kineto_close(d->kineto);
+        d->kineto = NULL;
         uv_timer_stop(&d->sweep_timer);
         uv_close((uv_handle_t *) &d->sweep_timer, on_closed);
         npf_notify_close(&d->notify, on_closed);
@@ -831,6 +852,23 @@ int npf_daemon_run(const npf_daemon_options_t *opt)
                 npf_log(LOG_ERR, NPF_LOG_NONE, NPF_LOG_NONE, "control socket: %s", err);
                 goto out;
         }
+        if (opt->kineto) {
+                npf_kineto_options_t ko = {
+                        .socket_dir = opt->kineto_socket_dir, .group = opt->rank_group, .node = opt->node_name,
+                        .ended = on_kineto_window, .data = d,
+                };
+                char why[256];
+                if ((r = npf_kineto_new(d->loop, &ko, &d->kineto, why, sizeof(why))) < 0) {
+                        /* On by default where the endpoint can be had: another daemon may serve it. */
+                        snprintf(d->kineto_off, sizeof(d->kineto_off), "%s", why);
+                        npf_log(LOG_WARNING, NPF_LOG_NONE, NPF_LOG_NONE, "libkineto's endpoint: %s; PyTorch jobs "
+                                "started with KINETO_USE_DAEMON=1 are not served by this daemon", why);
+                } else {
+                        note_published(d);
+                }
+        } else {
+                snprintf(d->kineto_off, sizeof(d->kineto_off), "--no-kineto");
+        }
         if (opt->fwshm.kinds && (r = npf_fwshm_new(d->loop, &opt->fwshm, &d->fwshm)) < 0) {
                 npf_log(LOG_ERR, NPF_LOG_NONE, NPF_LOG_NONE, "cannot start the publishers of the frameworks' segments: %s", strerror(-r));
                 goto out;
@@ -905,6 +943,8 @@ out:
                 d->analyze = NULL;
                 npf_fwshm_close(d->fwshm);
                 d->fwshm = NULL;
+                npf_kineto_close(d->kineto);
+                d->kineto = NULL;
                 if (d->notify.watchdog.type == UV_TIMER)
                         npf_notify_close(&d->notify, on_closed);
                 uv_run(d->loop, UV_RUN_DEFAULT);

@@ -41,6 +41,8 @@ typedef struct npf_daemon_options {
         uint64_t idle_ms;               /* a connection without a request this long is closed */
         npf_analyze_options_t analyze;  /* of finished windows */
         npf_fwshm_options_t fwshm;     /* the frameworks' segments, for unmodified jobs; kinds 0: none */
+        bool kineto;                    /* serve libkineto's endpoint (daemon/kineto.h) */
+        const char *kineto_socket_dir;  /* NULL: its abstract name; else DIR/dynolog */
 } npf_daemon_options_t;
 
 /*

@@ -99,6 +99,14 @@ static void usage(FILE *f)
                 "  --shm-opener PATH      a job's object of another user, which this daemon may not open,\n"
                 "                         is asked of npuprof-shmopen listening at PATH (default %s;\n"
                 "                         \"\" for none)\n"
+                "\n"
+                "Unmodified PyTorch jobs started with KINETO_USE_DAEMON=1 poll libkineto's endpoint, as\n"
+                "they poll dynolog's; this daemon serves it where it can be had (on by default):\n"
+                "  --kineto-socket-dir DIR  serve DIR/dynolog, a socket file (mode 0666, or 0660 with\n"
+                "                         --rank-group), for jobs started with KINETO_IPC_SOCKET_DIR=DIR\n"
+                "                         (default $KINETO_IPC_SOCKET_DIR, else the abstract name\n"
+                "                         \"\\0dynolog\\0\" of the daemon's network namespace)\n"
+                "  --no-kineto            serve neither\n"
                 "  --help, --version\n"
                 "\n"
                 "Signals: SIGHUP reloads the file; SIGTERM and SIGINT stop. See npuprofd(8).\n",
@@ -214,7 +222,7 @@ int main(int argc, char **argv)
                OPT_MAX_CLIENTS, OPT_IDLE, OPT_LOG, OPT_ANALYZER, OPT_JOBS, OPT_TIMEOUT, OPT_MEMORY, OPT_NICE,
                OPT_LEGACY, OPT_LEGACY_GROUP, OPT_LEGACY_REFRESH, OPT_LEGACY_CLOCK, OPT_METRICS_FILE,
                OPT_METRICS_INTERVAL, OPT_RANK_GROUP, OPT_FLEET_DIR, OPT_NODE_NAME, OPT_FLEET_INTERVAL, OPT_OPENER,
-               OPT_STALL_AFTER, OPT_STALL_FACTOR, OPT_SLOWDOWN_PCT, OPT_SLOWDOWN_STEPS, OPT_HELP, OPT_VERSION };
+               OPT_STALL_AFTER, OPT_STALL_FACTOR, OPT_SLOWDOWN_PCT, OPT_SLOWDOWN_STEPS, OPT_KINETO_DIR, OPT_NO_KINETO, OPT_HELP, OPT_VERSION };
         static const struct option opts[] = {
                 { "config", required_argument, NULL, OPT_CONFIG },
                 { "shm-name", required_argument, NULL, OPT_SHM },
@@ -242,6 +250,8 @@ int main(int argc, char **argv)
                 { "legacy-refresh", required_argument, NULL, OPT_LEGACY_REFRESH },
                 { "legacy-clock-offset", required_argument, NULL, OPT_LEGACY_CLOCK },
                 { "shm-opener", required_argument, NULL, OPT_OPENER },
+                { "kineto-socket-dir", required_argument, NULL, OPT_KINETO_DIR },
+                { "no-kineto", no_argument, NULL, OPT_NO_KINETO },
                 { "metrics-file", required_argument, NULL, OPT_METRICS_FILE },
                 { "metrics-interval", required_argument, NULL, OPT_METRICS_INTERVAL },
                 { "fleet-dir", required_argument, NULL, OPT_FLEET_DIR },
@@ -252,6 +262,7 @@ int main(int argc, char **argv)
                 { 0 },
         };
         const char *env_shm = getenv(NPF_ENV_SHM), *env_socket = getenv(NPF_ENV_SOCKET);
+        const char *env_kineto_dir = getenv("KINETO_IPC_SOCKET_DIR");
         npf_daemon_options_t o = {
                 .shm_name = env_shm && *env_shm ? env_shm : NPF_SHM_NAME_DEFAULT,
                 .socket_path = env_socket && *env_socket ? env_socket : NPF_PROTO_SOCKET_DEFAULT,
@@ -261,6 +272,8 @@ int main(int argc, char **argv)
                 .metrics_interval_ms = NPF_METRICS_INTERVAL_S_DEFAULT * 1000u,
                 .fleet_interval_ms = NPF_FLEET_INTERVAL_S_DEFAULT * 1000u,
                 .inotify = true,
+                .kineto = true,
+                .kineto_socket_dir = env_kineto_dir && *env_kineto_dir ? env_kineto_dir : NULL,
                 .log_target = NPF_LOG_AUTO,
                 .stall_ms = NPF_STALL_MS_DEFAULT,
                 .progress = {
@@ -415,6 +428,15 @@ int main(int argc, char **argv)
                 case OPT_OPENER:
                         o.fwshm.opener = *optarg ? optarg : NULL;
                         break;
+                case OPT_KINETO_DIR:
+                        if (optarg[0] != '/') {
+                                fprintf(stderr, "npuprofd: --kineto-socket-dir takes an absolute path, not '%s'\n",
+                                        optarg);
+                                return 2;
+                        }
+                        o.kineto_socket_dir = optarg;
+                        break;
+                case OPT_NO_KINETO: o.kineto = false; break;
                 case OPT_METRICS_FILE: {
                         const char *base = strrchr(optarg, '/');
                         if (optarg[0] != '/' || !base[1] || strcmp(base, "/.") == 0 || strcmp(base, "/..") == 0) {

@@ -13,30 +13,55 @@ static bool is_outcome(uint32_t state)
                state == NPF_WINDOW_FILTERED || state == NPF_WINDOW_LOST;
 }
 
-static void record(npf_sweep_t *s, const npf_slot_view_t *v, uint32_t outcome, npf_sweep_record_cb cb, void *data)
+/* The next entry of the history, emptied and numbered. */
+static npf_window_record_t *history_next(npf_sweep_t *s)
 {
         npf_window_record_t *rec = &s->history[s->head];
 
         memset(rec, 0, sizeof(*rec));
         rec->id = ++s->recorded;
+        rec->ended_ns = npf_clock_ns(CLOCK_REALTIME);
+        return rec;
+}
+
+/* @rec, the history's newest, is complete: count it and hand it on. */
+static void history_push(npf_sweep_t *s, const npf_window_record_t *rec, npf_sweep_record_cb cb, void *data)
+{
+        s->head = (s->head + 1) % NPF_SWEEP_HISTORY;
+        if (s->count < NPF_SWEEP_HISTORY)
+                s->count++;
+        s->outcomes[rec->outcome < NPF_WINDOW__COUNT ? rec->outcome : NPF_WINDOW_LOST]++;
+        if (cb)
+                cb(rec, data);
+}
+
+void npf_sweep_record(npf_sweep_t *s, const npf_window_record_t *rec, npf_sweep_record_cb cb, void *data)
+{
+        npf_window_record_t *slot = history_next(s);
+        uint64_t id = slot->id, ended = slot->ended_ns;
+
+        *slot = *rec;
+        slot->id = id;
+        slot->ended_ns = ended;
+        history_push(s, slot, cb, data);
+}
+
+static void record(npf_sweep_t *s, const npf_slot_view_t *v, uint32_t outcome, npf_sweep_record_cb cb, void *data)
+{
+        npf_window_record_t *rec = history_next(s);
+
         rec->rank = v->rank;
         rec->pid = v->pid;
         rec->generation = v->st.generation;
         rec->start_step = v->st.window_start;
         rec->stop_step = v->st.window_stop;
         rec->outcome = outcome;
-        rec->ended_ns = npf_clock_ns(CLOCK_REALTIME);
         rec->state_ns = v->st.state_ns;
         rec->last_step = v->step;
         rec->backend = v->st.backend;
         memcpy(rec->output, v->st.output, sizeof(rec->output));
         memcpy(rec->message, v->st.message, sizeof(rec->message));
-        s->head = (s->head + 1) % NPF_SWEEP_HISTORY;
-        if (s->count < NPF_SWEEP_HISTORY)
-                s->count++;
-        s->outcomes[outcome]++;
-        if (cb)
-                cb(rec, data);
+        history_push(s, rec, cb, data);
 }
 
 /* Whether the rank in slot @i, live and read as @v, has been silent too long; @gap: time since the last sweep. */
@@ -240,8 +265,9 @@ json_t *npf_sweep_history_json(const npf_sweep_t *s, size_t max)
 
         for (uint32_t k = 0; a && k < s->count && k < max; k++) {
                 const npf_window_record_t *r = npf_sweep_history_at(s, k);
-                json_array_append_new(a, json_pack("{s:I, s:o, s:I, s:I, s:I, s:s, s:I, s:o, s:o}",
-                                                   "rank", (json_int_t) r->rank,
+                json_array_append_new(a, json_pack("{s:o, s:o, s:I, s:I, s:I, s:s, s:I, s:o, s:o, s:s}",
+                                                   "rank", r->rank < NPF_SHM_MAX_RANKS ? json_integer(r->rank)
+                                                                                       : json_null(),
                                                    "pid", r->pid ? json_integer((json_int_t) r->pid) : json_null(),
                                                    "generation", (json_int_t) r->generation,
                                                    "start_step", (json_int_t) r->start_step,
@@ -249,7 +275,8 @@ json_t *npf_sweep_history_json(const npf_sweep_t *s, size_t max)
                                                    "outcome", npf_shm_window_state_name(r->outcome),
                                                    "ended_unix_ms", (json_int_t) (r->ended_ns / 1000000u),
                                                    "output", text_or_null(r->output, sizeof(r->output)),
-                                                   "message", text_or_null(r->message, sizeof(r->message))));
+                                                   "message", text_or_null(r->message, sizeof(r->message)),
+                                                   "backend", npf_shm_backend_name(r->backend)));
         }
         return a;
 }

@@ -80,6 +80,13 @@ typedef struct npf_sweep {
 typedef void (*npf_sweep_record_cb)(const npf_window_record_t *rec, void *data);
 
 /*
+ * npf_sweep_record() - add @rec, a window that ended outside the rank table (a libkineto
+ * process's, daemon/kineto.h), to the history as the sweep's own are: it is given the next
+ * id and its ended_ns, counted by outcome, and handed to @cb.
+ */
+void npf_sweep_record(npf_sweep_t *s, const npf_window_record_t *rec, npf_sweep_record_cb cb, void *data);
+
+/*
  * Dead ranks are looked for (a lock test per rank, and a read of /proc/PID/stat per rank
  * that takes no lock) at most this often: a status asked a thousand times a second must
  * not cost that per request.

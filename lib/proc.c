@@ -258,3 +258,32 @@ int npf_proc_sibling(const char *name, char *buf, size_t len)
                 return -ENAMETOOLONG;
         return access(buf, X_OK) < 0 ? -errno : 0;
 }
+
+int npf_proc_environ(pid_t pid, const char *name, char *buf, size_t len)
+{
+        char path[64], env[32768];
+        size_t name_len = strlen(name), used = 0;
+        ssize_t n = 0;
+        int fd;
+
+        snprintf(path, sizeof(path), "/proc/%d/environ", (int) pid);
+        if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+                return -errno;
+        /* The first 32 KiB: where a launcher's variables are, and more than most environments hold. */
+        while (used < sizeof(env) - 1 && (n = read(fd, env + used, sizeof(env) - 1 - used)) > 0)
+                used += (size_t) n;
+        int saved = n < 0 ? errno : 0;
+        close(fd);
+        if (saved)
+                return -saved;
+        env[used] = '\0';
+        for (size_t at = 0; at < used; at += strlen(env + at) + 1) {
+                const char *v = env + at;
+                if (strncmp(v, name, name_len) == 0 && v[name_len] == '=') {
+                        if ((size_t) snprintf(buf, len, "%s", v + name_len + 1) >= len)
+                                return -ENAMETOOLONG;
+                        return 0;
+                }
+        }
+        return -ENOENT;
+}

@@ -66,4 +66,12 @@ int npf_proc_find_lock_holders(int fd, npf_proc_lock_query_t *q, size_t n);
  */
 int npf_proc_sibling(const char *name, char *buf, size_t len);
 
+/*
+ * npf_proc_environ() - the value of @name in the environment process @pid started with
+ * (/proc/PID/environ, readable by its own user and by root), into @buf of @len bytes.
+ * Return: 0; -ENOENT when it has no such variable; -ENAMETOOLONG when the value does not
+ * fit; the -errno of reading the file (-EACCES: another user's process).
+ */
+int npf_proc_environ(pid_t pid, const char *name, char *buf, size_t len);
+
 #endif /* NPUPROF_LIB_PROC_H */

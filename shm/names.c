@@ -31,6 +31,7 @@ const char *npf_shm_backend_name(uint32_t backend)
                 [NPF_BACKEND_AUTO] = "auto",
                 [NPF_BACKEND_ACL] = "acl",
                 [NPF_BACKEND_HOST] = "host",
+                [NPF_BACKEND_KINETO] = "kineto",
         };
 
         return backend < sizeof(names) / sizeof(names[0]) ? names[backend] : "invalid";

@@ -135,7 +135,8 @@ enum {
         NPF_HOST_SYS_OSRT = 1u << 4,
         NPF_HOST_SYS_NUMA = 1u << 5,
 };
-enum { NPF_BACKEND_AUTO = 0, NPF_BACKEND_ACL = 1, NPF_BACKEND_HOST = 2 };
+/* NPF_BACKEND_KINETO is never a rank's: the daemon records a libkineto process's windows with it. */
+enum { NPF_BACKEND_AUTO = 0, NPF_BACKEND_ACL = 1, NPF_BACKEND_HOST = 2, NPF_BACKEND_KINETO = 3 };
 enum { NPF_RANKS_ALL = 0, NPF_RANKS_LIST = 1 };
 
 /*
