@@ -600,6 +600,7 @@ static char *metrics_text(daemon_t *d, size_t *ret_steady)
                 .autowin = d->autowin,
                 .analysis = analysis,
                 .legacy = legacy,
+                .kineto = d->kineto,
                 .has_file = d->opt.metrics_path != NULL,
                 .file_errors = d->opt.metrics_path ? npf_kept_file_errors(d->metrics) : 0,
         };

@@ -39,6 +39,7 @@ typedef struct client {
         char rank_why[96];              /* why not, when not */
         uint32_t n_pids;
         int32_t pids[PIDS_KEPT];
+        uint64_t proc_start;            /* its start time, when its pid here is known; 0: not known */
         uint64_t first_ns, last_ns;     /* CLOCK_MONOTONIC of its first and last request */
         uint64_t polls;
         bool tracing;                   /* its last request could take no configuration */
@@ -288,6 +289,8 @@ static client_t *client_add(npf_kineto_t *k, const struct sockaddr_un *from, soc
         c->n_pids = m->n_pids < PIDS_KEPT ? m->n_pids : PIDS_KEPT;
         memcpy(c->pids, m->pids, c->n_pids * sizeof(c->pids[0]));
         c->first_ns = now;
+        if (c->host_pid && npf_proc_start_time(c->host_pid, &c->proc_start) < 0)
+                c->proc_start = 0;
         client_rank(c);
         k->clients[i] = c;
         k->n_clients++;
@@ -399,7 +402,7 @@ static void trace_missing(npf_kineto_t *k, client_t *c, bool left)
         }
         snprintf(why, sizeof(why), "%s without writing %s: a libkineto that keeps on-demand traces under /tmp "
                  "writes /tmp/libkineto_activities_%d.json instead; start the job with "
-                 "KINETO_ONDEMAND_TRACE_DIR set to the output root", left ? "the process stopped polling" :
+                 "KINETO_ONDEMAND_TRACE_DIR set to the output root", left ? "the process ended, or stopped polling," :
                  "libkineto finished tracing", c->win_trace, c->pid);
         window_lost(k, c, why);
 }
@@ -677,12 +680,15 @@ void npf_kineto_sweep(npf_kineto_t *k)
                 if (!c)
                         continue;
                 window_check(k, c);
-                if (now - c->last_ns <= NPF_KINETO_EXPIRE_MS * 1000000ull)
+                /* Gone: its process ended (known at once where its pid here is), or silent too long. */
+                int state = c->proc_start ? npf_proc_check(c->host_pid, c->proc_start) : NPF_PROC_ALIVE;
+                bool ended = state == NPF_PROC_GONE || state == NPF_PROC_REUSED;
+                if (!ended && now - c->last_ns <= NPF_KINETO_EXPIRE_MS * 1000000ull)
                         continue;
                 if (c->win != WIN_NONE)
                         trace_missing(k, c, true);
-                npf_log(LOG_INFO, NPF_LOG_NONE, c->rank, "libkineto process %d (pid %d here) stopped polling",
-                        c->pid, c->host_pid);
+                npf_log(LOG_INFO, NPF_LOG_NONE, c->rank, "libkineto process %d (pid %d here) %s", c->pid, c->host_pid,
+                        ended ? "ended" : "stopped polling");
                 client_free(c);
                 k->clients[i] = NULL;
                 k->n_clients--;

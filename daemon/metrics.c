@@ -160,6 +160,29 @@ static void auto_metrics(const npf_autowin_t *a, char **buf, size_t *len, size_t
                npf_autowin_windows(a), npf_autowin_stacks(a));
 }
 
+/* libkineto's endpoint: the PyTorch processes that poll it, and what it gave them. */
+static void kineto_metrics(const npf_kineto_t *k, char **buf, size_t *len, size_t *used)
+{
+        npf_kineto_counts_t c;
+
+        npf_kineto_counts(k, &c);
+        metric(buf, len, used, "# HELP npuprof_kineto_clients libkineto processes (PyTorch jobs with "
+                               "KINETO_USE_DAEMON=1) polling this daemon.\n"
+                               "# TYPE npuprof_kineto_clients gauge\nnpuprof_kineto_clients %" PRIu64 "\n"
+                               "# HELP npuprof_kineto_requests_total Their requests for a configuration.\n"
+                               "# TYPE npuprof_kineto_requests_total counter\nnpuprof_kineto_requests_total %" PRIu64 "\n"
+                               "# HELP npuprof_kineto_windows_total Their windows, by what became of them.\n"
+                               "# TYPE npuprof_kineto_windows_total counter\n"
+                               "npuprof_kineto_windows_total{outcome=\"given\"} %" PRIu64 "\n"
+                               "npuprof_kineto_windows_total{outcome=\"traced\"} %" PRIu64 "\n"
+                               "npuprof_kineto_windows_total{outcome=\"lost\"} %" PRIu64 "\n"
+                               "# HELP npuprof_kineto_datagrams_refused_total Datagrams refused: malformed, of "
+                               "an unknown type, or from a client past the limit.\n"
+                               "# TYPE npuprof_kineto_datagrams_refused_total counter\n"
+                               "npuprof_kineto_datagrams_refused_total %" PRIu64 "\n",
+               c.clients, c.requests, c.given, c.traces, c.lost, c.refused);
+}
+
 /* What moves at every sweep while ranks step: each rank's step, and its step time once known. */
 static void rank_metrics(const npf_progress_t *p, char **buf, size_t *len, size_t *used)
 {
@@ -240,6 +263,8 @@ char *npf_metrics_text(const npf_metrics_t *m, size_t *ret_steady)
                 progress_metrics(m->progress, &buf, &len, &used);
         if (m->autowin)
                 auto_metrics(m->autowin, &buf, &len, &used);
+        if (m->kineto)
+                kineto_metrics(m->kineto, &buf, &len, &used);
         /* What moves at every sweep comes last: the file takes it at its interval. */
         size_t steady = used;
         metric(&buf, &len, &used, "# HELP npuprof_sweeps_total Sweeps of the rank table.\n"

@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "daemon/autowin.h"
+#include "daemon/kineto.h"
 #include "daemon/progress.h"
 #include "daemon/sweep.h"
 #include "npuprof/shm.h"
@@ -31,6 +32,7 @@ typedef struct npf_metrics {
         const npf_autowin_t *autowin;   /* what the daemon did by itself; NULL: none */
         const json_t *analysis;         /* the analyzer's summary: queued, running, done, failed, dropped */
         const json_t *legacy;           /* the frameworks' publishers (npf_fwshm_status_json()), or NULL */
+        const npf_kineto_t *kineto;     /* libkineto's endpoint; NULL: not served */
         bool has_file;                  /* --metrics-file is set: its errors are counted */
         uint64_t file_errors;
 } npf_metrics_t;

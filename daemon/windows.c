@@ -213,7 +213,7 @@ static void analyze_window(const npf_windows_t *w, npf_analyze_t *analyze, const
 /* A lost window's directory gets the manifest its rank never wrote, marked incomplete. */
 static void mark_incomplete(const npf_windows_t *w, const npf_window_record_t *rec)
 {
-        char confined[PATH_MAX], err[NPF_OUTROOT_ERR_MAX], reason[160];
+        char confined[PATH_MAX], err[NPF_OUTROOT_ERR_MAX], reason[sizeof(rec->message) + 8];
         int dfd, r;
 
         /* Opened as ranks open it: no link below the output root, whoever planted one since. */
@@ -225,8 +225,11 @@ static void mark_incomplete(const npf_windows_t *w, const npf_window_record_t *r
                         rec->start_step, rec->stop_step, err);
                 return;
         }
-        snprintf(reason, sizeof(reason), "lost: the rank (pid %u) died while collecting, at step %" PRId64
-                 "; the data is partial", rec->pid, rec->last_step);
+        if (rec->backend == NPF_BACKEND_KINETO)        /* a libkineto process's: its own reason */
+                snprintf(reason, sizeof(reason), "lost: %s", rec->message);
+        else
+                snprintf(reason, sizeof(reason), "lost: the rank (pid %u) died while collecting, at step %" PRId64
+                         "; the data is partial", rec->pid, rec->last_step);
         r = npf_manifest_write_lost(dfd, rec, reason);
         close(dfd);
         if (r < 0 && r != -EEXIST)
@@ -240,7 +243,8 @@ void npf_windows_ended(const npf_windows_t *w, npf_analyze_t *analyze, const npf
         npf_log(rec->outcome == NPF_WINDOW_DONE ? LOG_INFO : LOG_WARNING, (int64_t) rec->generation,
                 (int64_t) rec->rank, "rank %u (pid %u): window %" PRId64 "..%" PRId64 " %s%s%s%s", rec->rank,
                 rec->pid, rec->start_step, rec->stop_step, npf_shm_window_state_name(rec->outcome),
-                rec->outcome == NPF_WINDOW_LOST ? ": the rank died while collecting; its output is kept" : "",
+                rec->outcome == NPF_WINDOW_LOST && rec->backend != NPF_BACKEND_KINETO
+                        ? ": the rank died while collecting; its output is kept" : "",
                 rec->message[0] ? ": " : "", rec->message);
         if (rec->outcome == NPF_WINDOW_DONE)
                 analyze_window(w, analyze, rec);
