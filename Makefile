@@ -166,6 +166,7 @@ UNIT_TESTS += $(BUILD)/tests/test-shmopen
 UNIT_TESTS += $(BUILD)/tests/test-progress
 UNIT_TESTS += $(BUILD)/tests/test-sweep
 UNIT_TESTS += $(BUILD)/tests/test-stacks
+UNIT_TESTS += $(BUILD)/tests/test-kinetoipc
 # The stand-in for the CANN runtime, which cannot exist here: it records every call and
 # answers as CANN does. It and the acl backend's test are built against CANN's own headers
 # (shared/testdata/cann), and only where they are: without them the ACL tests are skipped.
@@ -199,6 +200,7 @@ FUZZ_SNAPSHOT := build/fuzz/fuzz-snapshot
 FUZZ_PROTO := build/fuzz/fuzz-proto
 FUZZ_EVSCAN := build/fuzz/fuzz-evscan
 FUZZ_DEVICE := build/fuzz/fuzz-device
+FUZZ_KINETO := build/fuzz/fuzz-kineto
 
 .PHONY: all check demo bench fuzz fuzz-check install uninstall deb clean help
 all: $(PROGRAMS)
@@ -362,6 +364,10 @@ $(BUILD)/tests/test-evscan: $(BUILD)/tests/test-evscan.o $(BUILD)/replay/evscan.
 $(BUILD)/tests/test-shmopen: $(BUILD)/tests/test-shmopen.o $(BUILD)/lib/shmopen.o
 	$(CC) $(LDFLAGS) -o $@ $^ $(CMOCKA_LIBS)
 
+# libkineto's datagrams (dynolog's IPC fabric) and the configuration text, without a socket.
+$(BUILD)/tests/test-kinetoipc: $(BUILD)/tests/test-kinetoipc.o $(BUILD)/lib/kinetoipc.o $(BUILD)/conf/kineto.o
+	$(CC) $(LDFLAGS) -o $@ $^ $(CMOCKA_LIBS)
+
 # Every thread's stack, read by the process itself: threads blocked in functions of the test's own.
 $(BUILD)/tests/test-stacks: $(BUILD)/tests/test-stacks.o $(BUILD)/rank/stacks.o $(BUILD)/lib/futex.o
 	$(CC) $(LDFLAGS) -o $@ $^ $(CMOCKA_LIBS) $(DW_LIBS) -pthread
@@ -469,7 +475,8 @@ FUZZ_SRCS  := tests/fuzz/fuzz-conf.c conf/conf.c lib/jsonpos.c lib/outroot.c shm
               lib/sigbus.c
 
 .PHONY: fuzz-build
-fuzz-build: $(FUZZ_CONF) $(FUZZ_TRACE) $(FUZZ_PICKLE) $(FUZZ_SNAPSHOT) $(FUZZ_PROTO) $(FUZZ_EVSCAN) $(FUZZ_DEVICE)
+fuzz-build: $(FUZZ_CONF) $(FUZZ_TRACE) $(FUZZ_PICKLE) $(FUZZ_SNAPSHOT) $(FUZZ_PROTO) $(FUZZ_EVSCAN) $(FUZZ_DEVICE) \
+            $(FUZZ_KINETO)
 $(FUZZ_CONF): $(FUZZ_SRCS) conf/conf.h lib/jsonpos.h lib/outroot.h include/npuprof/shm.h
 	@mkdir -p $(dir $@)
 	$(CLANG) $(FUZZ_FLAGS) -o $@ $(FUZZ_SRCS) $(JANSSON_LIBS)
@@ -499,6 +506,12 @@ $(FUZZ_PROTO): $(FUZZ_PROTO_SRCS) daemon/request.h include/npuprof/protocol.h
 	@mkdir -p $(dir $@)
 	$(CLANG) $(FUZZ_FLAGS) -o $@ $(FUZZ_PROTO_SRCS) $(JANSSON_LIBS)
 
+# libkineto's datagrams, as daemon/kineto.c reads every one its socket receives.
+FUZZ_KINETO_SRCS := tests/fuzz/fuzz-kineto.c lib/kinetoipc.c
+$(FUZZ_KINETO): $(FUZZ_KINETO_SRCS) lib/kinetoipc.h
+	@mkdir -p $(dir $@)
+	$(CLANG) $(FUZZ_FLAGS) -o $@ $(FUZZ_KINETO_SRCS)
+
 # The trace scanner, whole and in chunks cut where the input says; its size limits lowered
 # to what inputs of max_len reach.
 FUZZ_EVSCAN_SRCS := tests/fuzz/fuzz-evscan.c replay/evscan.c
@@ -516,7 +529,7 @@ $(FUZZ_DEVICE): $(FUZZ_DEVICE_SRCS) replay/device.h replay/device-trace.h replay
 	$(CLANG) $(FUZZ_FLAGS) -DNPF_EVSCAN_EVENT_MAX=2048 -DNPF_EVSCAN_TOP_MAX=256 -o $@ $(FUZZ_DEVICE_SRCS) \
 		$(JANSSON_LIBS) $(shell pkg-config --libs zlib sqlite3 2>/dev/null) -lm
 
-fuzz: $(FUZZ_CONF) $(FUZZ_TRACE) $(FUZZ_PICKLE) $(FUZZ_SNAPSHOT) $(FUZZ_PROTO) $(FUZZ_EVSCAN) $(FUZZ_DEVICE)
+fuzz: $(FUZZ_CONF) $(FUZZ_TRACE) $(FUZZ_PICKLE) $(FUZZ_SNAPSHOT) $(FUZZ_PROTO) $(FUZZ_EVSCAN) $(FUZZ_DEVICE) $(FUZZ_KINETO)
 	@mkdir -p build/fuzz/corpus-new
 	$(FUZZ_CONF) -max_total_time=$(FUZZ_SECONDS) -max_len=4096 -dict=tests/fuzz/conf.dict \
 		build/fuzz/corpus-new tests/fuzz/corpus-conf
@@ -538,6 +551,9 @@ fuzz: $(FUZZ_CONF) $(FUZZ_TRACE) $(FUZZ_PICKLE) $(FUZZ_SNAPSHOT) $(FUZZ_PROTO) $
 	@mkdir -p build/fuzz/corpus-device-new
 	$(FUZZ_DEVICE) -max_total_time=$(FUZZ_SECONDS) -max_len=32768 -dict=tests/fuzz/device.dict \
 		build/fuzz/corpus-device-new tests/fuzz/corpus-device
+	@mkdir -p build/fuzz/corpus-kineto-new
+	$(FUZZ_KINETO) -max_total_time=$(FUZZ_SECONDS) -max_len=4352 -dict=tests/fuzz/kineto.dict \
+		build/fuzz/corpus-kineto-new tests/fuzz/corpus-kineto
 
 # --- install ----------------------------------------------------------------------------
 # The unit's ExecStart follows SBINDIR; an operator's /etc/npuprof files are never overwritten.
