@@ -70,12 +70,15 @@ int npf_kineto_config_text(const npf_shm_args_t *a, const npf_kineto_target_t *t
 {
         text_t out = { .buf = buf, .len = len };
         const char *at = pid_at(t->log_file);
-        size_t n = strlen(t->log_file);
+        const char *bad = !sayable(t->log_file) ? t->log_file : !sayable(t->trace_id) ? t->trace_id
+                          : !sayable(t->group_id) ? t->group_id : NULL;
 
-        if (!sayable(t->log_file) || !sayable(t->trace_id) || !sayable(t->group_id))
-                return refuse(err, err_len, "the output path '%s' holds a newline, '#' or '=', which libkineto "
-                              "cannot read", t->log_file);
-        if (t->log_file[0] != '/' || !at || at + strlen(at) != t->log_file + n)
+        if (bad)
+                return refuse(err, err_len, "'%s' holds a newline, '#' or '=', which libkineto cannot read", bad);
+        if (t->log_file[0] != '/')
+                return refuse(err, err_len, "the trace file '%s' is not an absolute path", t->log_file);
+        /* libkineto inserts the pid at the first ".pt.trace.json", else ".json": it must be the name's end. */
+        if (!at || strcmp(at, strncmp(at, ".pt.trace.json", 14) == 0 ? ".pt.trace.json" : ".json") != 0)
                 return refuse(err, err_len, "libkineto would not name '%s' per process: its first \".json\" must "
                               "end it", t->log_file);
         if (len)

@@ -367,9 +367,11 @@ static int fetch_fallback(const client_t *c)
         snprintf(src, sizeof(src), "/proc/%d/root/tmp/libkineto_activities_%d.json", c->host_pid, c->pid);
         if (!c->host_pid || (in = open(src, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)) < 0)
                 return c->host_pid ? -errno : -ESRCH;
-        if (fstat(in, &st) < 0 || !S_ISREG(st.st_mode)) {
+        /* Written since the window was given: not an earlier window's of the same pid. */
+        if (fstat(in, &st) < 0 || !S_ISREG(st.st_mode) ||
+            (uint64_t) st.st_mtim.tv_sec * 1000000000u + (uint64_t) st.st_mtim.tv_nsec < c->win_given_real_ns) {
                 close(in);
-                return -EINVAL;
+                return -ENOENT;
         }
         if ((dfd = npf_outroot_walk(c->win_dir, strlen(c->win_dir), NPF_OUTROOT_OPEN, "the window directory", err)) < 0) {
                 close(in);
@@ -387,19 +389,11 @@ static int fetch_fallback(const client_t *c)
         return r;
 }
 
-/* What the trace's absence means now that @c said it is idle after tracing, or left. */
+/* @c's trace is not where it was asked for, and will not come: lost, and why. */
 static void trace_missing(npf_kineto_t *k, client_t *c, bool left)
 {
         char why[256];
-        int r = left ? -ESRCH : fetch_fallback(c);
 
-        if (r == 0) {
-                npf_log(LOG_WARNING, (int64_t) c->win_generation, c->rank, "libkineto process %d wrote its trace to "
-                        "/tmp/libkineto_activities_%d.json, not where it was asked: copied into %s; start the job "
-                        "with KINETO_ONDEMAND_TRACE_DIR set to the output root", c->pid, c->pid, c->win_dir);
-                window_done(k, c);
-                return;
-        }
         snprintf(why, sizeof(why), "%s without writing %s: a libkineto that keeps on-demand traces under /tmp "
                  "writes /tmp/libkineto_activities_%d.json instead; start the job with "
                  "KINETO_ONDEMAND_TRACE_DIR set to the output root", left ? "the process ended, or stopped polling," :
@@ -416,6 +410,13 @@ static void window_check(npf_kineto_t *k, client_t *c)
                 window_done(k, c);
                 return;
         }
+        if (fetch_fallback(c) == 0) {
+                npf_log(LOG_WARNING, (int64_t) c->win_generation, c->rank, "libkineto process %d wrote its trace to "
+                        "/tmp/libkineto_activities_%d.json, not where it was asked: copied into %s; start the job "
+                        "with KINETO_ONDEMAND_TRACE_DIR set to the output root", c->pid, c->pid, c->win_dir);
+                window_done(k, c);
+                return;
+        }
         uint64_t now = npf_clock_ns(CLOCK_REALTIME);
         if (c->win_seen_tracing && !c->tracing)
                 trace_missing(k, c, false);
@@ -423,8 +424,39 @@ static void window_check(npf_kineto_t *k, client_t *c)
                 trace_missing(k, c, false);
 }
 
-/* The leaf of @c's window directory for generation @g. */
-static void window_leaf(const client_t *c, const npf_shm_args_t *a, uint64_t start_unix_ms, char *buf, size_t len)
+static uint64_t fnv(uint64_t h, const void *p, size_t n)
+{
+        const unsigned char *b = p;
+
+        for (size_t i = 0; i < n; i++)
+                h = (h ^ b[i]) * UINT64_C(0x100000001b3);
+        return h;
+}
+
+/*
+ * What makes a window this window, whatever its generation (a daemon started anew publishes
+ * the same file under another) and on every node: its steps or time, switches, ranks and
+ * directory.
+ */
+static uint64_t window_id(const npf_shm_config_t *c)
+{
+        const npf_shm_args_t *a = &c->args;
+        int64_t steps[] = { a->start_step, a->stop_step, (int64_t) a->step_count, (int64_t) a->warmup,
+                            (int64_t) a->start_at_multiple_of, (int64_t) a->duration_ms };
+        uint32_t words[] = { a->flags, a->activities, a->rank_filter };
+        uint64_t h = UINT64_C(0xcbf29ce484222325);
+
+        h = fnv(h, steps, sizeof(steps));
+        h = fnv(h, words, sizeof(words));
+        h = fnv(h, c->prof_dir, a->prof_dir_len);
+        if (a->rank_filter == NPF_RANKS_LIST)
+                h = fnv(h, c->rank_bitmap, sizeof(c->rank_bitmap));
+        return h;
+}
+
+/* The leaf of @c's window directory for the window @id of @a. */
+static void window_leaf(const client_t *c, const npf_shm_args_t *a, uint64_t id, uint64_t start_unix_ms, char *buf,
+                        size_t len)
 {
         char who[48];
 
@@ -432,15 +464,22 @@ static void window_leaf(const client_t *c, const npf_shm_args_t *a, uint64_t sta
                 snprintf(who, sizeof(who), "rank%" PRId64 "_kineto_pid%d", c->rank, c->host_pid ? c->host_pid : c->pid);
         else
                 snprintf(who, sizeof(who), "kineto_pid%d", c->host_pid ? c->host_pid : c->pid);
+        /* The window's identity in the name: its directory exists exactly when it was given. */
         if (a->duration_ms)
-                snprintf(buf, len, "%s_at%" PRIu64 "_for%" PRIu64 "ms", who, start_unix_ms, a->duration_ms);
+                snprintf(buf, len, "%s_%08" PRIx32 "_at%" PRIu64 "_for%" PRIu64 "ms", who, (uint32_t) id, start_unix_ms,
+                         a->duration_ms);
         else if (a->start_step == NPF_STEP_NEXT)
-                snprintf(buf, len, "%s_gen%" PRIu64 "_next_for%" PRIu64, who, a->generation, a->step_count);
+                snprintf(buf, len, "%s_%08" PRIx32 "_next_for%" PRIu64, who, (uint32_t) id, a->step_count);
         else
-                snprintf(buf, len, "%s_start%" PRId64 "_stop%" PRId64, who, a->start_step, a->stop_step);
+                snprintf(buf, len, "%s_%08" PRIx32 "_start%" PRId64 "_stop%" PRId64, who, (uint32_t) id, a->start_step,
+                         a->stop_step);
 }
 
-/* Make @c's window directory, writable by @c: its own when the daemon may give it, else by all. */
+/*
+ * Make @c's window directory, writable by @c: its own when the daemon may give it, else by
+ * all. Return: 0; 1 when it is there already: an earlier daemon gave @c this window (its
+ * name holds the process and the window's identity, window_id()); or -errno.
+ */
 static int window_mkdir(npf_kineto_t *k, const client_t *c, const char *leaf, char *msg, size_t msg_len)
 {
         const npf_shm_config_t *cfg = k->config;
@@ -454,7 +493,10 @@ static int window_mkdir(npf_kineto_t *k, const client_t *c, const char *leaf, ch
                 return dfd;
         }
         r = mkdirat(dfd, leaf, 0755) < 0 ? -errno : 0;
-        if (r == 0) {
+        if (r == -EEXIST) {
+                struct stat st;
+                r = fstatat(dfd, leaf, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode) ? 1 : -EEXIST;
+        } else if (r == 0) {
                 bool theirs = c->uid != (uid_t) -1 && c->uid != geteuid();
                 if (theirs && geteuid() == 0)
                         r = fchownat(dfd, leaf, c->uid, c->gid, AT_SYMLINK_NOFOLLOW) < 0 ? -errno : 0;
@@ -502,7 +544,8 @@ static int window_give(npf_kineto_t *k, client_t *c, char *text, size_t len)
                 record(k, c, NPF_WINDOW_MISSED, a->generation, a->start_step, a->stop_step, NULL, msg);
                 return 0;
         }
-        window_leaf(c, a, start_ms, leaf, sizeof(leaf));
+        uint64_t wid = window_id(cfg);
+        window_leaf(c, a, wid, start_ms, leaf, sizeof(leaf));
         if ((size_t) snprintf(path, sizeof(path), "%s/%s", cfg->prof_dir, leaf) >= sizeof(path) ||
             (size_t) snprintf(trace, sizeof(trace), "%s/kineto.pt.trace.json", path) >= sizeof(trace)) {
                 record(k, c, NPF_WINDOW_FAILED, a->generation, a->start_step, a->stop_step, NULL,
@@ -511,10 +554,10 @@ static int window_give(npf_kineto_t *k, client_t *c, char *text, size_t len)
         }
         snprintf(id, sizeof(id), "npuprof-%s-g%" PRIu64 "-pid%d", k->opt.node ? k->opt.node : "node", a->generation,
                  c->host_pid ? c->host_pid : c->pid);
-        snprintf(group, sizeof(group), "npuprof-%016" PRIx64, a->checksum);
+        snprintf(group, sizeof(group), "npuprof-%016" PRIx64, wid);
         npf_kineto_target_t t = { .log_file = trace, .trace_id = id, .group_id = group, .start_unix_ms = start_ms };
-        int n = npf_kineto_config_text(a, &t, text, len, msg, sizeof(msg));
-        if (n < 0 || window_mkdir(k, c, leaf, msg, sizeof(msg)) < 0) {
+        int n = npf_kineto_config_text(a, &t, text, len, msg, sizeof(msg)), made = 0;
+        if (n < 0 || (made = window_mkdir(k, c, leaf, msg, sizeof(msg))) < 0) {
                 if (n == -ENOSPC)
                         snprintf(msg, sizeof(msg), "the configuration text is longer than %u bytes", NPF_KINETO_TEXT_MAX);
                 record(k, c, NPF_WINDOW_FAILED, a->generation, a->start_step, a->stop_step, NULL, msg);
@@ -534,6 +577,12 @@ static int window_give(npf_kineto_t *k, client_t *c, char *text, size_t len)
         c->win_seen_tracing = false;
         c->win_deadline_real_ns = a->duration_ms ? (start_ms + a->duration_ms) * 1000000u + 30 * 1000000000ull : 0;
         c->windows_given++;
+        if (made == 1) {
+                /* Given by the daemon before this one: never twice; its trace is watched for as if given now. */
+                npf_log(LOG_INFO, (int64_t) a->generation, c->rank, "libkineto process %d (pid %d here) was given this "
+                        "window by an earlier daemon: its trace is awaited in %s", c->pid, c->host_pid, c->win_trace);
+                return 0;
+        }
         k->given++;
         npf_log(LOG_INFO, (int64_t) a->generation, c->rank, "libkineto process %d (pid %d here) given its window, "
                 "its trace to land in %s", c->pid, c->host_pid, c->win_trace);

@@ -131,7 +131,9 @@ t_filter() {
                 sj "any(w['rank'] == 1 and w['pid'] == $p1 and w['outcome'] == 'done' and w['start_step'] == 250 for w in W) and any(w['rank'] == 0 and w['pid'] == $p0 and w['outcome'] == 'filtered' for w in W)"
         local wdir
         wdir=$(ctl status --json | "$python" -c 'import json,sys; W=json.load(sys.stdin)["windows"]["recent"]; print([w for w in W if w["outcome"] == "done"][0]["output"])')
-        check "... rank 1 traced steps 250..252 exactly" test "$(steps_in "$wdir" "$p1")" = "[250, 251, 252]"
+        local got
+        got=$(steps_in "$wdir" "$p1")
+        check "... rank 1 traced steps 250..252 exactly ($got)" test "$got" = "[250, 251, 252]"
         check "... and rank 0 wrote no trace anywhere under the output root" \
                 test -z "$(find "$out" -name "*_$p0.pt.trace.json")"
         npf_stop_daemon "two processes"
@@ -152,30 +154,38 @@ t_time() {
         check "... its trace holds the iterations of 500 ms at 20 ms a step (18 to 25 whole ones: $n)" \
                 test "$n" -ge 18 -a "$n" -le 25
         check "... its directory names the moment it started, the same for every node ($wdir)" \
-                sh -c "case '$wdir' in *_at1[0-9]*_for500ms) exit 0;; *) exit 1;; esac"
+                sh -c "case '$wdir' in *_[0-9a-f]*_at1[0-9]*_for500ms) exit 0;; *) exit 1;; esac"
         npf_stop_daemon "a window bounded by time"
 }
 
-# --- started before the daemon; the daemon restarted while it polls ----------------------------
+# --- started before the daemon; the daemon restarted while a window it gave is armed ------------
 t_restart() {
         printf '{"output_dir": "%s/job"}\n' "$out" >"$conf"
         mkdir -p "$dir/sock"
-        fake a RANK=5 -- --steps 1500 --step-ms 20
+        local t0 s1 s2 wdir
+        t0=$(now_ms)
+        fake a RANK=5 -- --steps 3000 --step-ms 20
         local pid=$fpid
         sleep 1.5
         start_daemon
         eventually "a process started before the daemon: listed once the daemon is up" sj "len(C) == 1 and C[0]['pid'] == $pid"
+        # At 20 ms a step it is at most at this step now (sleeps only run late): 3 s ahead of it.
+        s1=$(( ($(now_ms) - t0) / 20 + 150 ))
+        printf '{"output_dir": "%s/job", "start_step": %d, "steps": 4}\n' "$out" "$s1" >"$conf"
+        eventually "a window at step $s1 is given to it" sj "C and C[0]['window'] and C[0]['window']['state'] == 'armed'"
         npf_stop_daemon "before the restart"
         start_daemon
         eventually "the daemon restarted: the process is listed again" sj "len(C) == 1 and C[0]['pid'] == $pid"
-        local first
-        first=$(ctl status --json | "$python" -c 'import json,sys; print(json.load(sys.stdin)["kineto"]["clients"][0]["polls"])')
-        printf '{"output_dir": "%s/job", "start_step": 900, "steps": 4}\n' "$out" >"$conf"
-        eventually "... and an edit after the restart is traced: steps 900..903 done" \
-                sj "any(w['pid'] == $pid and w['start_step'] == 900 and w['outcome'] == 'done' for w in W)"
-        local wdir
-        wdir=$(ctl status --json | "$python" -c 'import json,sys; W=json.load(sys.stdin)["windows"]["recent"]; print([w for w in W if w["start_step"] == 900][0]["output"])')
-        check "... exactly steps 900..903" test "$(steps_in "$wdir" "$pid")" = "[900, 901, 902, 903]"
+        eventually "... its window, given by the daemon before, lands and is recorded done by this one" \
+                sj "any(w['pid'] == $pid and w['start_step'] == $s1 and w['outcome'] == 'done' for w in W)"
+        check "... and it was not given again: this daemon gave none" sj "K['counts']['given'] == 0 and C[0]['windows_given'] == 1"
+        wdir=$(ctl status --json | "$python" -c 'import json,sys; W=json.load(sys.stdin)["windows"]["recent"]; print([w for w in W if w["start_step"] == '"$s1"'][0]["output"])')
+        check "... exactly steps $s1..$((s1 + 3)), one trace in its directory" \
+                test "$(steps_in "$wdir" "$pid")" = "[$s1, $((s1 + 1)), $((s1 + 2)), $((s1 + 3))]"
+        s2=$(( ($(now_ms) - t0) / 20 + 150 ))
+        printf '{"output_dir": "%s/job", "start_step": %d, "steps": 2}\n' "$out" "$s2" >"$conf"
+        eventually "an edit after the restart is given and traced: steps $s2..$((s2 + 1)) done" \
+                sj "any(w['pid'] == $pid and w['start_step'] == $s2 and w['outcome'] == 'done' for w in W) and K['counts']['given'] == 1"
         npf_stop_daemon "after the restart"
 }
 
