@@ -463,6 +463,8 @@ bench: all $(BENCH) $(BENCH_DAEMON) $(LIBS_FLOOR) $(BENCH_RANK) $(BENCH_PROGRESS
 	@echo
 	@$(PYTHON) bench/bench-fleet.py $(BUILD)
 	@echo
+	@$(PYTHON) bench/bench-kineto.py $(BUILD)
+	@echo
 	@$(BENCH_REPLAY) $(BENCH_SNAPSHOT) $(BUILD)/npuprof-replay $(if $(MEMSNAPDUMP_SRC),0 $(BENCH_SNAPSHOT_59K) \
 		$(PYTHON) bench/memsnapdump-replay.py "$(MEMSNAPDUMP_SRC)","$$($(PYTHON) bench/replay-baseline.py $(BENCH_SNAPSHOT))")
 	@echo
