@@ -69,7 +69,7 @@ struct npf_kineto {
         uint32_t n_clients;
         /* Counts, ever. */
         uint64_t datagrams, requests, given, replies, empty, send_failed, malformed, unknown, refused_clients,
-                 expired, traces, lost, ctxt;
+                 expired, traces, lost, ctxt, late;
         char last_malformed[160];
 };
 
@@ -150,6 +150,12 @@ int npf_kineto_new(uv_loop_t *loop, const npf_kineto_options_t *o, npf_kineto_t 
         if (setsockopt(k->fd, SOL_SOCKET, SO_PASSCRED, &one, sizeof(one)) < 0) {
                 r = -errno;
                 snprintf(err, err_len, "SO_PASSCRED: %s", strerror(-r));
+                goto fail;
+        }
+        /* ...and the time the kernel took it in: a request read too late is left unanswered. */
+        if (setsockopt(k->fd, SOL_SOCKET, SO_TIMESTAMPNS, &one, sizeof(one)) < 0) {
+                r = -errno;
+                snprintf(err, err_len, "SO_TIMESTAMPNS: %s", strerror(-r));
                 goto fail;
         }
         if (k->path[0]) {
@@ -589,8 +595,8 @@ static int window_give(npf_kineto_t *k, client_t *c, char *text, size_t len)
         return n;
 }
 
-/* A request of @c: what it can take now, and its answer. */
-static void on_request(npf_kineto_t *k, client_t *c, const npf_kineto_msg_t *m, uint64_t now)
+/* A request of @c: what it can take now, and its answer; none when it was read @late. */
+static void on_request(npf_kineto_t *k, client_t *c, const npf_kineto_msg_t *m, uint64_t now, bool late)
 {
         char text[NPF_KINETO_TEXT_MAX];
         int n = 0;
@@ -603,6 +609,10 @@ static void on_request(npf_kineto_t *k, client_t *c, const npf_kineto_msg_t *m, 
                 c->win_seen_tracing = true;
         }
         window_check(k, c);
+        if (late) {
+                k->late++;
+                return;
+        }
         if (!c->tracing)
                 n = window_give(k, c, text, sizeof(text));
         if (n <= 0)
@@ -627,7 +637,7 @@ static void malformed(npf_kineto_t *k, const char *why)
 }
 
 static void on_datagram(npf_kineto_t *k, const unsigned char *buf, size_t len, const struct sockaddr_un *from,
-                        socklen_t from_len, const struct ucred *cred)
+                        socklen_t from_len, const struct ucred *cred, bool late)
 {
         npf_kineto_msg_t m;
         char why[128];
@@ -659,10 +669,11 @@ static void on_datagram(npf_kineto_t *k, const unsigned char *buf, size_t len, c
         client_t *c = client_find(k, from, from_len);
         if (!c && !(c = client_add(k, from, from_len, &m, cred, now))) {
                 k->refused_clients++;
-                answer(k, from, from_len, "req", NULL, 0);
+                if (!late)
+                        answer(k, from, from_len, "req", NULL, 0);
                 return;
         }
-        on_request(k, c, &m, now);
+        on_request(k, c, &m, now, late);
 }
 
 static void on_readable(uv_poll_t *h, int status, int events)
@@ -671,7 +682,7 @@ static void on_readable(uv_poll_t *h, int status, int events)
         unsigned char buf[NPF_KINETO_DATAGRAM_MAX];
         union {
                 struct cmsghdr align;
-                char buf[CMSG_SPACE(sizeof(struct ucred))];
+                char buf[CMSG_SPACE(sizeof(struct ucred)) + CMSG_SPACE(sizeof(struct timespec))];
         } control;
 
         (void) events;
@@ -692,17 +703,27 @@ static void on_readable(uv_poll_t *h, int status, int events)
                         break;          /* EAGAIN: all read */
                 k->datagrams++;
                 const struct ucred *cred = NULL;
-                for (struct cmsghdr *cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm))
+                uint64_t taken_ns = 0;
+                for (struct cmsghdr *cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm)) {
                         if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_CREDENTIALS &&
                             cm->cmsg_len == CMSG_LEN(sizeof(struct ucred)))
                                 cred = (const struct ucred *) CMSG_DATA(cm);
+                        if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_TIMESTAMPNS &&
+                            cm->cmsg_len == CMSG_LEN(sizeof(struct timespec))) {
+                                struct timespec ts;
+                                memcpy(&ts, CMSG_DATA(cm), sizeof(ts));
+                                taken_ns = (uint64_t) ts.tv_sec * 1000000000u + (uint64_t) ts.tv_nsec;
+                        }
+                }
+                uint64_t now_real = npf_clock_ns(CLOCK_REALTIME);
+                bool late = taken_ns && now_real > taken_ns && now_real - taken_ns > NPF_KINETO_ANSWER_MS * 1000000ull;
                 if ((size_t) n > sizeof(buf)) {
                         char why[96];
                         snprintf(why, sizeof(why), "a datagram of %zd bytes, longer than any request", n);
                         malformed(k, why);
                         continue;
                 }
-                on_datagram(k, buf, (size_t) n, &from, mh.msg_namelen, cred);
+                on_datagram(k, buf, (size_t) n, &from, mh.msg_namelen, cred, late);
         }
 }
 
@@ -792,7 +813,7 @@ json_t *npf_kineto_status_json(const npf_kineto_t *k)
         qsort(sorted, n, sizeof(sorted[0]), by_rank_then_pid);
         for (size_t i = 0; i < n; i++)
                 json_array_append_new(list, client_json(sorted[i], now));
-        return json_pack("{s:s, s:o, s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}, s:o}",
+        return json_pack("{s:s, s:o, s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}, s:o}",
                          "endpoint", k->endpoint, "clients", list, "counts",
                          "datagrams", (json_int_t) k->datagrams, "requests", (json_int_t) k->requests,
                          "given", (json_int_t) k->given, "replies", (json_int_t) k->replies,
@@ -800,6 +821,7 @@ json_t *npf_kineto_status_json(const npf_kineto_t *k)
                          "malformed", (json_int_t) k->malformed, "unknown_types", (json_int_t) k->unknown,
                          "clients_refused", (json_int_t) k->refused_clients, "expired", (json_int_t) k->expired,
                          "traces", (json_int_t) k->traces, "lost", (json_int_t) k->lost,
+                         "unanswered_late", (json_int_t) k->late,
                          "last_malformed", k->last_malformed[0] ? json_string(k->last_malformed) : json_null());
 }
 

@@ -43,6 +43,14 @@
 #define NPF_KINETO_READS_PER_WAKEUP 256u
 #define NPF_KINETO_LEAD_MS        12000u        /* a window bounded by time starts this long after its publication */
 #define NPF_KINETO_WARMUP_MS      5000u         /* libkineto's default ACTIVITIES_WARMUP_PERIOD_SECS */
+/*
+ * libkineto waits about 90 ms for an answer (9 tries 10 ms apart: IpcFabricConfigClient.cpp
+ * 98-99 and 185, FabricManager.h:205-214); one that comes later is read at its next poll as
+ * that poll's, and every later answer one poll late. A request that waited in the socket
+ * longer than this (the kernel's receive time, SO_TIMESTAMPNS) is not answered: libkineto
+ * takes the silence for "nothing", and the next poll gets the window, in step.
+ */
+#define NPF_KINETO_ANSWER_MS      50u
 
 typedef struct npf_kineto_options {
         const char *socket_dir;         /* NULL or "": the abstract name "\0dynolog\0"; else DIR/dynolog */

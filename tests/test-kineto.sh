@@ -263,6 +263,36 @@ for i in range(5000):
     except BlockingIOError:
         pass
 EOF
+        # A request the daemon reads late (here: it was stopped) is not answered: libkineto would take
+        # that answer at its next poll, and every answer after it one poll late.
+        "$python" - "$dir/sock/dynolog" "$dir/stale" "$dpid" <<'EOF'
+import os, signal, socket, struct, sys, time
+to, me, daemon = sys.argv[1], sys.argv[2], int(sys.argv[3])
+s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+s.bind(me)
+p = struct.pack("<iiq", 2, 1, 9) + struct.pack("<i", os.getpid())
+req = struct.pack("<Q32s", len(p), b"req") + p
+os.kill(daemon, signal.SIGSTOP)
+s.sendto(req, to)
+time.sleep(0.3)
+os.kill(daemon, signal.SIGCONT)
+s.settimeout(1.0)
+try:
+    s.recv(65536)
+    sys.exit(1)                 # answered late
+except socket.timeout:
+    pass
+s.sendto(req, to)
+s.recv(65536)                   # the next poll: answered, in step
+s.settimeout(0.5)
+try:
+    s.recv(65536)
+    sys.exit(2)                 # a second answer
+except socket.timeout:
+    sys.exit(0)
+EOF
+        check "a request the daemon reads 300 ms late is not answered; the next one is, once" test "$?" -eq 0
+        check "... and counted" sj "K['counts']['unanswered_late'] >= 1"
         check "a client that sends 5,000 requests and reads none: its answers dropped and counted, status answered" \
                 sj "K['counts']['requests'] >= 5001 and K['counts']['send_failed'] >= 4000"
         npf_stop_daemon "hostile datagrams"
