@@ -71,6 +71,8 @@ struct npf_kineto {
         uint64_t datagrams, requests, given, replies, empty, send_failed, malformed, unknown, refused_clients,
                  expired, traces, lost, ctxt, late;
         char last_malformed[160];
+        unsigned finishing;             /* windows whose end is being written in the thread pool */
+        bool closed;                    /* the socket is closed: free at the last one */
 };
 
 static void client_free(client_t *c)
@@ -196,15 +198,22 @@ fail:
         return r;
 }
 
+static void free_kineto(npf_kineto_t *k)
+{
+        for (uint32_t i = 0; i < NPF_KINETO_CLIENTS_MAX; i++)
+                client_free(k->clients[i]);
+        free(k->config);
+        free(k);
+}
+
 static void on_poll_closed(uv_handle_t *h)
 {
         npf_kineto_t *k = h->data;
 
         close(k->fd);
-        for (uint32_t i = 0; i < NPF_KINETO_CLIENTS_MAX; i++)
-                client_free(k->clients[i]);
-        free(k->config);
-        free(k);
+        k->closed = true;
+        if (!k->finishing)
+                free_kineto(k);
 }
 
 void npf_kineto_close(npf_kineto_t *k)
@@ -314,44 +323,30 @@ static bool regular_file(const char *path)
         return path && lstat(path, &st) == 0 && S_ISREG(st.st_mode);
 }
 
-/* @c's trace landed: its manifest, then the record. */
-static void window_done(npf_kineto_t *k, client_t *c)
-{
-        char err[NPF_OUTROOT_ERR_MAX];
-        npf_atomicfile_t f;
-        npf_manifest_t m = {
-                .rank = c->rank,
-                .pid = c->host_pid ? c->host_pid : c->pid,
-                .generation = c->win_generation,
-                .start_step = c->win_start,
-                .stop_step = c->win_stop,
-                .warmup = (int64_t) c->win_warmup,
-                .last_step = -1,
-                .backend = "kineto",
-                .complete = true,
-                .started_unix_ms = (int64_t) (c->win_given_real_ns / 1000000u),
-                .ended_unix_ms = (int64_t) (npf_clock_ns(CLOCK_REALTIME) / 1000000u),
-                .written_by = "npuprofd, for libkineto",
-        };
-        int dfd = npf_outroot_walk(c->win_dir, strlen(c->win_dir), NPF_OUTROOT_OPEN, "the window directory", err);
-
-        if (dfd >= 0) {
-                int r = npf_manifest_write(&f, dfd, &m, "npuprofd.tmp", NPF_ATOMICFILE_NOREPLACE);
-                if (r < 0 && r != -EEXIST)
-                        npf_log(LOG_WARNING, (int64_t) c->win_generation, c->rank,
-                                "cannot write the manifest of %s: %s", c->win_dir, strerror(-r));
-                close(dfd);
-        }
-        k->traces++;
-        record(k, c, NPF_WINDOW_DONE, c->win_generation, c->win_start, c->win_stop, c->win_leaf, "");
-        window_clear(c);
-}
-
 static void window_lost(npf_kineto_t *k, client_t *c, const char *why)
 {
         k->lost++;
         record(k, c, NPF_WINDOW_LOST, c->win_generation, c->win_start, c->win_stop, c->win_leaf, why);
         window_clear(c);
+}
+
+/* Where libkineto writes the trace of @c when it refuses the path asked for. */
+static void fallback_path(const client_t *c, char *buf, size_t len)
+{
+        snprintf(buf, len, "/proc/%d/root/tmp/libkineto_activities_%d.json", c->host_pid, c->pid);
+}
+
+/* Whether @c's trace is under its /tmp instead, written since its window was given. */
+static bool fallback_there(const client_t *c)
+{
+        char path[96];
+        struct stat st;
+
+        if (!c->host_pid)
+                return false;
+        fallback_path(c, path, sizeof(path));
+        return stat(path, &st) == 0 && S_ISREG(st.st_mode) &&
+               (uint64_t) st.st_mtim.tv_sec * 1000000000u + (uint64_t) st.st_mtim.tv_nsec >= c->win_given_real_ns;
 }
 
 /*
@@ -370,7 +365,7 @@ static int fetch_fallback(const client_t *c)
         ssize_t n;
         int in, dfd, r;
 
-        snprintf(src, sizeof(src), "/proc/%d/root/tmp/libkineto_activities_%d.json", c->host_pid, c->pid);
+        fallback_path(c, src, sizeof(src));
         if (!c->host_pid || (in = open(src, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)) < 0)
                 return c->host_pid ? -errno : -ESRCH;
         /* Written since the window was given: not an earlier window's of the same pid. */
@@ -395,6 +390,115 @@ static int fetch_fallback(const client_t *c)
         return r;
 }
 
+/* The manifest of @c's window, whose trace is there. Return: 0, or -errno. */
+static int write_manifest(const client_t *c)
+{
+        char err[NPF_OUTROOT_ERR_MAX];
+        npf_atomicfile_t f;
+        npf_manifest_t m = {
+                .rank = c->rank,
+                .pid = c->host_pid ? c->host_pid : c->pid,
+                .generation = c->win_generation,
+                .start_step = c->win_start,
+                .stop_step = c->win_stop,
+                .warmup = (int64_t) c->win_warmup,
+                .last_step = -1,
+                .backend = "kineto",
+                .complete = true,
+                .started_unix_ms = (int64_t) (c->win_given_real_ns / 1000000u),
+                .ended_unix_ms = (int64_t) (npf_clock_ns(CLOCK_REALTIME) / 1000000u),
+                .written_by = "npuprofd, for libkineto",
+        };
+        int dfd = npf_outroot_walk(c->win_dir, strlen(c->win_dir), NPF_OUTROOT_OPEN, "the window directory", err);
+        int r;
+
+        if (dfd < 0)
+                return dfd;
+        r = npf_manifest_write(&f, dfd, &m, "npuprofd.tmp", NPF_ATOMICFILE_NOREPLACE);
+        close(dfd);
+        return r == -EEXIST ? 0 : r;
+}
+
+/*
+ * The end of a window whose trace is there (or under the process's /tmp, to be fetched
+ * first): written in the thread pool, off the loop, then recorded. Its manifest costs two
+ * fsyncs; 256 windows that end in one sweep held the loop 300 ms, past the time libkineto
+ * waits for an answer (bench-kineto).
+ */
+typedef struct finish {
+        uv_work_t req;
+        npf_kineto_t *k;
+        client_t who;                   /* the client as it was; its window's strings are this item's */
+        bool fetch;
+        int result;                     /* of the fetch: 0, or -errno */
+        int manifest;                   /* of the manifest's writing: 0, or -errno */
+} finish_t;
+
+static void free_kineto(npf_kineto_t *k);
+
+static void finish_work(uv_work_t *req)
+{
+        finish_t *f = req->data;
+
+        f->result = f->fetch ? fetch_fallback(&f->who) : 0;
+        if (f->result == 0)
+                f->manifest = write_manifest(&f->who);
+}
+
+static void finish_done(uv_work_t *req, int status)
+{
+        finish_t *f = req->data;
+        npf_kineto_t *k = f->k;
+        client_t *c = &f->who;
+        char why[256];
+
+        if (!k->closed) {
+                if (status == 0 && f->result == 0 && f->manifest < 0)
+                        npf_log(LOG_WARNING, (int64_t) c->win_generation, c->rank, "cannot write the manifest of %s: %s",
+                                c->win_dir, strerror(-f->manifest));
+                if (status == 0 && f->result == 0) {
+                        if (f->fetch)
+                                npf_log(LOG_WARNING, (int64_t) c->win_generation, c->rank, "libkineto process %d wrote "
+                                        "its trace to /tmp/libkineto_activities_%d.json, not where it was asked: copied "
+                                        "into %s; start the job with KINETO_ONDEMAND_TRACE_DIR set to the output root",
+                                        c->pid, c->pid, c->win_dir);
+                        k->traces++;
+                        record(k, c, NPF_WINDOW_DONE, c->win_generation, c->win_start, c->win_stop, c->win_leaf, "");
+                } else {
+                        snprintf(why, sizeof(why), "its trace, written to /tmp/libkineto_activities_%d.json, could not "
+                                 "be copied into the window directory: %s; start the job with KINETO_ONDEMAND_TRACE_DIR "
+                                 "set to the output root", c->pid, strerror(status < 0 ? -status : -f->result));
+                        k->lost++;
+                        record(k, c, NPF_WINDOW_LOST, c->win_generation, c->win_start, c->win_stop, c->win_leaf, why);
+                }
+        }
+        free(c->win_dir);
+        free(c->win_leaf);
+        free(c->win_trace);
+        free(f);
+        if (--k->finishing == 0 && k->closed)
+                free_kineto(k);
+}
+
+/* @c's window has its trace: finish it in the thread pool; @c is free for its next window at once. */
+static void window_finish(npf_kineto_t *k, client_t *c, bool fetch)
+{
+        finish_t *f = calloc(1, sizeof(*f));
+
+        if (!f) {
+                window_lost(k, c, "out of memory");
+                return;
+        }
+        f->k = k;
+        f->who = *c;
+        f->fetch = fetch;
+        f->req.data = f;
+        c->win_dir = c->win_leaf = c->win_trace = NULL;
+        window_clear(c);
+        k->finishing++;
+        uv_queue_work(k->loop, &f->req, finish_work, finish_done);
+}
+
 /* @c's trace is not where it was asked for, and will not come: lost, and why. */
 static void trace_missing(npf_kineto_t *k, client_t *c, bool left)
 {
@@ -412,15 +516,8 @@ static void window_check(npf_kineto_t *k, client_t *c)
 {
         if (c->win == WIN_NONE)
                 return;
-        if (regular_file(c->win_trace)) {
-                window_done(k, c);
-                return;
-        }
-        if (fetch_fallback(c) == 0) {
-                npf_log(LOG_WARNING, (int64_t) c->win_generation, c->rank, "libkineto process %d wrote its trace to "
-                        "/tmp/libkineto_activities_%d.json, not where it was asked: copied into %s; start the job "
-                        "with KINETO_ONDEMAND_TRACE_DIR set to the output root", c->pid, c->pid, c->win_dir);
-                window_done(k, c);
+        if (regular_file(c->win_trace) || fallback_there(c)) {
+                window_finish(k, c, !regular_file(c->win_trace));
                 return;
         }
         uint64_t now = npf_clock_ns(CLOCK_REALTIME);
