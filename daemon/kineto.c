@@ -161,6 +161,15 @@ int npf_kineto_new(uv_loop_t *loop, const npf_kineto_options_t *o, npf_kineto_t 
                 goto fail;
         }
         if (k->path[0]) {
+                /*
+                 * Every process binds a socket of its own in the directory too (Endpoint.h:89-103):
+                 * one that is missing is made as /tmp is, writable by all, sticky.
+                 */
+                if (mkdir(o->socket_dir, 0755) == 0 && chmod(o->socket_dir, 01777) < 0) {
+                        r = -errno;
+                        snprintf(err, err_len, "cannot open %s to every user: %s", o->socket_dir, strerror(-r));
+                        goto fail;
+                }
                 /* A socket file left by an earlier daemon is replaced; anything else is not. */
                 struct stat st;
                 if (lstat(k->path, &st) == 0 && S_ISSOCK(st.st_mode))
@@ -838,6 +847,25 @@ void npf_kineto_publish(npf_kineto_t *k, const npf_shm_config_t *c)
         memcpy(k->config, c, sizeof(*c));
 }
 
+/*
+ * libkineto never removes the socket file it binds in the directory (Endpoint.h:106-108):
+ * the file of a process that ended is removed here, where it is in the daemon's directory
+ * and named as libkineto names it.
+ */
+static void unlink_client_socket(const npf_kineto_t *k, const client_t *c)
+{
+        const char *name = c->addr.sun_path;
+        size_t dir = strlen(k->opt.socket_dir ? k->opt.socket_dir : "");
+        struct stat st;
+
+        if (!k->path[0] || c->addr_len <= offsetof(struct sockaddr_un, sun_path) + 1 || name[0] == '\0' ||
+            strncmp(name, k->opt.socket_dir, dir) != 0 || strncmp(name + dir, "/dynoconfigclient", 17) != 0 ||
+            strchr(name + dir + 1, '/') || memchr(name, '\0', sizeof(c->addr.sun_path)) == NULL)
+                return;
+        if (lstat(name, &st) == 0 && S_ISSOCK(st.st_mode))
+                unlink(name);
+}
+
 void npf_kineto_sweep(npf_kineto_t *k)
 {
         uint64_t now = npf_clock_ns(CLOCK_MONOTONIC);
@@ -856,6 +884,8 @@ void npf_kineto_sweep(npf_kineto_t *k)
                         trace_missing(k, c, true);
                 npf_log(LOG_INFO, NPF_LOG_NONE, c->rank, "libkineto process %d (pid %d here) %s", c->pid, c->host_pid,
                         ended ? "ended" : "stopped polling");
+                if (ended)
+                        unlink_client_socket(k, c);
                 client_free(c);
                 k->clients[i] = NULL;
                 k->n_clients--;

@@ -105,7 +105,7 @@ static void usage(FILE *f)
                 "  --kineto-socket-dir DIR  serve DIR/dynolog, a socket file (mode 0666, or 0660 with\n"
                 "                         --rank-group), for jobs started with KINETO_IPC_SOCKET_DIR=DIR\n"
                 "                         (default $KINETO_IPC_SOCKET_DIR, else the abstract name\n"
-                "                         \"\\0dynolog\\0\" of the daemon's network namespace)\n"
+                "                         \"\\0dynolog\\0\" of the daemon's network namespace, as \"\" says)\n"
                 "  --no-kineto            serve neither\n"
                 "  --help, --version\n"
                 "\n"
@@ -429,12 +429,12 @@ int main(int argc, char **argv)
                         o.fwshm.opener = *optarg ? optarg : NULL;
                         break;
                 case OPT_KINETO_DIR:
-                        if (optarg[0] != '/') {
-                                fprintf(stderr, "npuprofd: --kineto-socket-dir takes an absolute path, not '%s'\n",
+                        if (optarg[0] && optarg[0] != '/') {
+                                fprintf(stderr, "npuprofd: --kineto-socket-dir takes an absolute path or \"\", not '%s'\n",
                                         optarg);
                                 return 2;
                         }
-                        o.kineto_socket_dir = optarg;
+                        o.kineto_socket_dir = optarg[0] ? optarg : NULL;
                         break;
                 case OPT_NO_KINETO: o.kineto = false; break;
                 case OPT_METRICS_FILE: {

@@ -54,7 +54,6 @@ sj() {
 
 # start_daemon [ARGS...]: the daemon on this test's socket directory, analysing windows.
 start_daemon() {
-        mkdir -p "$dir/sock"
         "$npuprofd" --config "$conf" --shm-name "$shm" --socket "$sock" --output-root "$out" \
                 --kineto-socket-dir "$dir/sock" --poll-interval 100 --analyze-memory 0 --log stderr "$@" 2>>"$log" &
         dpid=$!
@@ -91,6 +90,8 @@ t_one() {
         start_daemon
         fake a RANK=3 -- --steps 400 --step-ms 20
         local pid=$fpid
+        check "the socket directory, missing, is made as /tmp is: writable by all, sticky" \
+                test "$(stat -c %a "$dir/sock")" = 1777 -a -S "$dir/sock/dynolog"
         eventually "a libkineto process polls: listed with its pid, its pid here, its rank and job id" \
                 sj "len(C) == 1 and C[0]['pid'] == $pid and C[0]['host_pid'] == $pid and C[0]['rank'] == 3 and C[0]['jobid'] == 0 and C[0]['pids'][0] == $pid and C[0]['polls'] >= 1"
         check "... profiling off: nothing given" sj "C[0]['windows_given'] == 0 and C[0]['window'] is None"
@@ -114,6 +115,8 @@ t_one() {
                 grep -q "^  pid $pid  rank 3  job 0  last poll" <(ctl status)
         wait "$fpid"
         check "the process ran to its end (exit 0)" test "$?" -eq 0
+        eventually "... and the socket libkineto left in the directory is removed once it is gone" \
+                sh -c "! ls '$dir/sock' | grep -q dynoconfigclient"
         npf_stop_daemon "one process"
 }
 

@@ -417,6 +417,38 @@ rc=$?
 check "npuprofctl reload by another user of group npuprof is refused (exit 1)" test "$rc" = 1
 sed 's/^/#   /' <<<"$out"
 
+# --- 5b. libkineto's endpoint: a PyTorch job's poll, as another user, answered and listed -----
+# libkineto binds a socket of its own in the directory too (KINETO_IPC_SOCKET_DIR), so the
+# daemon makes it writable by all and sticky; the datagram is the 40-byte header and "req".
+check "libkineto's socket directory /run/npuprof/kineto: writable by all, sticky, the endpoint in it" \
+    ns sh -c 'test "$(stat -c %a /run/npuprof/kineto)" = 1777 && test -S /run/npuprof/kineto/dynolog'
+kineto_poll() {
+    ns setpriv --reuid=65534 --regid=65534 --clear-groups /usr/bin/python3 -c '
+import os, socket, struct, sys, time
+s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+me = "/run/npuprof/kineto/dynoconfigclient-units-%d" % os.getpid()
+s.bind(me)
+os.chmod(me, 0o666)             # as libkineto does (Endpoint.h:98-103): the daemon may answer
+p = struct.pack("<iiq", 2, 1, 0) + struct.pack("<i", os.getpid())
+s.settimeout(5)
+s.sendto(struct.pack("<Q32s", len(p), b"req") + p, "/run/npuprof/kineto/dynolog")
+size, t = struct.unpack("<Q32s", s.recv(65536)[:40])
+print(os.getpid())
+time.sleep(2)
+sys.exit(0 if t.rstrip(b"\0") == b"req" else 1)' >"$tmp/kineto.pid" &
+    local poller=$!
+    sleep 1
+    local pid
+    pid=$(cat "$tmp/kineto.pid")
+    ns "$npuprofctl" --socket "$sock" status --json >"$tmp/kineto.json"
+    wait "$poller" || return 1
+    [ -n "$pid" ] && /usr/bin/python3 -c '
+import json, sys
+K = json.load(open(sys.argv[1]))["kineto"]
+sys.exit(0 if any(c["pid"] == int(sys.argv[2]) and c["host_pid"] for c in K["clients"]) else 1)' "$tmp/kineto.json" "$pid"
+}
+check "a libkineto request of uid 65534 through the sandbox is answered, and the process listed" kineto_poll
+
 # --- 6. unmodified jobs of any user, ranks in containers ------------------------------------
 # The operator's options add --legacy (the units stay as shipped). The jobs run in this
 # systemd's namespaces, /dev/shm the host's: MindSpore's and torch_npu's own code, as root,
