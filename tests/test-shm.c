@@ -612,7 +612,8 @@ static void test_enum_names(void **state)
         assert_string_equal(npf_shm_level_name(3), "invalid");
         assert_string_equal(npf_shm_backend_name(NPF_BACKEND_AUTO), "auto");
         assert_string_equal(npf_shm_backend_name(NPF_BACKEND_HOST), "host");
-        assert_string_equal(npf_shm_backend_name(3), "invalid");
+        assert_string_equal(npf_shm_backend_name(NPF_BACKEND_KINETO), "kineto");
+        assert_string_equal(npf_shm_backend_name(4), "invalid");
 }
 
 int main(void)
