@@ -75,16 +75,6 @@ struct npf_kineto {
         bool closed;                    /* the socket is closed: free at the last one */
 };
 
-static void client_free(client_t *c)
-{
-        if (!c)
-                return;
-        free(c->win_dir);
-        free(c->win_leaf);
-        free(c->win_trace);
-        free(c);
-}
-
 static void window_clear(client_t *c)
 {
         free(c->win_dir);
@@ -92,6 +82,14 @@ static void window_clear(client_t *c)
         free(c->win_trace);
         c->win_dir = c->win_leaf = c->win_trace = NULL;
         c->win = WIN_NONE;
+}
+
+static void client_free(client_t *c)
+{
+        if (!c)
+                return;
+        window_clear(c);
+        free(c);
 }
 
 /* The record of @c's window (or of the generation @c's window would be) ending as @outcome. */
@@ -525,8 +523,9 @@ static void window_check(npf_kineto_t *k, client_t *c)
 {
         if (c->win == WIN_NONE)
                 return;
-        if (regular_file(c->win_trace) || fallback_there(c)) {
-                window_finish(k, c, !regular_file(c->win_trace));
+        bool asked = regular_file(c->win_trace);
+        if (asked || fallback_there(c)) {
+                window_finish(k, c, !asked);
                 return;
         }
         uint64_t now = npf_clock_ns(CLOCK_REALTIME);

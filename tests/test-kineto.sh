@@ -74,6 +74,13 @@ fake() {
         all_pids+=("$fpid") test_pids+=("$fpid")
 }
 
+# window_dir EXPR: the directory of the newest window of the list for which EXPR (Python, of w) holds.
+window_dir() {
+        ctl status --json | "$python" -c 'import json, sys
+W = json.load(sys.stdin)["windows"]["recent"]
+print([w for w in W if eval(sys.argv[1])][0]["output"])' "$1"
+}
+
 # steps_in DIR PID: the ProfilerStep numbers of the trace libkineto wrote for PID in DIR, sorted.
 steps_in() {
         "$python" - "$1" "$2" <<'EOF'
@@ -100,7 +107,7 @@ t_one() {
         eventually "an edit: the window at steps 250..254 is done, recorded with the process's rank and pid" \
                 sj "any(w['rank'] == 3 and w['pid'] == $pid and w['start_step'] == 250 and w['stop_step'] == 254 and w['outcome'] == 'done' for w in W)"
         local wdir
-        wdir=$(ctl status --json | "$python" -c 'import json,sys; W=json.load(sys.stdin)["windows"]["recent"]; print([w for w in W if w["start_step"] == 250][0]["output"])')
+        wdir=$(window_dir 'w["start_step"] == 250')
         check "... its trace holds exactly libkineto's iterations 250 to 254 (ProfilerStep#250..#254)" \
                 test "$(steps_in "$wdir" "$pid")" = "[250, 251, 252, 253, 254]"
         check "... its manifest: complete, backend kineto, rank 3, steps 250..254, the trace listed" \
@@ -133,7 +140,7 @@ t_filter() {
         eventually "ranks [1]: rank 1's window is done; rank 0's is filtered" \
                 sj "any(w['rank'] == 1 and w['pid'] == $p1 and w['outcome'] == 'done' and w['start_step'] == 250 for w in W) and any(w['rank'] == 0 and w['pid'] == $p0 and w['outcome'] == 'filtered' for w in W)"
         local wdir
-        wdir=$(ctl status --json | "$python" -c 'import json,sys; W=json.load(sys.stdin)["windows"]["recent"]; print([w for w in W if w["outcome"] == "done"][0]["output"])')
+        wdir=$(window_dir 'w["outcome"] == "done"')
         local got
         got=$(steps_in "$wdir" "$p1")
         check "... rank 1 traced steps 250..252 exactly ($got)" test "$got" = "[250, 251, 252]"
@@ -152,7 +159,7 @@ t_time() {
         printf '{"output_dir": "%s/job", "start_step": "next", "duration_ms": 500}\n' "$out" >"$conf"
         eventually "a window of 500 ms: done" sj "any(w['outcome'] == 'done' and w['pid'] == $pid and w['stop_step'] == -1 for w in W)"
         local wdir n
-        wdir=$(ctl status --json | "$python" -c 'import json,sys; W=json.load(sys.stdin)["windows"]["recent"]; print([w for w in W if w["outcome"] == "done"][0]["output"])')
+        wdir=$(window_dir 'w["outcome"] == "done"')
         n=$(steps_in "$wdir" "$pid" | "$python" -c 'import sys; print(len(eval(sys.stdin.read())))')
         check "... its trace holds the iterations of 500 ms at 20 ms a step (18 to 25 whole ones: $n)" \
                 test "$n" -ge 18 -a "$n" -le 25
@@ -182,7 +189,7 @@ t_restart() {
         eventually "... its window, given by the daemon before, lands and is recorded done by this one" \
                 sj "any(w['pid'] == $pid and w['start_step'] == $s1 and w['outcome'] == 'done' for w in W)"
         check "... and it was not given again: this daemon gave none" sj "K['counts']['given'] == 0 and C[0]['windows_given'] == 1"
-        wdir=$(ctl status --json | "$python" -c 'import json,sys; W=json.load(sys.stdin)["windows"]["recent"]; print([w for w in W if w["start_step"] == '"$s1"'][0]["output"])')
+        wdir=$(window_dir "w['start_step'] == $s1")
         check "... exactly steps $s1..$((s1 + 3)), one trace in its directory" \
                 test "$(steps_in "$wdir" "$pid")" = "[$s1, $((s1 + 1)), $((s1 + 2)), $((s1 + 3))]"
         s2=$(( ($(now_ms) - t0) / 20 + 150 ))
@@ -204,7 +211,7 @@ t_tmp_only() {
         eventually "its trace, written to /tmp/libkineto_activities_$pid.json, is fetched: the window is done" \
                 sj "any(w['pid'] == $pid and w['outcome'] == 'done' and w['start_step'] == 250 for w in W)"
         local wdir
-        wdir=$(ctl status --json | "$python" -c 'import json,sys; W=json.load(sys.stdin)["windows"]["recent"]; print([w for w in W if w["outcome"] == "done"][0]["output"])')
+        wdir=$(window_dir 'w["outcome"] == "done"')
         check "... into the window directory, steps 250..252" test "$(steps_in "$wdir" "$pid")" = "[250, 251, 252]"
         check "... and the log names the fix: KINETO_ONDEMAND_TRACE_DIR" grep -q "KINETO_ONDEMAND_TRACE_DIR" "$log"
         rm -f "/tmp/libkineto_activities_$pid.json"
@@ -222,7 +229,7 @@ t_lost() {
         eventually "it ends at step 252, inside its window 250..254: the window is lost, and why" \
                 sj "any(w['pid'] == $pid and w['outcome'] == 'lost' and 'the process ended' in (w['message'] or '') for w in W) and not C"
         local wdir
-        wdir=$(ctl status --json | "$python" -c 'import json,sys; W=json.load(sys.stdin)["windows"]["recent"]; print([w for w in W if w["outcome"] == "lost"][0]["output"])')
+        wdir=$(window_dir 'w["outcome"] == "lost"')
         check "... its directory has a manifest that says it is incomplete, and why" \
                 "$python" -c 'import json,sys; m=json.load(open(sys.argv[1]+"/manifest.json")); sys.exit(0 if m["status"] == "incomplete" and "the process ended" in m["message"] else 1)' "$wdir"
         npf_stop_daemon "a process that ends inside its window"
