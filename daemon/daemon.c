@@ -20,6 +20,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +29,7 @@
 
 #define RELOAD_WAITERS_MAX 32
 #define NPF_IDLE_SWEEP_MS 10000u        /* with no rank and no watchdog: look for new ranks */
+#define NPF_VIEW_KEEP_MS  30000u        /* the rank table kept as JSON this long after the last request for it */
 #define PROGRESS_LINES_MAX 8u           /* ranks' progress stalls logged one by one per sweep; the rest counted */
 
 typedef struct daemon {
@@ -49,6 +51,7 @@ typedef struct daemon {
         unsigned progress_lines, progress_unsaid;       /* rank lines logged in this sweep, and left out */
         char *metrics_steady;           /* the steady part of the metrics text last written */
         npf_rank_view_t *rank_view;     /* the rank table as `status` and `ranks` show it */
+        uint64_t view_used_ns;          /* CLOCK_MONOTONIC of its last use; 0: empty */
         uv_timer_t sweep_timer;
         uv_signal_t sighup, sigterm, sigint;
         uint64_t started_ns;            /* CLOCK_MONOTONIC */
@@ -430,6 +433,41 @@ static uint64_t publish_auto(const npf_shm_config_t *c, const char *reason, void
 }
 
 /*
+ * The rank table as the last sweep judged it (stalled or not, the pids it found), read again
+ * now: for a request, through the view kept between requests (a row per rank changed in
+ * place, 0.7 MiB with 1,024 ranks, which `npuprofctl top` refreshes every second); for the
+ * fleet record, made afresh and freed (@kept false).
+ */
+static json_t *rank_table(daemon_t *d, bool kept)
+{
+        npf_rank_view_t *rv = kept ? d->rank_view : npf_rank_view_new();
+        json_t *t = rv ? npf_rank_view_refresh(rv, d->shm, npf_clock_ns(CLOCK_MONOTONIC), d->opt.stall_ms,
+                                               d->sweep.stalled, d->sweep.holder, npf_progress_view(d->progress))
+                       : NULL;
+
+        if (kept)
+                d->view_used_ns = npf_clock_ns(CLOCK_MONOTONIC);
+        else
+                npf_rank_view_free(rv);
+        return t;
+}
+
+/* The view kept for requests, given back once none asked for NPF_VIEW_KEEP_MS: an unwatched daemon holds no table. */
+static void release_view(daemon_t *d)
+{
+        npf_rank_view_t *fresh;
+
+        if (!d->view_used_ns || npf_clock_ns(CLOCK_MONOTONIC) - d->view_used_ns < NPF_VIEW_KEEP_MS * 1000000ull ||
+            !(fresh = npf_rank_view_new()))
+                return;
+        npf_rank_view_free(d->rank_view);
+        d->rank_view = fresh;
+        d->view_used_ns = 0;
+        /* Its thousands of small blocks are spread over the heap: give their pages back. */
+        malloc_trim(0);
+}
+
+/*
  * Sweep the rank table. While ranks are attached the sweep runs every poll interval; with
  * none, it costs an idle node no wake-up of its own: the watchdog tick sweeps (or, without
  * a watchdog, a slow timer), and every status request does; with a fleet record, at least
@@ -455,6 +493,7 @@ static void sweep(daemon_t *d)
                 npf_log(LOG_NOTICE, NPF_LOG_NONE, NPF_LOG_NONE, "progress: %u more ranks' stalls began or ended "
                         "(npuprofctl status names them)", d->progress_unsaid);
         npf_windows_cluster(&d->windows, d->analyze, &d->sweep);
+        release_view(d);
         npf_shm_heartbeat(d->shm, npf_clock_ns(CLOCK_MONOTONIC));
         if (before != d->sweep.attached)
                 npf_log(LOG_INFO, NPF_LOG_NONE, NPF_LOG_NONE, "%u rank%s attached", d->sweep.attached,
@@ -507,13 +546,6 @@ static json_t *analysis_summary(const daemon_t *d)
         return o ? o : json_pack("{s:b}", "enabled", false);
 }
 
-/* The rank table as the last sweep judged it (stalled or not, the pids it found), read again now. */
-static json_t *rank_table(daemon_t *d)
-{
-        return npf_rank_view_refresh(d->rank_view, d->shm, npf_clock_ns(CLOCK_MONOTONIC),
-                                     d->opt.stall_ms, d->sweep.stalled, d->sweep.holder,
-                                     npf_progress_view(d->progress));
-}
 
 static json_t *status_json(daemon_t *d)
 {
@@ -545,7 +577,7 @@ static json_t *status_json(daemon_t *d)
                               "fleet", d->fleet ? npf_fleet_status_json(d->fleet) : json_null(),
                               "shm", "name", d->opt.shm_name, "adopted", npf_shm_adopted(d->shm),
                               "config", config,
-                              "ranks", rank_table(d),
+                              "ranks", rank_table(d, true),
                               "windows", windows,
                               "analysis", analysis_summary(d),
                               "reloads", (json_int_t) d->reloads,
@@ -576,7 +608,7 @@ static void fleet_node(void *data, npf_fleet_node_t *n)
         n->generation = generation_in_force(d);
         n->in_force_hash = d->in_force_hash;
         n->published_ns = d->published_ns;
-        n->ranks = rank_table(d);
+        n->ranks = rank_table(d, false);
         n->outcomes = npf_sweep_outcomes_json(&d->sweep);
         n->recent = npf_windows_history_json(&d->windows, &d->sweep, d->analyze, NPF_FLEET_RECENT);
         n->analysis = analysis_summary(d);
@@ -662,7 +694,7 @@ static void on_request(npf_request_t *req, npf_command_t command, json_t *reques
                 break;
         case NPF_COMMAND_RANKS:
                 sweep(d);
-                npf_server_reply(req, json_pack("{s:o, s:o}", "ranks", rank_table(d), "progress",
+                npf_server_reply(req, json_pack("{s:o, s:o}", "ranks", rank_table(d, true), "progress",
                                                 npf_progress_json(d->progress)));
                 break;
         case NPF_COMMAND_CONFIG: {
