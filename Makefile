@@ -116,7 +116,7 @@ SHMOPEN_OBJS := $(BUILD)/opener/npuprof-shmopen.o $(BUILD)/lib/shmopen.o
 NPUPROFD_OBJS   := $(DAEMON_OBJS) $(VIEW_OBJS) $(CONF_OBJS) $(SHM_OBJS)
 NPUPROFCTL_OBJS := $(BUILD)/client/npuprofctl.o $(BUILD)/client/validate.o $(BUILD)/client/ipc.o \
                    $(BUILD)/client/status.o $(BUILD)/client/edit.o $(BUILD)/client/analyze.o $(BUILD)/client/fleet.o \
-                   $(BUILD)/client/progress.o $(BUILD)/client/top.o $(BUILD)/lib/steptext.o \
+                   $(BUILD)/client/progress.o $(BUILD)/client/top.o $(BUILD)/lib/steptext.o $(BUILD)/lib/nearword.o \
                    $(VIEW_OBJS) $(CONF_OBJS) \
                    $(BUILD)/conf/write.o $(SHM_OBJS) $(BUILD)/lib/atomicfile.o
 
@@ -145,7 +145,8 @@ DEVICE_LIBS := $(JANSSON_LIBS) $(shell pkg-config --libs sqlite3 zlib 2>/dev/nul
 DEVICE_DB_OBJS := $(BUILD)/replay/device-db.o $(BUILD)/replay/device.o $(BUILD)/replay/intern.o $(BUILD)/lib/array.o
 REPLAY_OBJS := $(BUILD)/replay/npuprof-replay.o $(BUILD)/replay/report.o $(BUILD)/replay/cluster.o $(BUILD)/replay/db.o \
                $(BUILD)/replay/split.o $(BUILD)/replay/pickle-out.o \
-               $(sort $(REPLAY_CORE_OBJS) $(SVG_OBJS) $(TRACE_OBJS) $(DEVICE_OBJS)) $(BUILD)/lib/atomicfile.o
+               $(sort $(REPLAY_CORE_OBJS) $(SVG_OBJS) $(TRACE_OBJS) $(DEVICE_OBJS)) $(BUILD)/lib/atomicfile.o \
+               $(BUILD)/lib/nearword.o
 
 LIBNPUPROF := $(BUILD)/libnpuprof.so $(BUILD)/libnpuprof.a $(BUILD)/libnpuprof-heap.so
 PROGRAMS := $(BUILD)/npuprofctl $(BUILD)/npuprofd $(BUILD)/npuprof-shmopen $(BUILD)/npuprof-replay $(LIBNPUPROF) \
@@ -167,6 +168,7 @@ UNIT_TESTS += $(BUILD)/tests/test-progress
 UNIT_TESTS += $(BUILD)/tests/test-sweep
 UNIT_TESTS += $(BUILD)/tests/test-stacks
 UNIT_TESTS += $(BUILD)/tests/test-kinetoipc
+UNIT_TESTS += $(BUILD)/tests/test-nearword
 # The stand-in for the CANN runtime, which cannot exist here: it records every call and
 # answers as CANN does. It and the acl backend's test are built against CANN's own headers
 # (shared/testdata/cann), and only where they are: without them the ACL tests are skipped.
@@ -266,6 +268,9 @@ $(BUILD)/tests/test-write: $(BUILD)/tests/test-write.o $(BUILD)/conf/write.o $(C
 	$(CC) $(LDFLAGS) -o $@ $^ $(CMOCKA_LIBS) $(JANSSON_LIBS)
 
 $(BUILD)/tests/test-jsonpos: $(BUILD)/tests/test-jsonpos.o $(BUILD)/lib/jsonpos.o
+	$(CC) $(LDFLAGS) -o $@ $^ $(CMOCKA_LIBS)
+
+$(BUILD)/tests/test-nearword: $(BUILD)/tests/test-nearword.o $(BUILD)/lib/nearword.o
 	$(CC) $(LDFLAGS) -o $@ $^ $(CMOCKA_LIBS)
 
 STUB_FLAGS := -Itests -I$(CANN_INC)

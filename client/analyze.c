@@ -56,6 +56,7 @@ int npf_cli_analyze(int argc, char **argv)
                         help();
                         return 0;
                 default:
+                        fputs("see npuprofctl analyze --help\n", stderr);
                         return 2;
                 }
         }

@@ -147,9 +147,12 @@ static int daemon_config_path(edit_cmd_t *c, const char *socket_path, char **ret
         json_t *reply = NULL;
         int r = npf_ipc_call(socket_path, "status", NPF_IPC_TIMEOUT_MS, &reply, err);
 
-        if (r < 0)
+        if (r < 0) {
+                char fix[NPF_IPC_FIX_MAX];
+                const char *how = npf_ipc_fix(r, socket_path, fix);
                 return refuse(c, NPF_EXIT_UNREACHABLE, "the daemon is not reachable, so the file it watches is "
-                              "unknown (give --config PATH): %s", err);
+                              "unknown (give --config PATH): %s%s%s", err, how ? "; " : "", how ? how : "");
+        }
         json_t *res = json_object_get(reply, "result");
         const char *path = json_string_value(json_object_get(json_object_get(res, "config"), "path"));
         const char *root = json_string_value(json_object_get(json_object_get(res, "daemon"), "output_root"));

@@ -724,9 +724,12 @@ static int daemon_fleet_dir(const char *socket_path, char *buf, size_t len)
         char err[256];
         const char *dir;
 
-        if (npf_ipc_call(socket_path, "status", NPF_IPC_TIMEOUT_MS, &reply, err) < 0) {
+        int r = npf_ipc_call(socket_path, "status", NPF_IPC_TIMEOUT_MS, &reply, err);
+        if (r < 0) {
+                char fix[NPF_IPC_FIX_MAX];
+                const char *how = npf_ipc_fix(r, socket_path, fix);
                 fprintf(stderr, "npuprofctl fleet: no --fleet-dir, and the daemon that would name it is not "
-                        "reachable: %s\n", err);
+                        "reachable: %s%s%s\n", err, how ? "; " : "", how ? how : "");
                 return NPF_EXIT_UNREACHABLE;
         }
         dir = json_string_value(json_object_get(
@@ -812,6 +815,7 @@ int npf_cli_fleet(int argc, char **argv, const char *socket_path)
                         fleet_help();
                         return 0;
                 default:
+                        fputs("see npuprofctl fleet --help\n", stderr);
                         return 2;
                 }
         }

@@ -3,11 +3,13 @@
 #include "npuprof/protocol.h"
 
 #include <errno.h>
+#include <grp.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
@@ -126,4 +128,41 @@ out:
         free(buf);
         free(req);
         return r;
+}
+
+const char *npf_ipc_fix(int r, const char *socket_path, char *buf)
+{
+        struct stat st;
+
+        switch (r) {
+        case -ENOENT:
+        case -ECONNREFUSED:
+                snprintf(buf, NPF_IPC_FIX_MAX, "%s (systemctl start npuprofd.socket), or name the socket it "
+                         "listens on with --socket PATH or NPUPROF_SOCKET",
+                         r == -ENOENT ? "is npuprofd running? Start it" : "no npuprofd listens there: start it");
+                return buf;
+        case -EACCES:
+        case -EPERM:
+                if (stat(socket_path, &st) < 0) {
+                        snprintf(buf, NPF_IPC_FIX_MAX, "a directory on the way to the socket is closed to this "
+                                 "user: run as root (sudo)");
+                        return buf;
+                }
+                if (st.st_gid == 0) {
+                        snprintf(buf, NPF_IPC_FIX_MAX, "only root may connect: run as root (sudo), or start "
+                                 "npuprofd with --socket-group GROUP, a group of yours");
+                        return buf;
+                }
+                struct group *g = getgrgid(st.st_gid);
+                char name[64];
+                if (g)
+                        snprintf(name, sizeof(name), "%s", g->gr_name);
+                else
+                        snprintf(name, sizeof(name), "%u", (unsigned) st.st_gid);
+                snprintf(buf, NPF_IPC_FIX_MAX, "only root and the socket's group %s may connect: run as root "
+                         "(sudo), or join the group (sudo usermod -aG %s $USER, then log in again)", name, name);
+                return buf;
+        default:
+                return NULL;
+        }
 }

@@ -6,6 +6,7 @@
 #include "client/status.h"
 #include "client/top.h"
 #include "client/validate.h"
+#include "lib/nearword.h"
 #include "lib/outroot.h"
 #include "npuprof/protocol.h"
 #include "npuprof/shm.h"
@@ -22,6 +23,12 @@
 static void usage(FILE *f)
 {
         fputs("Usage: npuprofctl [--socket PATH] [--shm-name NAME] COMMAND [ARGS]\n"
+              "\n"
+              "Examples:\n"
+              "  npuprofctl status                     the daemon, the file in force, the ranks and windows\n"
+              "  npuprofctl start --at 1000 --steps 5  open a window on the job's ranks: steps 1000 to 1004\n"
+              "  npuprofctl windows                    the windows that ended, where their data and reports are\n"
+              "  npuprofctl fleet                      whether every node has the newest file\n"
               "\n"
               "Talk to npuprof, the per-node profiling control plane.\n"
               "\n"
@@ -114,8 +121,10 @@ static int json_flag(int argc, char **argv, const char *name, bool *ret_json)
                                                commands[i].usage, commands[i].what);
                         return 1;
                 }
-                if (c != 'j')
+                if (c != 'j') {
+                        fprintf(stderr, "see npuprofctl %s --help\n", name);
                         return 2;
+                }
                 *ret_json = true;
         }
         if (optind < argc) {
@@ -163,11 +172,12 @@ static int cmd_validate(int argc, char **argv)
                                "--output-root DIR does, that the file's directory stays under DIR.\n");
                         return 0;
                 default:
+                        fputs("see npuprofctl validate --help\n", stderr);
                         return 2;
                 }
         }
         if (optind >= argc) {
-                fprintf(stderr, "npuprofctl validate: no FILE given\n");
+                fprintf(stderr, "npuprofctl validate: no FILE given (see npuprofctl validate --help)\n");
                 return 2;
         }
         return npf_cli_validate(argv + optind, argc - optind, json, output_root);
@@ -266,6 +276,7 @@ static int cmd_edit(int argc, char **argv, const char *socket_path)
                         edit_help(start);
                         return 0;
                 default:
+                        fprintf(stderr, "see npuprofctl %s --help\n", cmd);
                         return 2;
                 }
         }
@@ -284,47 +295,38 @@ static int cmd_edit(int argc, char **argv, const char *socket_path)
         return npf_cli_edit(socket_path, config, start ? &a : NULL, json);
 }
 
-int main(int argc, char **argv)
-{
-        static const struct option opts[] = {
-                { "socket", required_argument, NULL, 'S' },
-                { "shm-name", required_argument, NULL, 'N' },
-                { "help", no_argument, NULL, 'h' },
-                { "version", no_argument, NULL, 'V' },
-                { 0 },
-        };
-        const char *env_socket = getenv(NPF_ENV_SOCKET), *env_shm = getenv(NPF_ENV_SHM);
-        const char *socket_path = env_socket && *env_socket ? env_socket : NPF_PROTO_SOCKET_DEFAULT;
-        const char *shm_name = env_shm && *env_shm ? env_shm : NPF_SHM_NAME_DEFAULT;
-        char err[NPF_SHM_ERR_MAX];
-        bool json;
-        int c;
+/* Every command, for the nearest one to a word that is none. */
+static const char *const command_names[] = {
+        "status", "ranks", "top", "windows", "start", "stop", "config", "reload", "metrics", "validate", "fleet",
+        "analyze", "help",
+};
 
-        argv[0] = (char *) "npuprofctl";
-        /* "+": options end at the command; the command parses its own. */
-        while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
-                switch (c) {
-                case 'S': socket_path = optarg; break;
-                case 'N': shm_name = optarg; break;
-                case 'h':
-                        usage(stdout);
-                        return 0;
-                case 'V':
-                        printf("npuprofctl %s (shm ABI %u, protocol %d)\n", NPUPROF_VERSION, NPF_SHM_ABI_VERSION,
-                               NPF_PROTO_VERSION);
-                        return 0;
-                default:
-                        fprintf(stderr, "see npuprofctl --help\n");
-                        return 2;
+/* The command @word was likely meant to be, or NULL. */
+static const char *nearest_command(const char *word)
+{
+        return npf_near_word(word, command_names, sizeof(command_names) / sizeof(command_names[0]));
+}
+
+/* After a usage error of @cmd: a global option among its arguments belongs before it. */
+static void misplaced_options(const char *cmd, int argc, char **argv)
+{
+        for (int i = 1; i < argc; i++) {
+                const char *opt = strncmp(argv[i], "--socket", 8) == 0     ? "--socket PATH"
+                                  : strncmp(argv[i], "--shm-name", 10) == 0 ? "--shm-name NAME"
+                                                                            : NULL;
+                if (opt) {
+                        fprintf(stderr, "npuprofctl: %s goes before the command: npuprofctl %s %s ...\n", opt, opt,
+                                cmd);
+                        return;
                 }
         }
-        if (optind >= argc) {
-                usage(stderr);
-                return 2;
-        }
-        const char *cmd = argv[optind];
-        int cargc = argc - optind;
-        char **cargv = argv + optind;
+}
+
+/* Run the command @cmd, its arguments @cargv. Return: the exit status. */
+static int run_command(const char *cmd, int cargc, char **cargv, const char *socket_path, const char *shm_name)
+{
+        char err[NPF_SHM_ERR_MAX];
+        bool json;
 
         if (strcmp(cmd, "help") == 0) {
                 usage(stdout);
@@ -365,6 +367,58 @@ int main(int argc, char **argv)
                 }
                 return npf_cli_status(socket_path, shm_name, json);
         }
-        fprintf(stderr, "npuprofctl: unknown command '%s' (see npuprofctl --help)\n", cmd);
+        const char *near = nearest_command(cmd);
+        if (near)
+                fprintf(stderr, "npuprofctl: unknown command '%s'; did you mean '%s'? (see npuprofctl --help)\n", cmd,
+                        near);
+        else
+                fprintf(stderr, "npuprofctl: unknown command '%s' (see npuprofctl --help)\n", cmd);
         return 2;
+}
+
+int main(int argc, char **argv)
+{
+        static const struct option opts[] = {
+                { "socket", required_argument, NULL, 'S' },
+                { "shm-name", required_argument, NULL, 'N' },
+                { "help", no_argument, NULL, 'h' },
+                { "version", no_argument, NULL, 'V' },
+                { 0 },
+        };
+        const char *env_socket = getenv(NPF_ENV_SOCKET), *env_shm = getenv(NPF_ENV_SHM);
+        const char *socket_path = env_socket && *env_socket ? env_socket : NPF_PROTO_SOCKET_DEFAULT;
+        const char *shm_name = env_shm && *env_shm ? env_shm : NPF_SHM_NAME_DEFAULT;
+        int c;
+
+        argv[0] = (char *) "npuprofctl";
+        /* "+": options end at the command; the command parses its own. */
+        while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
+                switch (c) {
+                case 'S': socket_path = optarg; break;
+                case 'N': shm_name = optarg; break;
+                case 'h':
+                        usage(stdout);
+                        return 0;
+                case 'V':
+                        printf("npuprofctl %s (shm ABI %u, protocol %d)\n", NPUPROF_VERSION, NPF_SHM_ABI_VERSION,
+                               NPF_PROTO_VERSION);
+                        return 0;
+                default:
+                        fprintf(stderr, "see npuprofctl --help\n");
+                        return 2;
+                }
+        }
+        if (optind >= argc) {
+                usage(stderr);
+                return 2;
+        }
+        /* Taken now: the command's own getopt moves optind. */
+        const char *cmd = argv[optind];
+        int cargc = argc - optind;
+        char **cargv = argv + optind;
+        int status = run_command(cmd, cargc, cargv, socket_path, shm_name);
+
+        if (status == 2)
+                misplaced_options(cmd, cargc, cargv);
+        return status;
 }

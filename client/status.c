@@ -7,6 +7,7 @@
 #include "lib/clock.h"
 #include "conf/view.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -401,14 +402,32 @@ static void expand_ranks(json_t *o)
         }
 }
 
+/* What a person can do when segment @shm_name cannot be opened with @r, or NULL. */
+static const char *segment_fix(int r)
+{
+        switch (r) {
+        case -ENOENT:
+                return "no npuprofd has made it on this node: start npuprofd (systemctl start npuprofd.socket), "
+                       "or name the segment it serves with --shm-name NAME or NPUPROF_SHM";
+        case -EACCES:
+                return "its rank table is its group's alone (npuprofd --rank-group): run as root or as a member "
+                       "of that group";
+        default:
+                return NULL;
+        }
+}
+
 json_t *npf_cli_segment_view(const char *shm_name)
 {
         char err[NPF_SHM_ERR_MAX];
         npf_shm_t *shm;
         int r = npf_shm_open(shm_name, NPF_SHM_RDONLY, &shm, err);
 
-        if (r < 0)
-                return json_pack("{s:s, s:s}", "name", shm_name, "error", err);
+        if (r < 0) {
+                const char *fix = segment_fix(r);
+                return fix ? json_pack("{s:s, s:s, s:s}", "name", shm_name, "error", err, "fix", fix)
+                           : json_pack("{s:s, s:s}", "name", shm_name, "error", err);
+        }
         json_t *o = json_pack("{s:s, s:o, s:o}", "name", shm_name, "config", npf_view_config(npf_shm_ctl(shm)),
                               "ranks", npf_view_ranks(shm, npf_clock_ns(CLOCK_MONOTONIC), NPF_STALL_MS_DEFAULT,
                                               NULL, NULL));
@@ -436,9 +455,14 @@ int npf_cli_status(const char *socket_path, const char *shm_name, bool json)
                         print_json(o);
                         json_decref(o);
                 } else {
+                        char fix[NPF_IPC_FIX_MAX];
                         printf("npuprofd: not reachable: %s\n", err);
+                        if (npf_ipc_fix(r, socket_path, fix))
+                                printf("          %s\n", fix);
                         if (json_object_get(seg, "error")) {
                                 printf("shm:     %s\n", str(seg, "error", ""));
+                                if (json_object_get(seg, "fix"))
+                                        printf("         %s\n", str(seg, "fix", ""));
                         } else {
                                 printf("shm:     %s (read directly, read-only)\n", shm_name);
                                 print_config(json_object_get(seg, "config"));
@@ -496,7 +520,10 @@ int npf_cli_command(const char *socket_path, const char *command, bool json)
                              strcmp(command, "reload") == 0 ? NPF_IPC_RELOAD_TIMEOUT_MS : NPF_IPC_TIMEOUT_MS, &reply, err);
 
         if (r < 0) {
-                fprintf(stderr, "npuprofctl %s: the daemon is not reachable: %s\n", command, err);
+                char fix[NPF_IPC_FIX_MAX];
+                const char *how = npf_ipc_fix(r, socket_path, fix);
+                fprintf(stderr, "npuprofctl %s: the daemon is not reachable: %s%s%s\n", command, err, how ? "; " : "",
+                        how ? how : "");
                 if (json)
                         print_error_json(command, err, true);
                 return NPF_EXIT_UNREACHABLE;

@@ -27,7 +27,8 @@ void npf_cli_print_window(FILE *f, const json_t *w);
 /*
  * npf_cli_segment_view() - what segment @shm_name holds, read directly and read-only, for
  * when the daemon does not answer: {name, config, ranks (an object per rank)}, or
- * {name, error} when it cannot be opened.
+ * {name, error, fix} when it cannot be opened (fix, what a person can do, only where there
+ * is something to say).
  * Return: a new reference (NULL if out of memory).
  */
 json_t *npf_cli_segment_view(const char *shm_name);

@@ -211,12 +211,13 @@ static void print_ranks_line(FILE *f, const json_t *ranks, long long min, long l
 
 /*
  * The header of one refresh on @head: from the daemon's @reply, or, when it is NULL, the
- * reason @err and what segment @seg holds. Whether a rank table follows in @ret_body; the
+ * reason @err, what to do about it, @fix (or NULL), and what segment @seg holds. Whether a rank table follows in @ret_body; the
  * rank table and the progress of the reply in @ret_ranks and @ret_progress.
  * Return: the refresh's exit status.
  */
-static int render_head(FILE *head, const json_t *reply, const char *err, const json_t *seg, const char *when,
-                       double interval, bool *ret_body, const json_t **ret_ranks, const json_t **ret_progress)
+static int render_head(FILE *head, const json_t *reply, const char *err, const char *fix, const json_t *seg,
+                       const char *when, double interval, bool *ret_body, const json_t **ret_ranks,
+                       const json_t **ret_progress)
 {
         const json_t *res = json_object_get(reply, "result"), *dm;
         char up[NPF_CLI_TIME_MAX];
@@ -228,10 +229,20 @@ static int render_head(FILE *head, const json_t *reply, const char *err, const j
                 fputs("npuprofd: not reachable: ", head);
                 npf_cli_print_text(head, err);
                 fprintf(head, "  (%s, trying again every %gs)\n", when, interval);
+                if (fix) {
+                        fputs("          ", head);
+                        npf_cli_print_text(head, fix);
+                        fputc('\n', head);
+                }
                 fputs("shm:      ", head);
                 if (!json_is_object(seg) || json_is_string(json_object_get(seg, "error"))) {
                         npf_cli_print_text(head, str(seg, "error", "cannot be read"));
                         fputc('\n', head);
+                        if (json_is_string(json_object_get(seg, "fix"))) {
+                                fputs("          ", head);
+                                npf_cli_print_text(head, str(seg, "fix", ""));
+                                fputc('\n', head);
+                        }
                         return NPF_EXIT_UNREACHABLE;
                 }
                 npf_cli_print_text(head, str(seg, "name", "?"));
@@ -262,8 +273,8 @@ static int render_head(FILE *head, const json_t *reply, const char *err, const j
  * One refresh on @out, the header then the rank table; with @term_rows (0: no limit), in at
  * most that many lines less one, the cursor's. Return: the refresh's exit status.
  */
-static int render(FILE *out, const json_t *reply, const char *err, const json_t *seg, const char *when,
-                  double interval, long term_rows)
+static int render(FILE *out, const json_t *reply, const char *err, const char *fix, const json_t *seg,
+                  const char *when, double interval, long term_rows)
 {
         const json_t *ranks, *progress;
         char *hbuf = NULL;
@@ -277,7 +288,7 @@ static int render(FILE *out, const json_t *reply, const char *err, const json_t 
                 fputs("npuprofctl top: out of memory\n", out);
                 return 1;
         }
-        status = render_head(head, reply, err, seg, when, interval, &body, &ranks, &progress);
+        status = render_head(head, reply, err, fix, seg, when, interval, &body, &ranks, &progress);
         row_t *rows = body ? sorted_rows(ranks, progress, &n, &min, &max) : NULL;
         if (body) {
                 print_ranks_line(head, ranks, min, max);
@@ -366,7 +377,8 @@ static void term_size(long *ret_rows, long *ret_cols)
 static int refresh(const char *socket_path, const char *shm_name, double interval, bool first)
 {
         json_t *reply = NULL, *seg = NULL;
-        char err[256] = "", when[16] = "";
+        char err[256] = "", when[16] = "", fixbuf[NPF_IPC_FIX_MAX];
+        const char *fix = NULL;
         char *frame = NULL;
         size_t len = 0;
         long rows = 0, cols = 0;
@@ -381,6 +393,7 @@ static int refresh(const char *socket_path, const char *shm_name, double interva
         calling = 0;
         if (r < 0) {
                 reply = NULL;
+                fix = npf_ipc_fix(r, socket_path, fixbuf);
                 seg = npf_cli_segment_view(shm_name);
         } else {
                 /* The rank table of the reply, rows, as an object per rank; a table that is not one is no table. */
@@ -401,7 +414,7 @@ static int refresh(const char *socket_path, const char *shm_name, double interva
         if (!f) {
                 status = -ENOMEM;
         } else {
-                status = render(f, reply, err, seg, when, interval, rows);
+                status = render(f, reply, err, fix, seg, when, interval, rows);
                 fclose(f);
                 r = draw(frame, len, on_tty, first, cols);
                 if (r < 0)
@@ -489,6 +502,7 @@ int npf_cli_top(int argc, char **argv, const char *socket_path, const char *shm_
                         top_help();
                         return 0;
                 default:
+                        fputs("see npuprofctl top --help\n", stderr);
                         return 2;
                 }
         }

@@ -18,12 +18,14 @@
 #include <getopt.h>
 #include <limits.h>
 #include <grp.h>
+#include <libgen.h>
 #include <signal.h>
 #include <stdio.h>
 #include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -32,7 +34,14 @@
 static void usage(FILE *f)
 {
         fprintf(f,
-                "Usage: npuprofd [OPTIONS]\n"
+                "Usage: npuprofd --config PATH [OPTIONS]\n"
+                "\n"
+                "Examples:\n"
+                "  systemctl enable --now npuprofd.socket npuprofd.service\n"
+                "                         the packaged daemon, on /etc/npuprof/profiler_config.json\n"
+                "  npuprofd --config ~/profiler_config.json --socket /tmp/npuprofd.sock --output-root /tmp/npuprof\n"
+                "                         one of your own, without root: then npuprofctl --socket\n"
+                "                         /tmp/npuprofd.sock status\n"
                 "\n"
                 "The per-node npuprof daemon: watches profiler_config.json and publishes each new valid\n"
                 "configuration into the node's shared-memory segment for the training ranks.\n"
@@ -107,7 +116,8 @@ static void usage(FILE *f)
                 "                         (default $KINETO_IPC_SOCKET_DIR, else the abstract name\n"
                 "                         \"\\0dynolog\\0\" of the daemon's network namespace, as \"\" says)\n"
                 "  --no-kineto            serve neither\n"
-                "  --help, --version\n"
+                "  --help                 this text\n"
+                "  --version              the version, the shm ABI and the protocol version\n"
                 "\n"
                 "Signals: SIGHUP reloads the file; SIGTERM and SIGINT stop. See npuprofd(8).\n",
                 NPF_ENV_SHM, NPF_SHM_NAME_DEFAULT, NPF_ENV_SOCKET, NPF_PROTO_SOCKET_DEFAULT, NPF_POLL_MS_DEFAULT,
@@ -216,6 +226,79 @@ static unsigned fit_clients(unsigned wanted)
         return rl.rlim_cur > 2 * FD_RESERVE ? (unsigned) (rl.rlim_cur - FD_RESERVE) : FD_RESERVE;
 }
 
+/*
+ * The directory of --config @path, which inotify watches (the file itself may come later):
+ * it must be there and readable to this user. Return: 0, or -errno with what to do printed.
+ */
+static int check_config_dir(const char *path)
+{
+        char buf[PATH_MAX];
+        struct stat st;
+        int r = 0;
+
+        if (snprintf(buf, sizeof(buf), "%s", path) >= (int) sizeof(buf))
+                return 0;       /* the watch says what is wrong with it */
+        const char *dir = dirname(buf);
+        if (stat(dir, &st) < 0)
+                r = -errno;
+        else if (!S_ISDIR(st.st_mode))
+                r = -ENOTDIR;
+        else if (access(dir, R_OK | X_OK) < 0)
+                r = -errno;
+        switch (r) {
+        case 0:
+                return 0;
+        case -ENOENT:
+                fprintf(stderr, "npuprofd: --config %s: the directory %s does not exist: create it (mkdir -p %s) "
+                        "and put the file there, or give --config the file's right path\n", path, dir, dir);
+                break;
+        case -ENOTDIR:
+                fprintf(stderr, "npuprofd: --config %s: %s is not a directory: give --config the file's right "
+                        "path\n", path, dir);
+                break;
+        case -EACCES:
+                fprintf(stderr, "npuprofd: --config %s: this user (uid %u) may not read the directory %s, which "
+                        "npuprofd watches: let it read and search it (chmod o+rx %s, or give it to a group of this "
+                        "user), or run npuprofd as another user\n", path, (unsigned) geteuid(), dir, dir);
+                break;
+        default:
+                fprintf(stderr, "npuprofd: --config %s: the directory %s: %s\n", path, dir, strerror(-r));
+                break;
+        }
+        return r;
+}
+
+/*
+ * Say, once at start, when the output root @root cannot hold windows: a file stands where a
+ * directory should, or it is missing and this user may not create it (a rank creates it,
+ * as its own user, and fails as this one would). Only a warning: the file system may yet
+ * change, and until then every file is found invalid or every window fails, saying why.
+ */
+static void check_output_root(const char *root)
+{
+        char dir[NPF_SHM_PATH_MAX];
+        struct stat st;
+
+        snprintf(dir, sizeof(dir), "%s", root);
+        for (;;) {
+                if (stat(dir, &st) == 0) {
+                        if (!S_ISDIR(st.st_mode))
+                                fprintf(stderr, "npuprofd: warning: --output-root %s: %s is not a directory, so no "
+                                        "window can be written: give --output-root a directory\n", root, dir);
+                        else if (strcmp(dir, root) != 0 && !(st.st_mode & S_IWOTH) && access(dir, W_OK) < 0)
+                                fprintf(stderr, "npuprofd: warning: --output-root %s does not exist, and this user "
+                                        "(uid %u) may not create it in %s, as each rank does for its own user: "
+                                        "create it for every user (install -d -m 1777 %s), or give --output-root a "
+                                        "directory the ranks may write\n", root, (unsigned) geteuid(), dir, root);
+                        return;
+                }
+                char *slash = strrchr(dir, '/');
+                if ((errno != ENOENT && errno != ENOTDIR) || !slash || slash == dir)
+                        return;
+                *slash = '\0';
+        }
+}
+
 int main(int argc, char **argv)
 {
         enum { OPT_CONFIG = 256, OPT_SHM, OPT_SOCKET, OPT_GROUP, OPT_POLL, OPT_NO_INOTIFY, OPT_ROOT, OPT_STALL,
@@ -308,6 +391,7 @@ int main(int argc, char **argv)
         long long n;
         int c;
 
+        argv[0] = (char *) "npuprofd";         /* getopt's messages name it so */
         while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
                 switch (c) {
                 case OPT_CONFIG: o.config_path = optarg; break;
@@ -479,16 +563,18 @@ int main(int argc, char **argv)
                                NPF_PROTO_VERSION);
                         return 0;
                 default:
-                        usage(stderr);
+                        fputs("see npuprofd --help\n", stderr);
                         return 2;
                 }
         }
         if (optind < argc) {
-                fprintf(stderr, "npuprofd: unexpected argument '%s'\n", argv[optind]);
+                fprintf(stderr, "npuprofd: unexpected argument '%s'; options take the form --name VALUE (see npuprofd "
+                        "--help)\n", argv[optind]);
                 return 2;
         }
         if (!o.config_path) {
-                fprintf(stderr, "npuprofd: --config PATH is required\n");
+                fprintf(stderr, "npuprofd: --config PATH is required: the profiler_config.json to watch, as in "
+                        "npuprofd --config /etc/npuprof/profiler_config.json (see npuprofd --help)\n");
                 return 2;
         }
         if (strlen(o.socket_path) >= sizeof(((struct sockaddr_un *) 0)->sun_path)) {
@@ -513,6 +599,9 @@ int main(int argc, char **argv)
                         o.output_root);
                 return 2;
         }
+        if (o.inotify && check_config_dir(o.config_path) < 0)
+                return 1;
+        check_output_root(o.output_root);
         if (o.fleet_dir && !o.node_name) {
                 if (gethostname(host, sizeof(host)) < 0 || (host[sizeof(host) - 1] = '\0', !npf_fleet_node_name_ok(host))) {
                         fprintf(stderr, "npuprofd: the host name '%s' cannot name a fleet record; give --node-name\n",

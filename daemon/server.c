@@ -671,9 +671,15 @@ int npf_server_start(uv_loop_t *loop, const char *path, const char *group, const
         } else {
                 r = clear_stale_socket(path);
                 if (r < 0) {
-                        snprintf(err, 256, r == -EADDRINUSE ? "another daemon answers on %s"
-                                           : r == -ENOTSOCK ? "%s exists and is not a socket"
-                                                            : "cannot replace %s", path);
+                        if (r == -EADDRINUSE)
+                                snprintf(err, 256, "another daemon answers on %s: stop it first (systemctl stop "
+                                         "npuprofd.socket npuprofd.service), or give this one another --socket PATH",
+                                         path);
+                        else if (r == -ENOTSOCK)
+                                snprintf(err, 256, "%s exists and is not a socket: remove it, or give --socket "
+                                         "another path", path);
+                        else
+                                snprintf(err, 256, "cannot replace %s: %s", path, strerror(-r));
                         goto fail;
                 }
                 r = uv_pipe_bind(&s->listener, path);
@@ -683,7 +689,11 @@ int npf_server_start(uv_loop_t *loop, const char *path, const char *group, const
                         if (slash && slash != dir)
                                 *slash = '\0';
                         if (slash && slash != dir && stat(dir, &dst) < 0)
-                                snprintf(err, 256, "cannot bind %s: the directory %s does not exist", path, dir);
+                                snprintf(err, 256, "cannot bind %s: the directory %s does not exist: create it, "
+                                         "or give --socket a path in another", path, dir);
+                        else if (r == UV_EACCES)
+                                snprintf(err, 256, "cannot bind %s: permission denied: run as a user who may "
+                                         "write its directory, or give --socket a path in one you may write", path);
                         else
                                 snprintf(err, 256, "cannot bind %s: %s", path, uv_strerror(r));
                         free(dir);

@@ -4,7 +4,9 @@
  * is. Each step does CPU work and touches memory for about --step-ms milliseconds; the
  * rank library opens and closes its collection window at the steps the node's daemon
  * publishes. --first-step resumes the loop at a later step, as a job restarted from a
- * checkpoint does: it runs the steps FIRST..FIRST+N-1 (1..N by default).
+ * checkpoint does: it runs the steps FIRST..FIRST+N-1 (1..N by default). At the end it prints
+ * "rank R: N steps done (mean step T ms); window STATE in DIR": T is the loop's wall time over
+ * its steps, STATE and DIR those of the rank's last window.
  *
  * For the daemon's watch of progress: --jitter PCT makes each step up to PCT percent
  * longer or shorter (uniformly, seeded by the rank); --slow-at N --slow-factor F makes the
@@ -15,6 +17,7 @@
  *   train-loop --rank R --steps N --step-ms MS [--shm-name NAME] [--backend host|acl|auto] [--busy PCT]
  *              [--first-step FIRST] [--jitter PCT] [--slow-at N --slow-factor F] [--hang-at N]
  */
+#include "npuprof/protocol.h"
 #include "npuprof/rank.h"
 
 #include <getopt.h>
@@ -24,6 +27,9 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+
+/* Where the steps' arithmetic ends up, so that the compiler keeps the arithmetic. */
+static volatile double work_sink;
 
 static uint64_t now_ns(void)
 {
@@ -81,6 +87,7 @@ int main(int argc, char **argv)
                 { "first-step", required_argument, NULL, 'f' }, { "help", no_argument, NULL, 'h' },
                 { "jitter", required_argument, NULL, 'j' },  { "slow-at", required_argument, NULL, 'S' },
                 { "slow-factor", required_argument, NULL, 'F' }, { "hang-at", required_argument, NULL, 'H' },
+                { "version", no_argument, NULL, 'V' },
                 { 0 },
         };
         npf_rank_options_t o = { .rank = -1, .local_device = -1 };
@@ -91,6 +98,7 @@ int main(int argc, char **argv)
         npf_rank_t *h;
         int c;
 
+        argv[0] = (char *) "train-loop";       /* getopt's messages name it so */
         while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
                 switch (c) {
                 case 'r': o.rank = atoll(optarg); break;
@@ -105,14 +113,36 @@ int main(int argc, char **argv)
                 case 'F': slow_factor = atof(optarg); break;
                 case 'H': hang_at = atoll(optarg); break;
                 case 'h':
-                        printf("Usage: train-loop --rank R --steps N --step-ms MS [--shm-name NAME] [--backend B]\n"
-                               "                  [--busy PERCENT of each step computing, the rest waiting; 25]\n"
-                               "                  [--first-step FIRST step, as a job resumed from a checkpoint; 1]\n"
-                               "                  [--jitter PCT: each step up to PCT percent longer or shorter; 0]\n"
-                               "                  [--slow-at N --slow-factor F: the steps from N take F times as long]\n"
-                               "                  [--hang-at N: stop at step N and sleep until killed]\n");
+                        printf("Usage: train-loop --rank R --steps N --step-ms MS [OPTIONS]\n"
+                               "\n"
+                               "Example:\n"
+                               "  train-loop --rank 0 --steps 2000 --step-ms 50\n"
+                               "                   a rank of 2000 steps of 50 ms on the node's segment: it opens\n"
+                               "                   the window that npuprofctl start --at 1000 --steps 5 asks for\n"
+                               "\n"
+                               "A stand-in for a training process, linked with libnpuprof as one is: each step\n"
+                               "computes and waits for about MS milliseconds and calls npf_rank_step().\n"
+                               "\n"
+                               "Options:\n"
+                               "  --rank R           this rank's number (default $RANK, else 0)\n"
+                               "  --steps N          steps to run (default 40)\n"
+                               "  --step-ms MS       milliseconds of each step (default 20)\n"
+                               "  --shm-name NAME    the node's segment (default $NPUPROF_SHM, else npuprof)\n"
+                               "  --backend B        host, acl or auto (default auto)\n"
+                               "  --busy PERCENT     of each step computing, the rest waiting (default 25)\n"
+                               "  --first-step FIRST the first step, as a job resumed from a checkpoint (default 1)\n"
+                               "  --jitter PCT       each step up to PCT percent longer or shorter (default 0)\n"
+                               "  --slow-at N --slow-factor F\n"
+                               "                     the steps from N take F times as long\n"
+                               "  --hang-at N        stop at step N and sleep until killed\n"
+                               "  --help             this text\n"
+                               "  --version          the version\n");
+                        return 0;
+                case 'V':
+                        printf("train-loop %s\n", NPUPROF_VERSION);
                         return 0;
                 default:
+                        fputs("see train-loop --help\n", stderr);
                         return 2;
                 }
         }
@@ -134,6 +164,7 @@ int main(int argc, char **argv)
                 return 1;
         }
         double acc = 0;
+        uint64_t t0 = now_ns();
         for (int64_t step = first; step < first + steps; step++) {
                 npf_rank_step(h, step);
                 if (hang_at && step >= hang_at)
@@ -145,10 +176,12 @@ int main(int argc, char **argv)
                         ms *= 1.0 + (double) jitter / 100.0 * (2.0 * rand_r(&seed) / RAND_MAX - 1.0);
                 acc += work(ms, (unsigned) busy, step);
         }
+        work_sink = acc;
         npf_rank_info_t info;
         npf_rank_info(h, &info);
-        printf("rank %" PRId64 ": %ld steps done (%.3g); window %s%s%s\n", info.rank, steps, acc,
-               npf_shm_window_state_name(info.state), info.output[0] ? " in " : "", info.output);
+        printf("rank %" PRId64 ": %ld steps done (mean step %.1f ms); window %s%s%s\n", info.rank, steps,
+               (double) (now_ns() - t0) / 1e6 / (double) steps, npf_shm_window_state_name(info.state),
+               info.output[0] ? " in " : "", info.output);
         npf_rank_close(h);
         return 0;
 }

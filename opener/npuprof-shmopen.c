@@ -30,13 +30,19 @@ static void usage(FILE *f)
         fprintf(f,
                 "Usage: npuprof-shmopen [--user NAME] [--shm-dir DIR]\n"
                 "\n"
+                "Example:\n"
+                "  systemctl enable --now npuprof-shmopen.socket\n"
+                "                  listen on /run/npuprof-shmopen.sock for npuprofd --legacy; each\n"
+                "                  connection runs npuprof-shmopen --user npuprof (npuprof-shmopen@.service)\n"
+                "\n"
                 "Hands npuprofd a descriptor of a framework's shared-memory object of another user\n"
                 "(DynamicProfileNpuShm<hour>, DynamicProfileShm<hour>), and of nothing else. Run by\n"
                 "npuprof-shmopen.socket (Accept=yes) with the connection as its one descriptor.\n"
                 "\n"
                 "  --user NAME     the one user besides root that may ask (npuprofd's, npuprof)\n"
                 "  --shm-dir DIR   where POSIX shared memory lives (default /dev/shm)\n"
-                "  --help, --version\n"
+                "  --help          this text\n"
+                "  --version       the version\n"
                 "\n"
                 "See npuprof-shmopen(8).\n");
 }
@@ -78,6 +84,7 @@ int main(int argc, char **argv)
         char name[NPF_SHMOPEN_NAME_MAX + 1];
         int c, dir, sock, r;
 
+        argv[0] = (char *) "npuprof-shmopen";  /* getopt's messages name it so */
         while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
                 switch (c) {
                 case 'u': {
@@ -99,14 +106,14 @@ int main(int argc, char **argv)
                         printf("npuprof-shmopen %s\n", NPUPROF_VERSION);
                         return 0;
                 default:
-                        usage(stderr);
+                        fputs("see npuprof-shmopen --help\n", stderr);
                         return 2;
                 }
         }
         if (optind < argc || sd_listen_fds(1) != 1 ||
             sd_is_socket(SD_LISTEN_FDS_START, AF_UNIX, SOCK_SEQPACKET, 0) <= 0) {
                 fprintf(stderr, "npuprof-shmopen: run by npuprof-shmopen.socket (Accept=yes), with one connected "
-                        "SOCK_SEQPACKET socket\n");
+                        "SOCK_SEQPACKET socket, not by hand: systemctl enable --now npuprof-shmopen.socket\n");
                 return 2;
         }
         sock = SD_LISTEN_FDS_START;

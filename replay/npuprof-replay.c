@@ -5,6 +5,7 @@
  * directory of windows (`cluster`) gets a per-rank table with its stragglers.
  */
 #include "lib/atomicfile.h"
+#include "lib/nearword.h"
 #include "npuprof/protocol.h"
 #include "replay/analysis.h"
 #include "replay/beside.h"
@@ -106,6 +107,46 @@ static int fail(int status, const char *fmt, ...)
         va_end(ap);
         fputc('\n', stderr);
         return status;
+}
+
+/*
+ * The command @word, which is no file, was likely meant to be: cluster or split, when it
+ * differs from one by a letter or two (or begins it), or NULL.
+ */
+static const char *subcommand_near(const char *word)
+{
+        static const char *const names[] = { "cluster", "split" };
+        struct stat st;
+
+        if (stat(word, &st) == 0 || !*word || strlen(word) > 16)
+                return NULL;
+        return npf_near_word(word, names, sizeof(names) / sizeof(names[0]));
+}
+
+/*
+ * The input @path could not be read, for -errno @r: say why, and what to do; @cluster: it
+ * is a directory of `cluster`. Return: EXIT_INPUT.
+ */
+static int unreadable(const char *path, int r, bool cluster)
+{
+        const char *near;
+
+        switch (r) {
+        case -ENOENT:
+                if (!cluster && (near = subcommand_near(path)))
+                        return fail(EXIT_INPUT, "%s: %s; did you mean 'npuprof-replay %s'?", path, strerror(-r), near);
+                if (cluster)
+                        return fail(EXIT_INPUT, "%s: %s: give the directory the windows are in (the output root, "
+                                    "or a job's directory below it)", path, strerror(-r));
+                return fail(EXIT_INPUT, "%s: %s: give a window directory (npuprofctl windows lists them), a memory "
+                            "snapshot or a trace", path, strerror(-r));
+        case -EACCES:
+        case -EPERM:
+                return fail(EXIT_INPUT, "%s: %s: run as a user who may read it: its owner (the job's user) or "
+                            "root", path, strerror(-r));
+        default:
+                return fail(EXIT_INPUT, "%s: %s", path, strerror(-r));
+        }
 }
 
 static int status_of(int r)
@@ -755,7 +796,7 @@ static int analyse(const char *path, const options_t *o)
                 return fail(EXIT_NOMEM, "out of memory");
         if (stat(path, &st) < 0) {
                 free(in);
-                return fail(EXIT_INPUT, "%s: %s", path, strerror(errno));
+                return unreadable(path, -errno, false);
         }
         run.snapshots = json_array();
         run.traces = json_array();
@@ -763,7 +804,7 @@ static int analyse(const char *path, const options_t *o)
         run.device = json_pack("{s:[],s:[]}", "ranks", "not_analysed");
         if (S_ISDIR(st.st_mode)) {
                 if ((r = npf_input_window(path, in, MAX_INPUTS)) < 0) {
-                        status = fail(EXIT_INPUT, "%s: %s", path, strerror(-r));
+                        status = unreadable(path, r, false);
                         goto out;
                 }
                 n = (size_t) r;
@@ -774,10 +815,17 @@ static int analyse(const char *path, const options_t *o)
         } else {
                 snprintf(in[0].path, sizeof(in[0].path), "%s", path);
                 if ((r = npf_input_classify(path, &in[0].kind)) < 0) {
-                        status = fail(EXIT_INPUT, "%s: %s", path, r == -ENOENT ?
-                                      "neither a memory snapshot (a pickle, or JSON with segments or device_traces) "
-                                      "nor a Chrome trace (JSON with traceEvents)" :
-                                      r == -ENODATA ? "empty file" : strerror(-r));
+                        if (r == -ENOENT)
+                                status = fail(EXIT_INPUT, "%s: neither a memory snapshot (a pickle, or JSON with "
+                                              "segments or device_traces) nor a Chrome trace (JSON with traceEvents): "
+                                              "give a snapshot of torch.cuda.memory._dump_snapshot() or "
+                                              "torch_npu.npu.memory._dump_snapshot(), a trace, or a window directory "
+                                              "(see npuprof-replay(1))", path);
+                        else if (r == -ENODATA)
+                                status = fail(EXIT_INPUT, "%s: empty file: the program that writes it may not have "
+                                              "finished (--wait SECONDS waits for a framework's parser)", path);
+                        else
+                                status = unreadable(path, r, false);
                         goto out;
                 }
                 n = 1;
@@ -818,7 +866,8 @@ static int analyse(const char *path, const options_t *o)
         if (run.n_snaps == 0 && run.n_traces == 0 && n_device == 0) {
                 if (run.worst == 0)
                         status = fail(EXIT_INPUT, "%s: no memory snapshot, no trace and no framework's profiler output "
-                                      "in this directory", path);
+                                      "in this directory: give a window directory (rank<R>_start<S>_stop<E>; "
+                                      "npuprofctl windows lists them) or a file in one", path);
                 else
                         status = fail(status_of(run.worst), "%s", run.reason);
                 goto out;
@@ -997,7 +1046,7 @@ static int cluster(const char *const *dirs, size_t n, const options_t *o)
                 struct stat st;
                 if (stat(dirs[i], &st) < 0) {
                         json_decref(errors);
-                        return fail(EXIT_INPUT, "%s: %s", dirs[i], strerror(errno));
+                        return unreadable(dirs[i], -errno, true);
                 }
         }
         if ((r = npf_cluster_report_dirs(dirs, n, &report, err, sizeof(err))) < 0 && r != -ENOENT) {
@@ -1118,6 +1167,14 @@ static void usage(FILE *f)
                 "       npuprof-replay cluster [OPTIONS] DIR...\n"
                 "       npuprof-replay split (--slices N | --max-entries K) [-o OUTDIR] FILE\n"
                 "\n"
+                "Examples:\n"
+                "  npuprof-replay /var/lib/npuprof/output/rank0_start1000_stop1004\n"
+                "                           one window: the report goes to its analysis/ directory\n"
+                "  npuprof-replay snapshot.pickle\n"
+                "                           a memory snapshot: the report goes to ./snapshot.pickle-report/\n"
+                "  npuprof-replay cluster /var/lib/npuprof/output\n"
+                "                           every window below it, rank against rank: into its cluster/\n"
+                "\n"
                 "Analyse what a profiling window captured. PATH is a memory snapshot (a PyTorch or\n"
                 "torch_npu _dump_snapshot pickle, the same as JSON, or a legacy list of segments), a\n"
                 "Chrome trace (JSON), a Kineto trace (.json.gz too), a torch_npu or MindSpore db export,\n"
@@ -1172,11 +1229,13 @@ int main(int argc, char **argv)
         int c;
 
         clock_gettime(CLOCK_MONOTONIC, &progress.start);
+        argv[0] = (char *) "npuprof-replay";   /* getopt's messages name it so */
         if (argc > 1 && (strcmp(argv[1], "cluster") == 0 || strcmp(argv[1], "split") == 0)) {
                 cluster_mode = argv[1][0] == 'c';
                 split_mode = !cluster_mode;
                 argv++;
                 argc--;
+                argv[0] = (char *) (cluster_mode ? "npuprof-replay cluster" : "npuprof-replay split");
         }
         while ((c = getopt_long(argc, argv, "o:qh", longopts, NULL)) != -1) {
                 switch (c) {
@@ -1233,13 +1292,23 @@ int main(int argc, char **argv)
                         printf("npuprof-replay %s\n", NPUPROF_VERSION);
                         return 0;
                 default:
-                        usage(stderr);
+                        fputs("see npuprof-replay --help\n", stderr);
                         return EXIT_USAGE;
                 }
         }
-        if (optind == argc || (optind != argc - 1 && !cluster_mode)) {
+        if (optind == argc) {
                 usage(stderr);
                 return EXIT_USAGE;
+        }
+        if (optind != argc - 1 && split_mode)
+                return fail(EXIT_USAGE, "split: one FILE at a time (see npuprof-replay --help)");
+        if (optind != argc - 1 && !cluster_mode) {
+                const char *near = subcommand_near(argv[optind]);
+                if (near)
+                        return fail(EXIT_USAGE, "unknown command '%s'; did you mean 'npuprof-replay %s'? (see "
+                                    "npuprof-replay --help)", argv[optind], near);
+                return fail(EXIT_USAGE, "one PATH at a time; several window directories go to npuprof-replay "
+                            "cluster DIR... (see npuprof-replay --help)");
         }
         if (cluster_mode && optind != argc - 1 && !o.outdir)
                 return fail(EXIT_USAGE, "cluster: several directories need -o OUTDIR");

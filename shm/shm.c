@@ -150,6 +150,27 @@ static void ranks_init(npf_shm_ranks_t *r)
 }
 
 /*
+ * The object @obj of a segment, which this process would serve, belongs to another user:
+ * say whose, and what to do, in @err; when it turns out to be this user's, say @r.
+ */
+static void foreign_err(const char *obj, int r, char *err)
+{
+        char path[NPF_SHM_NAME_MAX + 32];
+        const char *dot = strrchr(obj, '.');
+        int stem = dot ? (int) (dot - obj) : (int) strlen(obj);
+        struct stat st;
+
+        snprintf(path, sizeof(path), "/dev/shm%s", obj);
+        if (stat(path, &st) < 0 || st.st_uid == geteuid()) {
+                npf__set_err(err, "cannot open %s: %s", obj, strerror(-r));
+                return;
+        }
+        npf__set_err(err, "%s belongs to another user (uid %u): run npuprofd as that user, or, if no job uses the "
+                     "segment, remove it (rm /dev/shm%.*s.ctl /dev/shm%.*s.ranks)", obj, (unsigned) st.st_uid, stem,
+                     obj, stem, obj);
+}
+
+/*
  * Map one object @obj, the @what of a segment, of @size bytes. With @create, make it if
  * absent and report that in @ret_created, giving it mode @mode and, unless (gid_t) -1,
  * group @group (created readable by its owner alone until both are set); an adopted one is
@@ -234,8 +255,8 @@ fail:
                 npf__set_err(err, "segment %s is still being created", obj);
         else if (r == -EPROTO)
                 npf__set_err(err, "%s is smaller than an ABI version %u %s", obj, NPF_SHM_ABI_VERSION, what);
-        else if (r == -EPERM)
-                npf__set_err(err, "%s belongs to another user; remove it if no job uses it", obj);
+        else if (r == -EPERM || (r == -EACCES && create))
+                foreign_err(obj, r, err);
         else
                 npf__set_err(err, "cannot open %s: %s", obj, strerror(-r));
         return r;
@@ -273,8 +294,9 @@ int npf_shm_open_group(const char *name, unsigned flags, gid_t ranks_group, npf_
                 if (fcntl(lock_fd, F_OFD_SETLK, &lk) < 0) {
                         r = errno == EAGAIN || errno == EACCES ? -EBUSY : -errno;
                         if (r == -EBUSY)
-                                npf__set_err(err, "segment %s is already served by another daemon (pid %u)",
-                                             ctl_obj, ((npf_shm_ctl_t *) ctl)->daemon_pid);
+                                npf__set_err(err, "segment %s is already served by another daemon (pid %u): stop "
+                                             "that one first, or give this one another segment name (npuprofd "
+                                             "--shm-name)", ctl_obj, ((npf_shm_ctl_t *) ctl)->daemon_pid);
                         else
                                 npf__set_err(err, "cannot lock %s: %s", ctl_obj, strerror(-r));
                         goto fail;

@@ -315,8 +315,9 @@ def test_walk():
     missing = os.path.join(tmp, "no-such-dir")
     r = Run([missing, "-q"], os.path.join(missing, "cluster"))
     eq("missing DIR: exit status", r.rc, 1)
-    eq("missing DIR: the last line on stderr names DIR and the error", r.last,
-       "npuprof-replay: %s: %s" % (missing, os.strerror(errno.ENOENT)))
+    eq("missing DIR: the last line on stderr names DIR, the error and what to give", r.last,
+       "npuprof-replay: %s: %s: give the directory the windows are in (the output root, or a job's directory "
+       "below it)" % (missing, os.strerror(errno.ENOENT)))
     check("missing DIR: nothing created", not os.path.exists(missing))
 
 

@@ -160,8 +160,8 @@ check "top, no daemon: each refresh says it is not reachable, and shows the segm
         top_holds "$out" "len(frames) == 2 and all(f[0].startswith('npuprofd: not reachable: cannot connect to $dir/absent.sock') and 'shm:      $shm (read directly, read-only)' in f and [r['rank'] for r in rows(f)] == [2, 1, 0] for f in frames)"
 timeout 10 "$npuprofctl" --socket "$dir/absent.sock" --shm-name "npftest-top-$$-none" top -n 1 >"$out" 2>&1
 rc=$?
-check "top, no daemon and no segment: exit 3, saying why" \
-        top_holds "$out" "$rc == 3 and frames[0][1] == 'shm:      cannot open /npftest-top-$$-none.ctl: No such file or directory'"
+check "top, no daemon and no segment: exit 3, saying why and what to do" \
+        top_holds "$out" "$rc == 3 and frames[0][1].startswith('          is npuprofd running? Start it (systemctl start npuprofd.socket)') and frames[0][2] == 'shm:      cannot open /npftest-top-$$-none.ctl: No such file or directory' and frames[0][3].strip().startswith('no npuprofd has made it on this node') and '--shm-name NAME' in frames[0][3]"
 
 kill -TERM "$dpid" "${pids[@]}"
 wait "$dpid" "${pids[@]}" 2>/dev/null
