@@ -61,11 +61,14 @@ WARN += -Werror
 endif
 
 # Dependencies come from Debian. `make` (and install) needs the build dependencies only, and
-# never runs a package manager: a missing one is named. check, demo, bench and fuzz set up
-# their test toolchain too: scripts/install-deps installs it as root, or says how.
+# never runs a package manager: a missing one is named. demo sets up the build dependencies
+# and python3; check, bench and fuzz the test toolchain too. scripts/install-deps installs
+# them as root, or says how.
 ifeq ($(filter clean help uninstall,$(MAKECMDGOALS)),)
-ifneq ($(filter check demo bench fuzz fuzz-build,$(MAKECMDGOALS)),)
+ifneq ($(filter check bench fuzz fuzz-build,$(MAKECMDGOALS)),)
 DEPS_OK := $(shell scripts/install-deps >&2 && echo yes)
+else ifneq ($(filter demo,$(MAKECMDGOALS)),)
+DEPS_OK := $(shell scripts/install-deps --demo >&2 && echo yes)
 else
 DEPS_OK := $(shell scripts/install-deps --build >&2 && echo yes)
 endif
@@ -436,8 +439,16 @@ kineto-test-prog:
 check: all $(UNIT_TESTS) $(TORTURE) $(RANK_DRIVER) $(ASK_STACKS) $(MANY_RANKS) $(STATUS_LOAD) $(SCRIBBLER) fuzz-build
 	@NPF_SKIP_SYSTEMD=$(SANITIZER) $(CHECK_ENV) tests/run-tests $(BUILD) build/fuzz $(FUZZ_CHECK_SECONDS)
 
-demo: all
-	@scripts/demo $(BUILD)
+# What the demo runs, and no more: the daemon, the CLI, the analyzer, libnpuprof.so (for the
+# Python ranks), the heap tracker and the C training loop. Built quietly, on every processor
+# unless make was given -j itself: what the demo shows is the demo.
+DEMO_PROGRAMS := $(BUILD)/npuprofctl $(BUILD)/npuprofd $(BUILD)/npuprof-replay $(BUILD)/libnpuprof.so \
+                 $(BUILD)/libnpuprof-heap.so $(BUILD)/train-loop
+DEMO_JOBS = $(if $(findstring -j,$(MAKEFLAGS)),,-j$(shell nproc 2>/dev/null || echo 1))
+demo:
+	@echo "demo: building $(notdir $(DEMO_PROGRAMS)) into $(BUILD)/"
+	@$(MAKE) -s --no-print-directory $(DEMO_JOBS) $(DEMO_PROGRAMS)
+	@PYTHON=$(PYTHON) scripts/demo $(BUILD)
 
 # The replay's figures: a generated snapshot of 2.1 M events (made once, kept in build/).
 BENCH_REPLAY := $(BUILD)/bench/bench-replay

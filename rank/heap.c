@@ -529,16 +529,56 @@ static void put_string(FILE *f, const char *s)
         fputc('"', f);
 }
 
+/*
+ * dladdr() walks the whole symbol table of the object a pc lies in: tens of microseconds
+ * in a library of 100,000 symbols (libtorch), for each frame of each event. Each distinct pc
+ * is looked up once per dump, in a table made at the start of the dump (calloc: in_hook is
+ * set, the tracker's own allocations are not recorded) and kept at most half full; past
+ * that, and when it could not be had, a pc is looked up each time.
+ */
+#define SYMS_MAX (1u << 18)             /* 6 MiB at most, for the dump alone */
+
+typedef struct sym {
+        void *pc;
+        const char *name, *file;
+} sym_t;
+
+static sym_t *syms;
+static size_t syms_mask, syms_used;
+
+static const sym_t *lookup(void *pc)
+{
+        static sym_t one;
+        Dl_info info;
+        sym_t *e = &one;
+
+        if (syms) {
+                size_t i = ((uintptr_t) pc >> 4) * 0x9E3779B97F4A7C15u & syms_mask;
+                while (syms[i].pc && syms[i].pc != pc)
+                        i = (i + 1) & syms_mask;
+                if (syms[i].pc)
+                        return &syms[i];
+                if (2 * (syms_used + 1) <= syms_mask + 1) {
+                        e = &syms[i];
+                        syms_used++;
+                }
+        }
+        bool known = dladdr(pc, &info) != 0;
+        e->pc = pc;
+        e->name = known && info.dli_sname ? info.dli_sname : "??";
+        e->file = known && info.dli_fname ? info.dli_fname : "??";
+        return e;
+}
+
 static void put_frames(FILE *f, uint32_t s)
 {
         fputc('[', f);
         for (uint32_t i = 0; s < n_stacks && i < stacks[s].depth; i++) {
-                Dl_info info;
-                bool known = dladdr(stacks[s].pc[i], &info) != 0;
+                const sym_t *y = lookup(stacks[s].pc[i]);
                 fprintf(f, "%s{\"name\":", i ? "," : "");
-                put_string(f, known && info.dli_sname ? info.dli_sname : "??");
+                put_string(f, y->name);
                 fprintf(f, ",\"filename\":");
-                put_string(f, known && info.dli_fname ? info.dli_fname : "??");
+                put_string(f, y->file);
                 fprintf(f, ",\"line\":0,\"pc\":\"%p\"}", stacks[s].pc[i]);
         }
         fputc(']', f);
@@ -575,6 +615,12 @@ int npf_heap_stop(const char *path, char *err)
                 release_tables();
                 return r;
         }
+        /* Room for every pc of every stack, at most half full, up to SYMS_MAX. */
+        for (syms_mask = 1; syms_mask < SYMS_MAX && syms_mask < 2 * (size_t) n_stacks * STACK_DEPTH; syms_mask <<= 1)
+                ;
+        syms = calloc(syms_mask, sizeof(*syms));
+        syms_mask--;
+        syms_used = 0;
         /* The allocations still live at the end: one segment of one block each. */
         fprintf(f, "{\"segments\":[");
         for (uint64_t i = 0; i < LIVE_SLOTS; i++) {
@@ -614,6 +660,8 @@ int npf_heap_stop(const char *path, char *err)
                 r = -errno;
         if (r < 0)
                 snprintf(err, 256, "cannot write %.200s: %s", path, strerror(-r));
+        free(syms);
+        syms = NULL;
         in_hook = 0;
         release_tables();
         return r;

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# `make` asks for the build dependencies only and never runs a package manager; `make check`
-# sets up the test toolchain. Run with the test toolchain hidden (a PATH without clang,
-# valgrind and faketime), a package manager that only writes down what it is asked, and
-# make -n, so that nothing is built: what counts is what the Makefile runs as it reads.
+# `make` asks for the build dependencies only and never runs a package manager; `make demo`
+# sets up the build dependencies (and python3) only; `make check` the test toolchain too.
+# Run with the test toolchain hidden (a PATH without clang, valgrind and faketime), a
+# package manager that only writes down what it is asked, and make -n, so that nothing is
+# built: what counts is what the Makefile runs as it reads.
 #   tests/test-build-deps.sh BUILD_DIR
 set -u
 build=${1:?usage: tests/test-build-deps.sh BUILD_DIR}
@@ -36,6 +37,19 @@ status=$?
 check "a missing build dependency stops make, naming the Debian packages" sh -c "[ $status -ne 0 ] &&
         grep -q 'it needs these Debian packages: libuv1-dev libjansson-dev libsystemd-dev libsqlite3-dev zlib1g-dev libdw-dev$' '$tmp/make.out'"
 check "... and still runs no package manager" test ! -s "$asked"
+# make demo needs what make needs, and python3: never the test toolchain.
+PKG_CONFIG_LIBDIR=/nonexistent mk demo
+if [ "$(id -u)" = 0 ]; then
+        check "make demo sets up the build dependencies: it asked apt-get for libuv1-dev" \
+                grep -q '^apt-get install .*libuv1-dev' "$asked"
+        check "... and not for the test toolchain (clang, valgrind, faketime)" \
+                sh -c "! grep -qE '^apt-get install .*(clang|valgrind|faketime)' '$asked'"
+else
+        check "make demo names the build dependencies to install" grep -q 'apt-get install.*libuv1-dev' "$tmp/make.out"
+        check "... and not the test toolchain (clang, valgrind, faketime)" \
+                sh -c "! grep -qE 'apt-get install.*(clang|valgrind|faketime)' '$tmp/make.out'"
+fi
+: >"$asked"
 mk check
 if [ "$(id -u)" = 0 ]; then
         check "make check sets up the test toolchain: it asked apt-get for clang" grep -q '^apt-get install .*clang' "$asked"
