@@ -250,9 +250,32 @@ int npf_cluster_report(const char *dir, json_t **ret, char *err, size_t err_size
         return npf_cluster_report_dirs(&dir, 1, ret, err, err_size);
 }
 
+/* The directory that holds all of @dirs (their longest common prefix cut at a '/'), or the
+ * one directory given: what the report names as the cluster's. */
+static void common_dir(const char *const *dirs, size_t n_dirs, char *buf, size_t size)
+{
+        size_t len = n_dirs ? strlen(dirs[0]) : 0;
+
+        for (size_t i = 1; i < n_dirs; i++) {
+                size_t k = 0;
+                while (k < len && dirs[i][k] == dirs[0][k])
+                        k++;
+                if (k < len || (dirs[i][k] && dirs[i][k] != '/')) {
+                        while (k > 0 && dirs[0][k - 1] != '/')
+                                k--;
+                        len = k > 1 ? k - 1 : k;
+                }
+        }
+        if (len == 0 && n_dirs > 1)
+                snprintf(buf, size, ".");
+        else
+                snprintf(buf, size, "%.*s", (int) len, n_dirs ? dirs[0] : "");
+}
+
 int npf_cluster_report_dirs(const char *const *dirs, size_t n_dirs, json_t **ret, char *err, size_t err_size)
 {
         walk_t w = { 0 };
+        char common[4096];
         const char *dir = n_dirs ? dirs[0] : "";
         json_t *rows, *stragglers, *report;
         double *medians;
@@ -268,6 +291,8 @@ int npf_cluster_report_dirs(const char *const *dirs, size_t n_dirs, json_t **ret
                 free(w.v);
                 return r < 0 ? r : -ENOENT;
         }
+        common_dir(dirs, n_dirs, common, sizeof(common));
+        dir = common;
         qsort(w.v, w.n, sizeof(*w.v), by_rank);
         rows = json_array();
         stragglers = json_array();
