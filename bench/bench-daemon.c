@@ -198,13 +198,14 @@ static uint64_t switches(pid_t pid)
 }
 
 /* A field of /proc/PID/status, in KiB. */
-static long status_kib(pid_t pid, const char *field)
+/* A "Field: N kB" line of /proc/PID/FILE (status, smaps_rollup). */
+static long proc_kib(pid_t pid, const char *file, const char *field)
 {
         char path[64], line[256];
         size_t n = strlen(field);
         long kib = -1;
 
-        snprintf(path, sizeof(path), "/proc/%d/status", (int) pid);
+        snprintf(path, sizeof(path), "/proc/%d/%s", (int) pid, file);
         FILE *f = fopen(path, "re");
         while (f && fgets(line, sizeof(line), f))
                 if (strncmp(line, field, n) == 0 && line[n] == ':' && sscanf(line + n + 1, "%ld", &kib) == 1)
@@ -212,6 +213,17 @@ static long status_kib(pid_t pid, const char *field)
         if (f)
                 fclose(f);
         return kib;
+}
+
+static long status_kib(pid_t pid, const char *field)
+{
+        return proc_kib(pid, "status", field);
+}
+
+/* The proportional set: each shared page divided among the processes that map it. */
+static long pss_kib(pid_t pid)
+{
+        return proc_kib(pid, "smaps_rollup", "Pss");
 }
 
 /* Context switches per second of @pid over @seconds, after letting it settle. */
@@ -241,8 +253,8 @@ static void measure_floor(const char *prog)
                 return;
         nap_us(300000);
         printf("  the same libraries, doing nothing %6ld KiB                     the floor: %s\n"
-               "                                    (private %ld, shared libraries %ld)\n",
-               status_kib(p, "VmRSS"), prog, status_kib(p, "RssAnon"), status_kib(p, "RssFile"));
+               "                                    (private %ld, shared libraries %ld; proportional set %ld KiB)\n",
+               status_kib(p, "VmRSS"), prog, status_kib(p, "RssAnon"), status_kib(p, "RssFile"), pss_kib(p));
         kill(p, SIGKILL);
         waitpid(p, NULL, 0);
 }
@@ -496,7 +508,7 @@ static int bench_ranks(const char *npuprofd, const char *many, const char *dir, 
                 goto out;
         }
         long vm = status_kib(d, "VmRSS"), anon = status_kib(d, "RssAnon"), file = status_kib(d, "RssFile"),
-             shmem = status_kib(d, "RssShmem");
+             shmem = status_kib(d, "RssShmem"), pss = pss_kib(d);
         if (measure_status(sock, requests, lat) < 0) {
                 fprintf(stderr, "bench: a status with %d ranks went unanswered\n", n);
                 goto out;
@@ -513,8 +525,9 @@ static int bench_ranks(const char *npuprofd, const char *many, const char *dir, 
         printf("  %d ranks attached, poll %4s ms  (all attached %" PRIu64 " ms after they started; ranks step every 10 ms)\n",
                n, poll_ms, attached_ms);
         printf("    resident memory                 %6ld KiB  idle daemon %ld KiB  goal <= 4096 KiB: %s\n"
-               "                                    (private %ld, shared libraries %ld, segment %ld)\n",
-               vm, idle_kib, vm <= 4096 ? "met" : "NOT met", anon, file, shmem);
+               "                                    (private %ld, shared libraries %ld, segment %ld;\n"
+               "                                    proportional set %ld KiB)\n",
+               vm, idle_kib, vm <= 4096 ? "met" : "NOT met", anon, file, shmem, pss);
         printf("    daemon CPU per sweep            %6.3f ms    all its CPU / sweeps: %ld sweeps in %.1f s, %.0f ms of CPU\n"
                "                                    (%.2f%% of a core; counted in ticks of %.0f ms)\n",
                cpu_ms / (double) swept, swept, wall_s, cpu_ms, 100.0 * cpu_ms / 1000.0 / wall_s, 1000.0 / hz);
@@ -585,8 +598,10 @@ int main(int argc, char **argv)
         double idle_1000 = idle_switches(d, 6), per_tick_1000 = idle_1000 * 1.0;
         idle_kib = status_kib(d, "VmRSS");
         printf("  resident memory                   %6ld KiB                     goal <= 4096 KiB\n"
-               "                                    (private %ld, shared libraries %ld, segment %ld)\n",
-               idle_kib, status_kib(d, "RssAnon"), status_kib(d, "RssFile"), status_kib(d, "RssShmem"));
+               "                                    (private %ld, shared libraries %ld, segment %ld;\n"
+               "                                    proportional set %ld KiB: shared pages divided\n"
+               "                                    among the processes that map them)\n",
+               idle_kib, status_kib(d, "RssAnon"), status_kib(d, "RssFile"), status_kib(d, "RssShmem"), pss_kib(d));
         if (libs_floor)
                 measure_floor(libs_floor);
         npf_shm_close(s);
