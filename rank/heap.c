@@ -536,15 +536,40 @@ static void put_string(FILE *f, const char *s)
  * set, the tracker's own allocations are not recorded) and kept at most half full; past
  * that, and when it could not be had, a pc is looked up each time.
  */
-#define SYMS_MAX (1u << 18)             /* 6 MiB at most, for the dump alone */
+#define SYMS_MAX (1u << 18)             /* 8 MiB at most, for the dump alone */
 
 typedef struct sym {
         void *pc;
         const char *name, *file;
+        char *demangled;                /* the name as C++ writes it, malloc()ed, or NULL */
 } sym_t;
 
 static sym_t *syms;
 static size_t syms_mask, syms_used;
+
+/*
+ * C++ frames are named as C++ writes them, as PyTorch's own snapshots name them: by
+ * libstdc++'s __cxa_demangle(), where the process has loaded libstdc++ (every PyTorch
+ * process has, as a library of its own: RTLD_LOCAL), found at the dump, so that the tracker
+ * links no C++ runtime and loads none.
+ */
+typedef char *demangle_fn(const char *mangled, char *buf, size_t *len, int *status);
+static demangle_fn *demangle;
+static void *libstdcxx;
+
+static void demangle_find(void)
+{
+        libstdcxx = dlopen("libstdc++.so.6", RTLD_LAZY | RTLD_NOLOAD);
+        *(void **) &demangle = libstdcxx ? dlsym(libstdcxx, "__cxa_demangle") : NULL;
+}
+
+static void demangle_forget(void)
+{
+        if (libstdcxx)
+                dlclose(libstdcxx);
+        libstdcxx = NULL;
+        demangle = NULL;
+}
 
 static const sym_t *lookup(void *pc)
 {
@@ -567,7 +592,22 @@ static const sym_t *lookup(void *pc)
         e->pc = pc;
         e->name = known && info.dli_sname ? info.dli_sname : "??";
         e->file = known && info.dli_fname ? info.dli_fname : "??";
+        e->demangled = NULL;
+        if (e != &one && demangle && strncmp(e->name, "_Z", 2) == 0) {
+                int status = -1;
+                e->demangled = demangle(e->name, NULL, NULL, &status);
+                if (status == 0 && e->demangled)
+                        e->name = e->demangled;
+        }
         return e;
+}
+
+static void syms_release(void)
+{
+        for (size_t i = 0; syms && i <= syms_mask; i++)
+                free(syms[i].demangled);
+        free(syms);
+        syms = NULL;
 }
 
 static void put_frames(FILE *f, uint32_t s)
@@ -621,6 +661,7 @@ int npf_heap_stop(const char *path, char *err)
         syms = calloc(syms_mask, sizeof(*syms));
         syms_mask--;
         syms_used = 0;
+        demangle_find();
         /* The allocations still live at the end: one segment of one block each. */
         fprintf(f, "{\"segments\":[");
         for (uint64_t i = 0; i < LIVE_SLOTS; i++) {
@@ -660,8 +701,8 @@ int npf_heap_stop(const char *path, char *err)
                 r = -errno;
         if (r < 0)
                 snprintf(err, 256, "cannot write %.200s: %s", path, strerror(-r));
-        free(syms);
-        syms = NULL;
+        syms_release();
+        demangle_forget();
         in_hook = 0;
         release_tables();
         return r;

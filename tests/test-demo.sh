@@ -87,6 +87,17 @@ if [ "$kind" = torch ]; then
         check "torch's trace has the model's operators" has "$s" '^ +[0-9.]+ [mu]?s +[0-9.]+ [mu]?s +[0-9]+  aten::(convolution|mkldnn_convolution|addmm|mm)'
         check "... and the all-reduce of its gradients" has "$s" 'gloo:all_reduce|c10d::allreduce_'
 fi
+# A PyTorch rank's allocations are made in C++: their frames are named as C++ writes them.
+if [ "$kind" = torch ] && grep -q '^rank 0 of [0-9]*: \$ env .*LD_PRELOAD=[^ ]*libnpuprof-heap\.so' "$out"; then
+        cxx_frames() {
+                python3 - "$kept"/out/rank0_start*/memory_snapshot.json <<'PY'
+import json, sys
+names = {f["name"] for t in json.load(open(sys.argv[1]))["device_traces"] for e in t for f in e.get("frames", [])}
+sys.exit(0 if any(n.startswith("at::") for n in names) and not any(n.startswith("_Z") for n in names) else 1)
+PY
+        }
+        check "the snapshot's C++ frames are demangled (at::..., no _Z...)" cxx_frames
+fi
 chart=$(sed -n 's/^Chart: //p' <<<"$s" | head -n 1)
 svg() { [ -n "$chart" ] && grep -q '<svg' "$chart"; }
 check "the chart the analysis wrote exists (${chart:-none named})" svg
