@@ -306,39 +306,58 @@ static size_t covers(const bucket_t *b, const bool *used, size_t cols, size_t s)
         return SIZE_MAX;
 }
 
+/*
+ * Series @s's legend label: its name, its highest value and, where it is drawn dashed over
+ * an equal series, which; @terse leaves out "where equal".
+ */
+static void series_label(const npf_svg_panel_t *p, const bucket_t *b, const bool *used, size_t cols, size_t s,
+                         bool terse, char *label, size_t size)
+{
+        uint64_t max = 0;
+        size_t under = covers(b, used, cols, s);
+        char name[4 * 40 + 4], under_name[sizeof(name)];
+
+        for (size_t c = 0; c < cols; c++)
+                if (used[c] && b[s * cols + c].hi > max)
+                        max = b[s * cols + c].hi;
+        npf_svg_cut(p->series[s].name ? p->series[s].name : "series", 40, name);
+        if (under == SIZE_MAX)
+                snprintf(label, size, "%s (max %s)", name, npf_svg_bytes(max).s);
+        else
+                snprintf(label, size, "%s (max %s; dashed over %s%s)", name, npf_svg_bytes(max).s,
+                         npf_svg_cut(p->series[under].name ? p->series[under].name : "series", 40, under_name),
+                         terse ? "" : " where equal");
+}
+
 static void panel_legend(npf_svg_t *w, const npf_svg_panel_t *p, const bucket_t *b, const bool *used, size_t cols,
                          bool steps, double y)
 {
-        double x = NPF_SVG_MARGIN_L;
+        char label[4 * 40 * 2 + 80], marks[4 * 40 + 40], name[4 * 40 + 4], step_label[64];
+        double x = NPF_SVG_MARGIN_L, width = 0;
+        bool terse;
 
+        snprintf(marks, sizeof(marks), "%s (%s)", npf_svg_cut(p->marks_name ? p->marks_name : "OOM", 40, name),
+                 npf_svg_count(p->n_marks).s);
+        snprintf(step_label, sizeof(step_label), "ProfilerStep (%s)", npf_svg_count(p->n_steps).s);
+        /* The whole legend within the page (items 18 px apart): "where equal" goes first where
+         * it would not fit. */
         for (size_t s = 0; s < p->n_series; s++) {
-                uint64_t max = 0;
-                size_t under = covers(b, used, cols, s);
-                char name[4 * 40 + 4], under_name[sizeof(name)], label[2 * sizeof(name) + 60];
-                for (size_t c = 0; c < cols; c++)
-                        if (used[c] && b[s * cols + c].hi > max)
-                                max = b[s * cols + c].hi;
-                npf_svg_cut(p->series[s].name ? p->series[s].name : "series", 40, name);
-                if (under == SIZE_MAX)
-                        snprintf(label, sizeof(label), "%s (max %s)", name, npf_svg_bytes(max).s);
-                else
-                        snprintf(label, sizeof(label), "%s (max %s; dashed over %s where equal)", name,
-                                 npf_svg_bytes(max).s,
-                                 npf_svg_cut(p->series[under].name ? p->series[under].name : "series", 40,
-                                             under_name));
+                series_label(p, b, used, cols, s, false, label, sizeof(label));
+                width += (s ? 18 : 0) + 19 + npf_svg_text_width(label, 12);
+        }
+        if (p->n_marks > 0)
+                width += 18 + 19 + npf_svg_text_width(marks, 12);
+        if (steps)
+                width += 18 + 19 + npf_svg_text_width(step_label, 12);
+        terse = width > NPF_SVG_PAGE_W - NPF_SVG_MARGIN_L - 8;
+        for (size_t s = 0; s < p->n_series; s++) {
+                series_label(p, b, used, cols, s, terse, label, sizeof(label));
                 x = npf_svg_legend_item(w, x, y, palette[s].fill, palette[s].line, NULL, label);
         }
-        if (p->n_marks > 0) {
-                char name[4 * 40 + 4], label[sizeof(name) + 40];
-                snprintf(label, sizeof(label), "%s (%s)", npf_svg_cut(p->marks_name ? p->marks_name : "OOM", 40, name),
-                         npf_svg_count(p->n_marks).s);
-                x = npf_svg_legend_item(w, x, y, NULL, NPF_SVG_RED, NULL, label);
-        }
-        if (steps) {
-                char label[64];
-                snprintf(label, sizeof(label), "ProfilerStep (%s)", npf_svg_count(p->n_steps).s);
-                npf_svg_legend_item(w, x, y, NULL, NPF_SVG_GREY, "2 3", label);
-        }
+        if (p->n_marks > 0)
+                x = npf_svg_legend_item(w, x, y, NULL, NPF_SVG_RED, NULL, marks);
+        if (steps)
+                npf_svg_legend_item(w, x, y, NULL, NPF_SVG_GREY, "2 3", step_label);
 }
 
 /* One panel whose top edge is at @y: header, plot, axes, marks and peak. */
