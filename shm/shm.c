@@ -165,9 +165,9 @@ static void foreign_err(const char *obj, int r, char *err)
                 npf__set_err(err, "cannot open %s: %s", obj, strerror(-r));
                 return;
         }
-        npf__set_err(err, "%s belongs to another user (uid %u): run npuprofd as that user, or, if no job uses the "
-                     "segment, remove it (rm /dev/shm%.*s.ctl /dev/shm%.*s.ranks)", obj, (unsigned) st.st_uid, stem,
-                     obj, stem, obj);
+        npf__set_err(err, "%s belongs to another user (uid %u): give this daemon its own segment (--shm-name NAME), "
+                     "run it as that user, or, if no job uses this one: rm /dev/shm%.*s.ctl /dev/shm%.*s.ranks", obj,
+                     (unsigned) st.st_uid, stem, obj, stem, obj);
 }
 
 /*

@@ -281,12 +281,12 @@ else
         s5=npftest-help-$$-5
         check "npuprofd killed: its segment stays" test -e "/dev/shm/$s5.ctl"
         expect "npuprofd as nobody on root's segment: whose it is, and what to do" 1 \
-                "cannot open segment $s5: /$s5.ctl belongs to another user (uid 0): run npuprofd as that user, or, if no job uses the segment, remove it (rm /dev/shm/$s5.ctl /dev/shm/$s5.ranks)" \
+                "cannot open segment $s5: /$s5.ctl belongs to another user (uid 0): give this daemon its own segment (--shm-name NAME), run it as that user, or, if no job uses this one: rm /dev/shm/$s5.ctl /dev/shm/$s5.ranks" \
                 "${nobody[@]}" "$npuprofd" --config "$d/profiler_config.json" --shm-name "$s5" --socket "$d/open/five.sock" \
                 --output-root "$d/out" --no-kineto --analyze-jobs 0 --log stderr
         chown 65534 "/dev/shm/$s5.ctl" "/dev/shm/$s5.ranks"
         expect "npuprofd as root on nobody's segment: the same, uid 65534" 1 \
-                "/$s5.ctl belongs to another user (uid 65534): run npuprofd as that user" \
+                "/$s5.ctl belongs to another user (uid 65534): give this daemon its own segment (--shm-name NAME), run it as that user" \
                 "$npuprofd" --config "$d/profiler_config.json" --shm-name "$s5" --socket "$d/open/five.sock" \
                 --output-root "$d/out" --no-kineto --analyze-jobs 0 --log stderr
         rm -f "/dev/shm/$s5.ctl" "/dev/shm/$s5.ranks"
