@@ -293,6 +293,16 @@ def test_walk():
     medians = sorted(median(v[3]) for v in want.values())
     eq("walk: the median of the windows' medians (odd count)", r.report.get("median_step_us"), medians[2])
 
+    # Window directories named one by one, as npuprofd names a generation's: the report is the
+    # directory that holds them all's, not the first window's.
+    out = os.path.join(tmp, "walk-named")
+    named = [os.path.join(root, "job", "rank1_start1_stop5"), os.path.join(root, "job", "node3", "pp", "rank2_start7_stop9"),
+             os.path.join(root, "job", "node4", "rank4_start5_stop9.2")]
+    r = Run(named + ["-q", "-o", out], out)
+    eq("walk: windows named one by one: the report's directory is the one that holds them",
+       (r.rc, (r.report or {}).get("dir"), (r.txt or "").split(":")[0]),
+       (0, os.path.join(root, "job"), "Cluster " + os.path.join(root, "job")))
+
     # Without a window: nothing below DIR but what the walk must pass over.
     for rel in found:
         shutil.rmtree(os.path.join(root, rel))
