@@ -347,15 +347,16 @@ static json_t *behind_json(json_t *const *records, const bool *fresh, size_t n)
                 }
                 n_stalled += (json_int_t) json_array_size(json_object_get(p, "stalled")) + int_at(p, "stalled_more");
                 more += int_at(p, "stalled_more");
-                if (int_at(sp, "count") > 0 && expect - int_at(sp, "step_max") >= NPF_FLEET_LAG_STEPS) {
-                        /* The whole node is behind the fleet: its ranks said as one. */
+                /*
+                 * The whole node behind the fleet: its ranks said as one; those behind its own
+                 * fastest are still named apart, for they are further behind than the node.
+                 */
+                if (int_at(sp, "count") > 0 && expect - int_at(sp, "step_max") >= NPF_FLEET_LAG_STEPS)
                         json_array_append_new(list, json_pack("{s:s, s:n, s:I, s:I, s:I, s:I, s:b, s:n}", "node", node,
                                                               "rank", "ranks", int_at(sp, "count"), "step",
                                                               int_at(sp, "step_max"), "step_min", int_at(sp, "step_min"),
                                                               "behind", top - int_at(sp, "step_max"), "stalled", 0,
                                                               "stalled_for_s"));
-                        continue;
-                }
                 json_array_foreach(json_object_get(p, "laggards"), k, r)
                         if (expect - int_at(r, "step") >= NPF_FLEET_LAG_STEPS)
                                 json_array_append_new(list, json_pack("{s:s, s:I, s:I, s:I, s:b, s:n}", "node", node,

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # npuprofctl fleet names the ranks behind the rest of the fleet: three real npuprofd, one
 # per "node", keeping their records in ONE fleet directory, two real train-loop ranks on
-# each. First a rank that is slower (--slow-at 1 --slow-factor 4) is listed behind, with
-# its node. Then, with fresh ranks, one hangs at step 600 while the others run on to 800 and
+# each. First node-3 is slower (its ranks at half and a quarter of the others' speed): the
+# slowest rank is listed behind, with its node, and the node as a whole after it. Then, with fresh ranks, one hangs at step 600 while the others run on to 800 and
 # hang there, as a collective waiting for a rank elsewhere does: fleet names the stalled
 # rank and its node, says the five others wait for it, and a stale record blames nobody.
 #   tests/fleet/test-fleet-progress.sh BUILD_DIR
@@ -56,7 +56,7 @@ stop_ranks() { for r in "$@"; do kill -KILL "${rpid[$r]}" 2>/dev/null; wait "${r
 # --- a rank that is slower --------------------------------------------------------------
 rank 0 1 --steps 100000; rank 1 1 --steps 100000
 rank 2 2 --steps 100000; rank 3 2 --steps 100000
-rank 4 3 --steps 100000; rank 5 3 --steps 100000 --slow-at 1 --slow-factor 4
+rank 4 3 --steps 100000 --slow-at 1 --slow-factor 2; rank 5 3 --steps 100000 --slow-at 1 --slow-factor 4
 eventually "each record carries its ranks' progress: 2 ranks with a step on each node" \
         fj 'all(node["node-%d" % k]["progress"] and node["node-%d" % k]["progress"]["ranks"] == 2 for k in (1, 2, 3))'
 eventually "node-3's record lists rank 5 among its laggards, with its step" \
@@ -65,6 +65,9 @@ eventually "node-3's record lists rank 5 among its laggards, with its step" \
 eventually "fleet --json: the worst behind the fleet is rank 5 on node-3, not stalled, 20 steps or more behind" \
         fj 'b["ranks"][0]["node"] == "node-3" and b["ranks"][0]["rank"] == 5 and not b["ranks"][0]["stalled"] and
             b["ranks"][0]["behind"] >= 20 and b["stalled"] == 0 and b["message"] is None'
+eventually "node-3 as a whole is behind too: one entry for its 2 ranks, after rank 5" \
+        fj '[(e["node"], e["rank"], e.get("ranks")) for e in b["ranks"] if e["node"] == "node-3"] ==
+            [("node-3", 5, None), ("node-3", None, 2)]'
 # Eventually: at one moment another node's ranks may also be a few steps behind, and the table then names nodes.
 eventually "the table lists it under the fleet's highest step" \
         sh -c "timeout 20 '$npuprofctl' fleet --fleet-dir '$fleet' | grep -A1 '^behind the fleet.s highest step' | grep -q '^  rank 5 on node-3 at step [0-9,]*, [0-9,]* behind\$'"
