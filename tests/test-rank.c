@@ -17,13 +17,17 @@
 #include <inttypes.h>
 #include <jansson.h>
 #include <setjmp.h>
+#include <pthread.h>
 #include <stdarg.h>
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <dirent.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -1113,20 +1117,74 @@ static void test_close_after_stop_step_complete(void **state)
         drop_json(check_manifest(dir, 0, "complete", 2, 4, 4, "host"));
 }
 
-/* Ask rank @rank for its stacks as the daemon does, and wait for the answer. Return: its error. */
-static int ask_stacks(fixture_t *f, uint32_t rank, uint32_t *ret_asked)
-{
-        npf_shm_slot_t *slot = &npf_shm_ranks(f->writer)->slots[slot_index(f, rank)];
-        uint64_t t0 = now_ns();
-        int error = -1;
+typedef struct {
+        npf_shm_slot_t *slot;
+        pid_t joiner;           /* the thread that asks ask_stacks() */
+        atomic_bool joining;    /* set by it just before pthread_join() */
+        uint32_t asked;
+        int error;              /* the answer's */
+        const char *failed;     /* or why none came */
+} asker_t;
 
-        assert_int_equal(npf_slot_ask_stacks(slot, ret_asked), 0);
-        while (!npf_slot_stacks_answered(slot, *ret_asked, &error)) {
-                if (now_ns() - t0 > 10000000000u)
-                        fail_msg("rank %u did not answer request %u within 10 s", rank, *ret_asked);
+/* Return: whether thread @tid of this process waits in futex(2) (proc(5), /proc/PID/task/TID/syscall). */
+static bool in_futex_wait(pid_t tid)
+{
+        char path[64], line[64] = "";
+        snprintf(path, sizeof(path), "/proc/self/task/%d/syscall", (int) tid);
+        FILE *in = fopen(path, "re");
+        if (!in)
+                return false;
+        bool waits = fgets(line, sizeof(line), in) && strtol(line, NULL, 10) == SYS_futex;
+        fclose(in);
+        return waits;
+}
+
+static void *ask_when_joined(void *arg)
+{
+        asker_t *a = arg;
+        uint64_t t0 = now_ns();
+
+        while (!atomic_load(&a->joining) || !in_futex_wait(a->joiner)) {
+                if (now_ns() - t0 > 10000000000u) {
+                        a->failed = "the asking thread did not wait in pthread_join() within 10 s";
+                        return NULL;
+                }
+                usleep(100);
+        }
+        if (npf_slot_ask_stacks(a->slot, &a->asked) != 0) {
+                a->failed = "npf_slot_ask_stacks() refused";
+                return NULL;
+        }
+        while (!npf_slot_stacks_answered(a->slot, a->asked, &a->error)) {
+                if (now_ns() - t0 > 10000000000u) {
+                        a->failed = "no answer within 10 s";
+                        return NULL;
+                }
                 usleep(1000);
         }
-        return error;
+        return NULL;
+}
+
+/*
+ * Ask rank @rank for its stacks as the daemon does, and wait for the answer. The request is
+ * made by a thread of its own once this one waits in pthread_join(), so that this thread
+ * takes the signal inside a blocking call: TSan defers a signal that lands in a thread's own
+ * code and hands the handler, later, the registers of where it landed, no longer its stack
+ * (compiler-rt, tsan_interceptors_posix.cpp, rtl_generic_sighandler()).
+ * Return: the answer's error.
+ */
+static int ask_stacks(fixture_t *f, uint32_t rank, uint32_t *ret_asked)
+{
+        asker_t a = { .slot = &npf_shm_ranks(f->writer)->slots[slot_index(f, rank)], .joiner = gettid() };
+        pthread_t t;
+
+        assert_int_equal(pthread_create(&t, NULL, ask_when_joined, &a), 0);
+        atomic_store(&a.joining, true);
+        assert_int_equal(pthread_join(t, NULL), 0);
+        if (a.failed)
+                fail_msg("rank %u, request %u: %s", rank, a.asked, a.failed);
+        *ret_asked = a.asked;
+        return a.error;
 }
 
 /* Return: how many threads of this process are named @name. */
