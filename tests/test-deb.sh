@@ -7,7 +7,12 @@
 # npuprof user and the output root and enables nothing, and its unit, with its binaries,
 # passes tests/systemd/test-units.sh under a real systemd in private namespaces; a C program
 # builds through pkg-config against libnpuprof-dev and the Python package loads libnpuprof0's
-# library; purge leaves nothing.
+# library; purge leaves nothing. Last, the README's install block, as it reads, on a fresh
+# Debian node: a container of a Debian base (made by mmdebstrap: apt, sudo, systemd and the
+# packages' dependencies; cached in build/kubernetes) with systemd as its PID 1 and these
+# packages in ./build/deb, where podman can run it here: the packages installed by apt, the
+# units enabled and started by systemctl, npuprofctl status answered by the socket-activated
+# daemon, and a rank of the installed Python package listed.
 #   tests/test-deb.sh BUILD_DIR
 # Skipped (77), and said so, where dpkg-buildpackage or lintian is absent.
 set -u
@@ -194,6 +199,96 @@ if [ "$(id -u)" = 0 ]; then
         installed
 else
         skip "installed into a scratch root, and its unit under systemd: dpkg --root and systemd need root"
+fi
+
+# --- the README's install block on a fresh Debian node -------------------------------------------
+mark='<!-- run by tests/test-deb.sh on a fresh Debian with systemd -->'
+node=npftest-deb-$$-node
+deb_cleanup() {
+        command -v podman >/dev/null && podman rm -f -t 0 "$node" >/dev/null 2>&1
+        return 0
+}
+trap 'deb_cleanup; npf_cleanup' EXIT
+
+# The Debian base of a node: apt, sudo, systemd and the packages' dependencies (the first of
+# each alternative). Sets base, the image, or says why not; made again after a week.
+node_base() {
+        local cache=$here/build/kubernetes deps key tarball p
+        deps=$(for p in npuprofd libnpuprof0 libnpuprof-dev; do dpkg-deb -f "$(deb "$p" "$arch")" Depends; echo ,; done
+               dpkg-deb -f "$(deb python3-npuprof all)" Depends)
+        deps=$(tr ',' '\n' <<<"$deps" | sed 's/|.*//; s/(.*)//; s/:any//; s/[[:space:]]//g' |
+               grep -vxE 'npuprofd|libnpuprof0|libnpuprof-dev|python3-npuprof|' | sort -u | tr '\n' ',')
+        deps="${deps}sudo,systemd-sysv"
+        key=$(printf '%s\n' bookworm "${MIRROR:-}" "$arch" "$deps" "$(mmdebstrap --version)" apt | sha256sum | cut -c1-16)
+        tarball=$cache/node-bookworm-$key.tar
+        mkdir -p "$cache"
+        if [ ! -f "$tarball" ] || [ -n "$(find "$tarball" -mtime +7)" ]; then
+                rm -f "$cache"/node-bookworm-*.tar
+                local hooks=()
+                [ -d /usr/share/mmdebstrap/hooks/merged-usr ] && hooks=(--hook-dir=/usr/share/mmdebstrap/hooks/merged-usr)
+                mmdebstrap --variant=apt "${hooks[@]}" --architectures="$arch" \
+                        --aptopt='APT::Install-Recommends "false"' --dpkgopt='path-exclude=/usr/share/man/*' \
+                        --dpkgopt='path-exclude=/usr/share/doc/*' --dpkgopt='path-exclude=/usr/share/locale/*' \
+                        --include="$deps" bookworm "$tmp/node.tar" ${MIRROR:+"$MIRROR"} >"$tmp/mmdebstrap.out" 2>&1 ||
+                        { why_not="mmdebstrap failed: $(tail -n 1 "$tmp/mmdebstrap.out")"; return 1; }
+                mv "$tmp/node.tar" "$tarball"
+        fi
+        base=localhost/npuprof-node:$key-$(stat -c %Y "$tarball")
+        podman image exists "$base" || podman import --quiet "$tarball" "$base" >/dev/null 2>"$tmp/import.err" ||
+                { why_not="podman import failed: $(tail -n 1 "$tmp/import.err")"; return 1; }
+}
+
+# podman exec on the node, as root in /root.
+on_node() { podman --log-level=error exec -w /root "$node" "$@"; }
+
+fresh_node() {
+        local t=$SECONDS state
+        awk -v mark="$mark" '$0 == mark { m = 1; next } m && /^```sh/ { b = 1; next } b && /^```/ { exit } b' \
+                "$here/README.md" >"$tmp/install.sh"
+        check "the README has the block marked $mark" test -s "$tmp/install.sh"
+        node_base || { skip "the README's install block on a fresh Debian node: $why_not"; return; }
+        # Privileged: systemd sets up the namespaces of the units' sandboxing inside it.
+        if ! podman run -d --name "$node" --privileged --systemd=always --network none "${npf_rt[@]}" \
+                -v "$debs:/root/build/deb:ro" "$base" /lib/systemd/systemd >/dev/null 2>"$tmp/node.err"; then
+                fail "the node's container starts with systemd as PID 1" "$(grep -v level=warning "$tmp/node.err")"
+                return
+        fi
+        wait_ms=30000
+        eventually "a fresh Debian node's systemd is up" \
+                sh -c "podman --log-level=error exec '$node' systemctl is-system-running 2>/dev/null | grep -qxE 'running|degraded'"
+        podman cp "$tmp/install.sh" "$node:/root/install.sh"
+        if on_node bash -e install.sh >"$tmp/install.out" 2>&1; then
+                ok "the README's install block runs as it reads on it ($((SECONDS - t)) s, the base included)"
+        else
+                fail "the README's install block fails on a fresh Debian node" "$(tail -n 20 "$tmp/install.out")"
+                return
+        fi
+        check "... and npuprofctl status there answers from the socket-activated daemon, its configuration valid" \
+                sh -c "grep -q '^npuprofd: running, .*socket-activated' '$tmp/install.out' && grep -q '^config: .*valid' '$tmp/install.out'"
+        state=$(on_node systemctl is-active npuprofd.socket npuprof-shmopen.socket npuprofd.service | tr '\n' ' ')
+        check "npuprofd.socket, npuprof-shmopen.socket and npuprofd.service are active ($state)" \
+                test "$state" = "active active active "
+        check "the daemon runs as the npuprof user the package made" \
+                sh -c "podman --log-level=error exec '$node' sh -c 'stat -c %U /proc/\$(systemctl show -P MainPID npuprofd.service)' | grep -qx npuprof"
+        # A rank of the installed Python package, on the packaged daemon's segment.
+        podman --log-level=error exec -d -w /root "$node" python3 -c 'import time, npuprof
+with npuprof.Monitor(rank=3) as mon:
+    for step in range(1, 100000):
+        mon.step(step)
+        time.sleep(0.02)' >/dev/null 2>&1
+        eventually "a rank of python3-npuprof on the node is listed by npuprofctl ranks" \
+                sh -c "podman --log-level=error exec '$node' npuprofctl ranks 2>/dev/null | grep -q '^ *3 '"
+        podman rm -f -t 0 "$node" >/dev/null 2>&1
+}
+if [ "$(id -u)" = 0 ]; then
+        . "$here/tests/lib-podman.sh"
+        if npf_podman_usable "$node" && npf_mirror_reachable "$here/build/kubernetes" "node-bookworm-*.tar"; then
+                fresh_node
+        else
+                skip "the README's install block on a fresh Debian node: $why_not"
+        fi
+else
+        skip "the README's install block on a fresh Debian node: podman's containers and systemd need root"
 fi
 
 echo "#   test-deb took $((SECONDS - t0)) s"

@@ -31,6 +31,7 @@ set -u
 build=${1:?usage: tests/test-kubernetes.sh BUILD_DIR}
 here=$(cd "$(dirname "$0")/.." && pwd)
 . "$here/tests/lib.sh"
+. "$here/tests/lib-podman.sh"
 npf_plain_only test-kubernetes "$build" "builds its image from the plain build's packages only"
 python=/usr/bin/python3
 [ -x "$python" ] || python=python3
@@ -136,56 +137,13 @@ t_configmap_swap() {
 
 cprefix=npftest-k8s-$$
 timg=localhost/$cprefix:$version
-rt=()
 k8s_cleanup() {
         command -v podman >/dev/null || return 0
         podman ps -a --format '{{.Names}}' 2>/dev/null | grep "^$cprefix-" | xargs -r podman rm -f -t 0 >/dev/null 2>&1
-        podman rmi -f "$timg" "localhost/$cprefix-probe" >/dev/null 2>&1
+        podman rmi -f "$timg" >/dev/null 2>&1
         return 0
 }
 trap 'k8s_cleanup; npf_cleanup' EXIT
-
-# podman_usable: whether root may build and run containers here: sets rt, the options podman
-# needs on this machine (runc where crun refuses cgroups v1 beside v2 controllers; limits no
-# higher than this process's, where raising them is not allowed), or why_not.
-podman_usable() {
-        local t h candidates opts
-        why_not=''
-        [ "$(id -u)" -eq 0 ] || { why_not="needs root (podman's storage, files of several users in the node's directories)"; return 1; }
-        for t in podman mmdebstrap dpkg-buildpackage; do
-                command -v "$t" >/dev/null || { why_not="$t is not installed (Debian's podman, mmdebstrap, dpkg-dev)"; return 1; }
-        done
-        # A one-file image to try the runtime with: ldconfig, which is statically linked.
-        mkdir -p "$tmp/probe"
-        cp "$(command -v ldconfig || echo /sbin/ldconfig)" "$tmp/probe/ldconfig"
-        if ! tar -C "$tmp/probe" -cf - ldconfig | podman import --quiet - "localhost/$cprefix-probe" >/dev/null 2>"$tmp/probe.err"; then
-                why_not="podman cannot import an image: $(tail -n 1 "$tmp/probe.err")"
-                return 1
-        fi
-        h=$(ulimit -Hn)
-        [ "$h" = unlimited ] || [ "$h" -gt 1048576 ] && h=1048576
-        candidates=("" "--ulimit nofile=$h:$h --ulimit nproc=4096:4096" "--runtime runc --cgroup-manager cgroupfs"
-                "--runtime runc --cgroup-manager cgroupfs --ulimit nofile=$h:$h --ulimit nproc=4096:4096")
-        for opts in "${candidates[@]}"; do
-                read -r -a rt <<<"$opts"
-                if podman run --rm --network none --read-only --cap-drop ALL --security-opt no-new-privileges \
-                        "${rt[@]}" "localhost/$cprefix-probe" /ldconfig --version >/dev/null 2>"$tmp/probe.err"; then
-                        return 0
-                fi
-        done
-        why_not="podman cannot run a container here, whatever the runtime and limits: $(grep -v 'level=warning' "$tmp/probe.err" | tail -n 1)"
-        return 1
-}
-
-# The mirror, unless a base made in the last week is cached.
-mirror_reachable() {
-        local url=${MIRROR:-http://deb.debian.org/debian}
-        [ -n "$(find "$here/build/kubernetes" -maxdepth 1 -name 'base-*.tar' -mtime -7 2>/dev/null)" ] && return 0
-        "$python" -c 'import sys, urllib.request; urllib.request.urlopen(sys.argv[1], timeout=15)' \
-                "$url/dists/${SUITE:-bookworm}/Release" >/dev/null 2>"$tmp/mirror.err" && return 0
-        why_not="the Debian mirror $url cannot be reached to make the image's base: $(tail -n 1 "$tmp/mirror.err")"
-        return 1
-}
 
 node=$tmp/node          # the stand-in node's root: hostPath P is $node/P
 dsdir=$tmp/pod-npuprofd # the DaemonSet pod's emptyDir and configMap volumes
@@ -206,7 +164,7 @@ pod_start() {
         local name=$1
         shift
         if ! pod_args "$@" >"$tmp/run.err" 2>&1 ||
-           ! podman run -d --name "$cprefix-$name" "${rt[@]}" "${extra[@]}" "${pargs[@]}" >/dev/null 2>>"$tmp/run.err"; then
+           ! podman run -d --name "$cprefix-$name" "${npf_rt[@]}" "${extra[@]}" "${pargs[@]}" >/dev/null 2>>"$tmp/run.err"; then
                 fail "$name: cannot be started as the kubelet would" "$(grep -v level=warning "$tmp/run.err")"
                 return 1
         fi
@@ -236,8 +194,8 @@ diag() {
 # image_has: the test's image answers npuprofd --version, as uid 64042, and holds the
 # programs the DaemonSet's containers run, the Python binding and the time zones.
 image_has() {
-        podman run --rm --network none "${rt[@]}" "$timg" --version 2>/dev/null | grep -qF "npuprofd $version" || return 1
-        test "$(podman run --rm --network none "${rt[@]}" --entrypoint /bin/sh "$timg" -c '
+        podman run --rm --network none "${npf_rt[@]}" "$timg" --version 2>/dev/null | grep -qF "npuprofd $version" || return 1
+        test "$(podman run --rm --network none "${npf_rt[@]}" --entrypoint /bin/sh "$timg" -c '
                 id -u
                 for p in systemd-tmpfiles systemd-socket-activate npuprof-shmopen npuprofctl npuprof-replay python3; do
                         command -v $p >/dev/null || echo "no $p"
@@ -255,7 +213,7 @@ t_image() {
                 return 1
         fi
         t=$SECONDS
-        if NPUPROF_IMAGE_CACHE="$here/build/kubernetes" PODMAN_BUILD_OPTS="${rt[*]}" \
+        if NPUPROF_IMAGE_CACHE="$here/build/kubernetes" PODMAN_BUILD_OPTS="${npf_rt[*]}" \
                 "$kdir/build-image" --tag "$timg" "$tmp/deb" >"$tmp/image.out" 2>&1; then
                 ok "build-image builds $timg from them ($((SECONDS - t)) s; $(grep -o 'base .*(cached)\|making the base' "$tmp/image.out" | head -n 1))"
         else
@@ -275,7 +233,7 @@ t_pods() {
 
         # The init container, then the two others, as the kubelet starts the pod.
         pod_args "$kdir/base" DaemonSet/npuprofd prepare "$dsdir" || { fail "prepare: cannot be run"; return; }
-        if podman run --rm --name "$cprefix-prepare" "${rt[@]}" "${pargs[@]}" >"$tmp/prepare.out" 2>&1; then
+        if podman run --rm --name "$cprefix-prepare" "${npf_rt[@]}" "${pargs[@]}" >"$tmp/prepare.out" 2>&1; then
                 ok "prepare (the init container: root, CHOWN, FOWNER, DAC_OVERRIDE, read-only root) runs systemd-tmpfiles"
         else
                 fail "prepare fails" "$(grep -v level=warning "$tmp/prepare.out")"
@@ -380,7 +338,7 @@ t_pods() {
 
 t_manifests
 t_configmap_swap
-if ! podman_usable || ! mirror_reachable; then
+if ! npf_podman_usable "$cprefix" || ! npf_mirror_reachable "$here/build/kubernetes" "base-*.tar"; then
         echo "test-kubernetes: the image and the pods not tried: $why_not ($((SECONDS - t0)) s)"
         echo "kubernetes: $passed passed, $failed failed"
         [ "$failed" -eq 0 ] && exit 77

@@ -12,6 +12,9 @@
 #                                   steps 5 to 7 (npuprofctl start), and the window must end
 #                                   complete. The Python block needs torch and the plain build
 #                                   (the binding is tested there); elsewhere it is a skip.
+#   <!-- run by SUITE on WHERE -->  SUITE runs the block where this machine cannot (a fresh
+#                                   Debian with systemd: as root, apt and systemctl): it exists
+#                                   and finds the block by this very mark.
 #   <!-- checked by SUITE: WORD...; SUITE: WORD... -->  each SUITE exists and holds each of
 #                                   its WORDs, and so does the block: the commands that need
 #                                   root, a package manager, a GPU job or a cluster, or that
@@ -154,6 +157,13 @@ for m in "$tmp"/blocks/*.mark; do
         "<!-- runnable -->:"*.c)
                 runnable=$((runnable + 1)) rank=$((rank + 1))
                 rank_block "$b" "$line" "$rank" "$first"
+                ;;
+        "<!-- run by "*" -->:"*)
+                checked=$((checked + 1))
+                suite=${mark#<!-- run by }
+                suite=${suite%% *}
+                check "README line $line is run by $suite, which finds it by its mark: $first" \
+                        grep -qF -- "$mark" "$here/$suite"
                 ;;
         "<!-- checked by "*" -->:"*)
                 checked=$((checked + 1))
