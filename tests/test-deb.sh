@@ -234,8 +234,12 @@ node_base() {
                 mv "$tmp/node.tar" "$tarball"
         fi
         base=localhost/npuprof-node:$key-$(stat -c %Y "$tarball")
-        podman image exists "$base" || podman import --quiet "$tarball" "$base" >/dev/null 2>"$tmp/import.err" ||
+        podman image exists "$base" && return 0
+        podman import --quiet "$tarball" "$base" >/dev/null 2>"$tmp/import.err" ||
                 { why_not="podman import failed: $(tail -n 1 "$tmp/import.err")"; return 1; }
+        # Earlier bases: gone, unless a container still stands on one.
+        podman images --format '{{.Repository}}:{{.Tag}}' localhost/npuprof-node | grep -vxF "$base" |
+                while read -r old; do podman rmi "$old" >/dev/null 2>&1 || true; done
 }
 
 # podman exec on the node, as root in /root.
