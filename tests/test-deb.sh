@@ -251,15 +251,18 @@ fresh_node() {
                 "$here/README.md" >"$tmp/install.sh"
         check "the README has the block marked $mark" test -s "$tmp/install.sh"
         node_base || { skip "the README's install block on a fresh Debian node: $why_not"; return; }
-        # Privileged: systemd sets up the namespaces of the units' sandboxing inside it.
+        # Privileged: systemd sets up the namespaces of the units' sandboxing inside it. Where
+        # this machine cannot boot systemd in a container, nothing of ours has run yet: a skip.
         if ! podman run -d --name "$node" --privileged --systemd=always --network none "${npf_rt[@]}" \
                 -v "$debs:/root/build/deb:ro" "$base" /lib/systemd/systemd >/dev/null 2>"$tmp/node.err"; then
-                fail "the node's container starts with systemd as PID 1" "$(grep -v level=warning "$tmp/node.err")"
+                skip "the README's install block on a fresh Debian node: podman cannot start systemd in a container here: $(grep -v level=warning "$tmp/node.err" | tail -n 1)"
                 return
         fi
-        wait_ms=30000
-        eventually "a fresh Debian node's systemd is up" \
-                sh -c "podman --log-level=error exec '$node' systemctl is-system-running 2>/dev/null | grep -qxE 'running|degraded'"
+        wait_ms=60000
+        if ! wait_for sh -c "podman --log-level=error exec '$node' systemctl is-system-running 2>/dev/null | grep -qxE 'running|degraded'"; then
+                skip "the README's install block on a fresh Debian node: systemd in the container did not come up within 60 s ($(podman --log-level=error exec "$node" systemctl is-system-running 2>&1 | tail -n 1))"
+                return
+        fi
         podman cp "$tmp/install.sh" "$node:/root/install.sh"
         if on_node bash -e install.sh >"$tmp/install.out" 2>&1; then
                 ok "the README's install block runs as it reads on it ($((SECONDS - t)) s, the base included)"
