@@ -348,10 +348,11 @@ static json_t *behind_json(json_t *const *records, const bool *fresh, size_t n)
                 n_stalled += (json_int_t) json_array_size(json_object_get(p, "stalled")) + int_at(p, "stalled_more");
                 more += int_at(p, "stalled_more");
                 /*
-                 * The whole node behind the fleet: its ranks said as one; those behind its own
-                 * fastest are still named apart, for they are further behind than the node.
+                 * The whole node behind the fleet: its ranks said as one, and counted there; those
+                 * behind its own fastest are still named apart, for they are further behind.
                  */
-                if (int_at(sp, "count") > 0 && expect - int_at(sp, "step_max") >= NPF_FLEET_LAG_STEPS)
+                bool whole = int_at(sp, "count") > 0 && expect - int_at(sp, "step_max") >= NPF_FLEET_LAG_STEPS;
+                if (whole)
                         json_array_append_new(list, json_pack("{s:s, s:n, s:I, s:I, s:I, s:I, s:b, s:n}", "node", node,
                                                               "rank", "ranks", int_at(sp, "count"), "step",
                                                               int_at(sp, "step_max"), "step_min", int_at(sp, "step_min"),
@@ -363,7 +364,8 @@ static json_t *behind_json(json_t *const *records, const bool *fresh, size_t n)
                                                                       "rank", int_at(r, "rank"), "step", int_at(r, "step"),
                                                                       "behind", top - int_at(r, "step"), "stalled", 0,
                                                                       "stalled_for_s"));
-                more += int_at(p, "laggards_more");
+                if (!whole)
+                        more += int_at(p, "laggards_more");
         }
 
         /* Worst first, at most NPF_FLEET_LAGGARDS. */

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # npuprofctl fleet names the ranks behind the rest of the fleet: three real npuprofd, one
 # per "node", keeping their records in ONE fleet directory, two real train-loop ranks on
-# each. First node-3 is slower (its ranks at half and a quarter of the others' speed): the
-# slowest rank is listed behind, with its node, and the node as a whole after it. Then, with fresh ranks, one hangs at step 600 while the others run on to 800 and
-# hang there, as a collective waiting for a rank elsewhere does: fleet names the stalled
-# rank and its node, says the five others wait for it, and a stale record blames nobody.
+# each. First node-3 is slower (its ranks at half and a quarter of the others' speed):
+# the slowest rank is listed behind, with its node, and the node as a whole after it. Then,
+# with fresh ranks, one hangs at step 600 while the others run on to 800 and hang there, as
+# a collective waiting for a rank elsewhere does: fleet names the stalled rank and its node,
+# says the five others wait for it, and a stale record blames nobody.
 #   tests/fleet/test-fleet-progress.sh BUILD_DIR
 # Waits are bounded polls, never a stopwatch.
 set -u
