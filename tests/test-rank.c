@@ -22,6 +22,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1119,24 +1120,32 @@ static void test_close_after_stop_step_complete(void **state)
 
 typedef struct {
         npf_shm_slot_t *slot;
-        pid_t joiner;           /* the thread that asks ask_stacks() */
+        pid_t joiner;           /* the thread that calls ask_stacks() */
         atomic_bool joining;    /* set by it just before pthread_join() */
         uint32_t asked;
         int error;              /* the answer's */
         const char *failed;     /* or why none came */
 } asker_t;
 
-/* Return: whether thread @tid of this process waits in futex(2) (proc(5), /proc/PID/task/TID/syscall). */
-static bool in_futex_wait(pid_t tid)
+/*
+ * Return: whether thread @tid of this process waits in futex(2) on a word of the calling
+ * thread's descriptor, as pthread_join() of the calling thread does (glibc waits on the
+ * joined thread's tid word): not on a lock taken on the way there. The number and first
+ * argument from /proc/PID/task/TID/syscall (proc(5)).
+ */
+static bool in_join_of_self(pid_t tid)
 {
-        char path[64], line[64] = "";
+        char path[64], line[128] = "";
+        unsigned long long uaddr = 0;
+        long nr = -1;
+
         snprintf(path, sizeof(path), "/proc/self/task/%d/syscall", (int) tid);
         FILE *in = fopen(path, "re");
         if (!in)
                 return false;
-        bool waits = fgets(line, sizeof(line), in) && strtol(line, NULL, 10) == SYS_futex;
+        bool read = fgets(line, sizeof(line), in) && sscanf(line, "%ld %llx", &nr, &uaddr) == 2;
         fclose(in);
-        return waits;
+        return read && nr == SYS_futex && uaddr - (uintptr_t) pthread_self() < 4096u;
 }
 
 static void *ask_when_joined(void *arg)
@@ -1144,7 +1153,7 @@ static void *ask_when_joined(void *arg)
         asker_t *a = arg;
         uint64_t t0 = now_ns();
 
-        while (!atomic_load(&a->joining) || !in_futex_wait(a->joiner)) {
+        while (!atomic_load(&a->joining) || !in_join_of_self(a->joiner)) {
                 if (now_ns() - t0 > 10000000000u) {
                         a->failed = "the asking thread did not wait in pthread_join() within 10 s";
                         return NULL;
@@ -1211,7 +1220,10 @@ static int threads_named(const char *name)
         return n;
 }
 
-/* The stacks file of request @asked: its whole text, which names this thread and ends as a whole one does. */
+/*
+ * The stacks file of request @asked: its whole text, which names this thread, caught in
+ * ask_stacks()'s pthread_join(), and the writer, and ends as a whole one does.
+ */
 static void check_stacks_file(fixture_t *f, int64_t rank, uint32_t asked)
 {
         char path[512], head[64];
@@ -1228,9 +1240,16 @@ static void check_stacks_file(fixture_t *f, int64_t rank, uint32_t asked)
         assert_int_equal(fread(text, 1, (size_t) st.st_size, in), (size_t) st.st_size);
         fclose(in);
         snprintf(head, sizeof(head), "\nthread %d \"", (int) getpid());
-        if (!strstr(text, head) || !strstr(text, " ask_stacks+0x") || !strstr(text, "(npuprof-stacks), which writes this") ||
+        char *mine = strstr(text, head), *next = mine ? strstr(mine + 1, "\nthread ") : NULL;
+        if (next)
+                *next = '\0';          /* this thread's section alone */
+        bool caught = mine && strstr(mine, " ask_stacks+0x") && strstr(mine, "pthread_join");
+        if (next)
+                *next = '\n';
+        if (!caught || !strstr(text, "(npuprof-stacks), which writes this") ||
             !strstr(text, "\nend of the stacks of process"))
-                fail_msg("%s does not name this thread, its function and the writer, or is cut short:\n%s", path, text);
+                fail_msg("%s does not name this thread in ask_stacks()'s pthread_join(), and the writer, or is cut short:\n%s",
+                         path, text);
         free(text);
 }
 
