@@ -86,10 +86,19 @@ eventually "the node's two ranks are attached" \
 
 # A rank's loop (a Python or C block, @b, from README line @line) as rank @rank, in a window
 # of steps 5 to 7: it must exit 0 and the window end complete.
+generation() {
+        "$build/npuprofctl" status --json 2>/dev/null |
+                python3 -c 'import json, sys; print(json.load(sys.stdin)["config"]["generation"])' 2>/dev/null
+}
+generation_above() { local now; now=$(generation); [ "${now:-0}" -gt "$1" ]; }
 rank_block() {
-        local b=$1 line=$2 rank=$3 first=$4 rc man
+        local b=$1 line=$2 rank=$3 first=$4 rc man g
+        g=$(generation)
         (cd "$node" && PATH=$build:$PATH timeout 20 npuprofctl start --at 5 --steps 3 --ranks "$rank") >"$tmp/run.out" 2>&1 ||
                 { fail "README line $line: npuprofctl start for its rank" "$(cat "$tmp/run.out")"; return; }
+        # npuprofctl start edits the file and returns: the rank starts once the daemon took it.
+        wait_for generation_above "${g:-0}" ||
+                { fail "README line $line: the daemon did not take npuprofctl start's edit" "$(diag)"; return; }
         case $b in
         *.py)
                 { printf 'import time, torch\nloader = [torch.randn(32, 64) for _ in range(20)]\n'
