@@ -204,92 +204,111 @@ fi
 # --- the README's install block on a fresh Debian node -------------------------------------------
 mark='<!-- run by tests/test-deb.sh on a fresh Debian with systemd -->'
 node=npftest-deb-$$-node
+suite=${SUITE:-bookworm}
 deb_cleanup() {
-        command -v podman >/dev/null && podman rm -f -t 0 "$node" >/dev/null 2>&1
+        command -v podman >/dev/null || return 0
+        podman rm -f -t 0 "$node" >/dev/null 2>&1
+        podman rmi -f "localhost/$node-probe" >/dev/null 2>&1
         return 0
 }
 trap 'deb_cleanup; npf_cleanup' EXIT
 
 # The Debian base of a node: apt, sudo, systemd and the packages' dependencies (the first of
-# each alternative). Sets base, the image, or says why not; made again after a week.
+# each alternative), with apt's defaults (mmdebstrap's own apt options removed). Sets base,
+# the image, or fails saying why; made again after a week.
 node_base() {
-        local cache=$here/build/kubernetes deps key tarball p
+        local cache=$here/build/kubernetes deps key tarball p hooks=()
         deps=$(for p in npuprofd libnpuprof0 libnpuprof-dev; do dpkg-deb -f "$(deb "$p" "$arch")" Depends; echo ,; done
                dpkg-deb -f "$(deb python3-npuprof all)" Depends)
         deps=$(tr ',' '\n' <<<"$deps" | sed 's/|.*//; s/(.*)//; s/:any//; s/[[:space:]]//g' |
                grep -vxE 'npuprofd|libnpuprof0|libnpuprof-dev|python3-npuprof|' | sort -u | tr '\n' ',')
         deps="${deps}sudo,systemd-sysv"
-        key=$(printf '%s\n' bookworm "${MIRROR:-}" "$arch" "$deps" "$(mmdebstrap --version)" apt | sha256sum | cut -c1-16)
-        tarball=$cache/node-bookworm-$key.tar
+        key=$(printf '%s\n' "$suite" "${MIRROR:-}" "$arch" "$deps" "$(mmdebstrap --version)" apt apt-defaults | sha256sum | cut -c1-16)
+        tarball=$cache/node-$suite-$key.tar
         mkdir -p "$cache"
-        if [ ! -f "$tarball" ] || [ -n "$(find "$tarball" -mtime +7)" ]; then
-                rm -f "$cache"/node-bookworm-*.tar
-                local hooks=()
+        # As npf_mirror_reachable counts a base cached: made in the last week.
+        if [ -z "$(find "$tarball" -mtime -7 2>/dev/null)" ]; then
                 [ -d /usr/share/mmdebstrap/hooks/merged-usr ] && hooks=(--hook-dir=/usr/share/mmdebstrap/hooks/merged-usr)
-                mmdebstrap --variant=apt "${hooks[@]}" --architectures="$arch" \
+                if ! mmdebstrap --variant=apt "${hooks[@]}" --architectures="$arch" \
                         --aptopt='APT::Install-Recommends "false"' --dpkgopt='path-exclude=/usr/share/man/*' \
                         --dpkgopt='path-exclude=/usr/share/doc/*' --dpkgopt='path-exclude=/usr/share/locale/*' \
-                        --include="$deps" bookworm "$tmp/node.tar" ${MIRROR:+"$MIRROR"} >"$tmp/mmdebstrap.out" 2>&1 ||
-                        { why_not="mmdebstrap failed: $(tail -n 1 "$tmp/mmdebstrap.out")"; return 1; }
+                        --customize-hook='rm -f "$1"/etc/apt/apt.conf.d/99mmdebstrap' \
+                        --include="$deps" "$suite" "$tmp/node.tar" ${MIRROR:+"$MIRROR"} >"$tmp/mmdebstrap.out" 2>&1; then
+                        fail "mmdebstrap makes a node's base ($suite: $deps)" "$(tail -n 10 "$tmp/mmdebstrap.out")"
+                        return 1
+                fi
+                rm -f "$cache"/node-"$suite"-*.tar
                 mv "$tmp/node.tar" "$tarball"
         fi
         base=localhost/npuprof-node:$key-$(stat -c %Y "$tarball")
         podman image exists "$base" && return 0
-        podman import --quiet "$tarball" "$base" >/dev/null 2>"$tmp/import.err" ||
-                { why_not="podman import failed: $(tail -n 1 "$tmp/import.err")"; return 1; }
+        if ! podman import --quiet "$tarball" "$base" >/dev/null 2>"$tmp/import.err"; then
+                fail "podman imports the node's base $tarball" "$(tail -n 5 "$tmp/import.err")"
+                return 1
+        fi
         # Earlier bases: gone, unless a container still stands on one.
         podman images --format '{{.Repository}}:{{.Tag}}' localhost/npuprof-node | grep -vxF "$base" |
                 while read -r old; do podman rmi "$old" >/dev/null 2>&1 || true; done
 }
 
-# podman exec on the node, as root in /root.
-on_node() { podman --log-level=error exec -w /root "$node" "$@"; }
+# podman exec on the node, as root; up_on_node: systemd there is up (not polled faster than
+# podman exec can answer).
+on_node() { podman --log-level=error exec "$node" "$@"; }
+up_on_node() { sleep 0.5; on_node systemctl is-system-running 2>/dev/null | grep -qxE 'running|degraded'; }
 
 fresh_node() {
         local t=$SECONDS state
         awk -v mark="$mark" '$0 == mark { m = 1; next } m && /^```sh/ { b = 1; next } b && /^```/ { exit } b' \
                 "$here/README.md" >"$tmp/install.sh"
-        check "the README has the block marked $mark" test -s "$tmp/install.sh"
-        node_base || { skip "the README's install block on a fresh Debian node: $why_not"; return; }
+        if [ ! -s "$tmp/install.sh" ]; then
+                fail "the README has a block marked $mark"
+                return
+        fi
+        node_base || return
         # Privileged: systemd sets up the namespaces of the units' sandboxing inside it. Where
         # this machine cannot boot systemd in a container, nothing of ours has run yet: a skip.
+        podman rm -f -t 0 "$node" >/dev/null 2>&1
         if ! podman run -d --name "$node" --privileged --systemd=always --network none "${npf_rt[@]}" \
-                -v "$debs:/root/build/deb:ro" "$base" /lib/systemd/systemd >/dev/null 2>"$tmp/node.err"; then
+                -v "$debs:/srv/node/build/deb:ro" "$base" /lib/systemd/systemd >/dev/null 2>"$tmp/node.err"; then
                 skip "the README's install block on a fresh Debian node: podman cannot start systemd in a container here: $(grep -v level=warning "$tmp/node.err" | tail -n 1)"
                 return
         fi
         wait_ms=60000
-        if ! wait_for sh -c "podman --log-level=error exec '$node' systemctl is-system-running 2>/dev/null | grep -qxE 'running|degraded'"; then
-                skip "the README's install block on a fresh Debian node: systemd in the container did not come up within 60 s ($(podman --log-level=error exec "$node" systemctl is-system-running 2>&1 | tail -n 1))"
+        if ! wait_for up_on_node; then
+                skip "the README's install block on a fresh Debian node: systemd in the container did not come up within 60 s ($(on_node systemctl is-system-running 2>&1 | tail -n 1))"
                 return
         fi
-        podman cp "$tmp/install.sh" "$node:/root/install.sh"
-        if on_node bash -e install.sh >"$tmp/install.out" 2>&1; then
-                ok "the README's install block runs as it reads on it ($((SECONDS - t)) s, the base included)"
+        # The block as an operator reads it: a user with sudo, beside the packages' folder.
+        on_node sh -c 'useradd -m ops && echo "ops ALL=(ALL) NOPASSWD: ALL" >/etc/sudoers.d/ops'
+        podman cp "$tmp/install.sh" "$node:/srv/node/install.sh"
+        if podman --log-level=error exec --user ops -w /srv/node "$node" bash -e install.sh >"$tmp/install.out" 2>&1; then
+                ok "the README's install block runs as it reads on it, as a user with sudo ($((SECONDS - t)) s, the base included)"
         else
                 fail "the README's install block fails on a fresh Debian node" "$(tail -n 20 "$tmp/install.out")"
                 return
         fi
         check "... and npuprofctl status there answers from the socket-activated daemon, its configuration valid" \
-                sh -c "grep -q '^npuprofd: running, .*socket-activated' '$tmp/install.out' && grep -q '^config: .*valid' '$tmp/install.out'"
-        state=$(on_node systemctl is-active npuprofd.socket npuprof-shmopen.socket npuprofd.service | tr '\n' ' ')
-        check "npuprofd.socket, npuprof-shmopen.socket and npuprofd.service are active ($state)" \
-                test "$state" = "active active active "
+                sh -c "grep -q '^npuprofd: running, .*socket-activated' '$tmp/install.out' && grep -q '^config: .*, valid\$' '$tmp/install.out'"
+        state=$(on_node systemctl is-enabled npuprofd.socket npuprof-shmopen.socket npuprofd.service | tr '\n' ' ')
+        state=$state$(on_node systemctl is-active npuprofd.socket npuprof-shmopen.socket npuprofd.service | tr '\n' ' ')
+        check "npuprofd.socket, npuprof-shmopen.socket and npuprofd.service are enabled and active ($state)" \
+                test "$state" = "enabled enabled enabled active active active "
         check "the daemon runs as the npuprof user the package made" \
                 sh -c "podman --log-level=error exec '$node' sh -c 'stat -c %U /proc/\$(systemctl show -P MainPID npuprofd.service)' | grep -qx npuprof"
         # A rank of the installed Python package, on the packaged daemon's segment.
-        podman --log-level=error exec -d -w /root "$node" python3 -c 'import time, npuprof
+        podman --log-level=error exec -d "$node" python3 -c 'import time, npuprof
 with npuprof.Monitor(rank=3) as mon:
     for step in range(1, 100000):
         mon.step(step)
         time.sleep(0.02)' >/dev/null 2>&1
+        wait_ms=20000
         eventually "a rank of python3-npuprof on the node is listed by npuprofctl ranks" \
-                sh -c "podman --log-level=error exec '$node' npuprofctl ranks 2>/dev/null | grep -q '^ *3 '"
+                sh -c "sleep 0.2; podman --log-level=error exec '$node' npuprofctl ranks 2>/dev/null | grep -q '^ *3 '"
         podman rm -f -t 0 "$node" >/dev/null 2>&1
 }
 if [ "$(id -u)" = 0 ]; then
         . "$here/tests/lib-podman.sh"
-        if npf_podman_usable "$node" && npf_mirror_reachable "$here/build/kubernetes" "node-bookworm-*.tar"; then
+        if npf_podman_usable "$node" && npf_mirror_reachable "$here/build/kubernetes" "node-$suite-*.tar"; then
                 fresh_node
         else
                 skip "the README's install block on a fresh Debian node: $why_not"

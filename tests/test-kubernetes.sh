@@ -140,7 +140,7 @@ timg=localhost/$cprefix:$version
 k8s_cleanup() {
         command -v podman >/dev/null || return 0
         podman ps -a --format '{{.Names}}' 2>/dev/null | grep "^$cprefix-" | xargs -r podman rm -f -t 0 >/dev/null 2>&1
-        podman rmi -f "$timg" >/dev/null 2>&1
+        podman rmi -f "$timg" "localhost/$cprefix-probe" >/dev/null 2>&1
         return 0
 }
 trap 'k8s_cleanup; npf_cleanup' EXIT
