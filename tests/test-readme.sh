@@ -86,11 +86,9 @@ eventually "the node's two ranks are attached" \
 
 # A rank's loop (a Python or C block, @b, from README line @line) as rank @rank, in a window
 # of steps 5 to 7: it must exit 0 and the window end complete.
-generation() {
-        "$build/npuprofctl" status --json 2>/dev/null |
-                python3 -c 'import json, sys; print(json.load(sys.stdin)["config"]["generation"])' 2>/dev/null
-}
-generation_above() { local now; now=$(generation); [ "${now:-0}" -gt "$1" ]; }
+status_py='import json, sys; o = json.loads(sys.argv[2])'
+generation() { npf_json_print "$status_py" 'o["config"]["generation"]' "$build/npuprofctl" status --json; }
+generation_above() { npf_json_holds "$status_py" 'o["config"]["generation"] > '"$1" "$build/npuprofctl" status --json; }
 rank_block() {
         local b=$1 line=$2 rank=$3 first=$4 rc man g
         g=$(generation)
